@@ -1,0 +1,47 @@
+# Developer and user entry points. `make demo` and `make check` do all set-up on a fresh
+# Debian machine (R packages from Debian when run as root, else from the user's CRAN mirror).
+
+R ?= R
+RSCRIPT ?= Rscript
+PKG := kernlearn
+VERSION := $(shell sed -n 's/^Version: *//p' DESCRIPTION)
+TARBALL := $(PKG)_$(VERSION).tar.gz
+# Real benchmark data, when the project's shared data folder is beside the checkout.
+DATA_DIR ?= $(abspath ../shared/data)
+
+.PHONY: deps install demo check test document clean bench
+
+deps:
+	sh tools/install-deps.sh
+
+document:
+	$(RSCRIPT) -e 'Rcpp::compileAttributes(); roxygen2::roxygenise()'
+
+install: deps
+	MAKEFLAGS=-j2 $(R) CMD INSTALL --preclean .
+
+demo: install
+	$(RSCRIPT) tools/demo.R
+
+$(TARBALL): deps
+	$(R) CMD build .
+
+check: deps
+	rm -rf $(PKG).Rcheck $(PKG)_*.tar.gz
+	$(R) CMD build .
+	MAKEFLAGS=-j2 _R_CHECK_CRAN_INCOMING_REMOTE_=false _R_CHECK_CRAN_INCOMING_=false \
+	  _R_CHECK_FORCE_SUGGESTS_=false \
+	  KERNLEARN_DATA_DIR="$$( [ -d "$(DATA_DIR)" ] && echo "$(DATA_DIR)" )" \
+	  $(R) CMD check --as-cran --no-manual $(TARBALL); status=$$?; \
+	  sh tools/test-summary.sh $(PKG).Rcheck; exit $$status
+
+test: install
+	KERNLEARN_DATA_DIR="$$( [ -d "$(DATA_DIR)" ] && echo "$(DATA_DIR)" )" \
+	  $(RSCRIPT) -e 'testthat::test_local(".", load_package = "installed")'
+
+bench: install
+	$(RSCRIPT) bench/kernel_matrix.R
+
+clean:
+	rm -rf $(PKG).Rcheck $(PKG)_*.tar.gz demo-output
+	sh cleanup

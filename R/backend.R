@@ -1,0 +1,78 @@
+#' The computing backend in use
+#'
+#' kernlearn computes kernel matrices and other dense algebra on the CPU (Eigen
+#' and OpenMP), or on an NVIDIA GPU through its optional CUDA library. The GPU
+#' library is built when the package is installed with a CUDA toolkit
+#' (\code{KERNLEARN_CUDA=auto}, the default, or \code{yes}); it is loaded on
+#' first use, and when no driver or device is found the CPU is used and a
+#' one-line message says why.
+#'
+#' Select with \code{options(kernlearn.backend = )}: \code{"auto"} (the GPU when
+#' usable, else the CPU), \code{"cpu"}, or \code{"cuda"} (the GPU, falling back
+#' to the CPU with a message when it is not usable).
+#'
+#' @param verbose If \code{TRUE}, also print why the GPU is not in use.
+#' @return A string: \code{"cpu"} or \code{"cuda: <device name>"}, with
+#'   attributes \code{gpu_library} (path of the GPU library, or \code{""} when
+#'   the package was built without CUDA) and \code{reason} (why the GPU is not
+#'   in use, or \code{""}).
+#' @examples
+#' kl_backend()
+#' op <- options(kernlearn.backend = "cpu")
+#' kl_backend()
+#' options(op)
+#' @export
+kl_backend <- function(verbose = FALSE) {
+  arg <- .kl_backend_arg(message = FALSE)
+  probe <- if (nzchar(arg$lib)) .gpu_probe() else NULL
+  name <- if (arg$gpu) probe$name else "cpu"
+  reason <- if (arg$gpu) "" else if (.backend_mode() == "cpu") "options(kernlearn.backend = \"cpu\")"
+            else if (!nzchar(arg$lib)) "kernlearn was built without CUDA"
+            else probe$why
+  if (isTRUE(verbose) && nzchar(reason)) message("kernlearn uses the CPU: ", reason)
+  structure(name, gpu_library = arg$lib, reason = reason)
+}
+
+.backend_mode <- function() {
+  mode <- getOption("kernlearn.backend", "auto")
+  if (!is.character(mode) || length(mode) != 1L || !(mode %in% c("auto", "cpu", "cuda")))
+    stop("options(kernlearn.backend) must be \"auto\", \"cpu\" or \"cuda\" (got ",
+         .show_value(mode), ")", call. = FALSE)
+  mode
+}
+
+# Path of the GPU library installed beside the package library, or "" when it was not built.
+.gpu_lib_path <- function() {
+  lib <- paste0("kernlearn_cuda", .Platform$dynlib.ext)
+  arch <- .Platform$r_arch
+  f <- if (nzchar(arch)) system.file("libs", arch, "cuda", lib, package = "kernlearn") else ""
+  if (!nzchar(f)) f <- system.file("libs", "cuda", lib, package = "kernlearn")
+  f
+}
+
+# Loads the GPU library once per session and remembers the answer.
+.gpu_probe <- function() {
+  if (is.null(.kl_state$gpu)) .kl_state$gpu <- cpp_gpu_probe(.gpu_lib_path())
+  .kl_state$gpu
+}
+
+# The backend argument of the C++ glue: list(gpu = TRUE/FALSE, lib = path).
+.kl_backend_arg <- function(message = TRUE) {
+  mode <- .backend_mode()
+  lib <- .gpu_lib_path()
+  if (mode == "cpu") return(list(gpu = FALSE, lib = lib))
+  if (!nzchar(lib)) {
+    if (mode == "cuda" && message && !isTRUE(.kl_state$told_nolib)) {
+      .kl_state$told_nolib <- TRUE
+      message("kernlearn: using the CPU: the package was built without CUDA ",
+              "(reinstall with KERNLEARN_CUDA=yes and a CUDA toolkit)")
+    }
+    return(list(gpu = FALSE, lib = lib))
+  }
+  probe <- .gpu_probe()
+  if (!isTRUE(probe$available) && message && !isTRUE(.kl_state$told_nogpu)) {
+    .kl_state$told_nogpu <- TRUE
+    message("kernlearn: using the CPU: ", probe$why)
+  }
+  list(gpu = isTRUE(probe$available), lib = lib)
+}

@@ -1,0 +1,168 @@
+#' Exact kernel ridge regression and least-squares SVM classification
+#'
+#' Fits \eqn{f(x) = \sum_j \alpha_j k(x_j, x) + b} by minimising
+#' \deqn{\sum_i (y_i - f(x_i))^2 + \lambda \|f\|_{H}^2}{sum_i (y_i - f(x_i))^2 + lambda ||f||_H^2}
+#' with an unpenalised bias \eqn{b}, exactly: the kernel matrix \eqn{K} is
+#' computed in the C++ core and \eqn{(K + \lambda I)\alpha = y - b} with
+#' \eqn{1'\alpha = 0} is solved by a Cholesky factorisation.
+#'
+#' For a factor response this is the least-squares SVM (LS-SVM) used by the
+#' hierarchical Gaussian kernel paper: targets are \eqn{\pm 1}{+-1} (one output
+#' for two classes, positive meaning the second level; one-vs-rest outputs for
+#' more), and the predicted class is the largest output. Least-squares outputs
+#' are not probabilities, so \code{predict(type = "prob")} is an error.
+#'
+#' Inputs are scaled to \eqn{[0, 1]} with the training minimum and maximum of
+#' each column (constant columns map to 0); factor predictors are expanded to
+#' one indicator column per level. The scaling and encodings are stored in the
+#' model and applied to \code{newdata}.
+#'
+#' The exact solve needs an \eqn{n \times n}{n x n} matrix (8 n^2 bytes): an
+#' error names the limit when it does not fit in the memory the operating system
+#' reports as available (or \code{options(kernlearn.max_memory =)} bytes).
+#'
+#' @param x A formula (\code{y ~ .}) with \code{data}, or a numeric matrix or
+#'   data.frame of predictors.
+#' @param formula A model formula.
+#' @param data A data.frame holding the variables of \code{formula}.
+#' @param y Response: a factor for classification, a numeric vector for
+#'   regression.
+#' @param kernel A kernel object (\code{\link{gaussian_kernel}} by default, with
+#'   \code{gamma = 1 / ncol(x)} after encoding) or a kernel name.
+#' @param lambda Ridge penalty \eqn{\lambda > 0}.
+#' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
+#' @param ... Not used; unknown arguments are an error.
+#' @return An object of class \code{c("kernel_ridge", "kl_model")}: a list with
+#'   the scaled training inputs \code{x}, the dual coefficients \code{alpha}
+#'   (n by number of outputs), the bias \code{bias}, the resolved \code{kernel},
+#'   \code{lambda}, \code{task} (\code{"classification"} or
+#'   \code{"regression"}), the class \code{levels}, and the input specification
+#'   used to prepare new data.
+#' @seealso \code{\link{predict.kernel_ridge}}, \code{\link{kl_tune}} to choose
+#'   \code{lambda} and the kernel parameters.
+#' @examples
+#' fit <- kernel_ridge(Species ~ ., data = iris, kernel = gaussian_kernel(gamma = 2),
+#'                     lambda = 0.1)
+#' fit
+#' table(predict(fit, iris), iris$Species)
+#'
+#' reg <- kernel_ridge(mpg ~ wt + hp, data = mtcars, lambda = 0.5)
+#' head(predict(reg, mtcars))
+#' @export
+kernel_ridge <- function(x, ...) UseMethod("kernel_ridge")
+
+#' @rdname kernel_ridge
+#' @export
+kernel_ridge.formula <- function(formula, data, kernel = gaussian_kernel(), lambda = 0.01,
+                                 threads = NULL, ...) {
+  .no_dots(..., caller = "kernel_ridge()")
+  inp <- .kl_input_formula(formula, data, "kernel_ridge()")
+  .kernel_ridge_fit(inp, kernel, lambda, threads, match.call())
+}
+
+#' @rdname kernel_ridge
+#' @export
+kernel_ridge.default <- function(x, y, kernel = gaussian_kernel(), lambda = 0.01,
+                                 threads = NULL, ...) {
+  .no_dots(..., caller = "kernel_ridge()")
+  if (inherits(x, "formula"))
+    stop("kernel_ridge(): use kernel_ridge(formula, data = ) with a formula", call. = FALSE)
+  inp <- .kl_input_xy(x, y, "kernel_ridge()")
+  .kernel_ridge_fit(inp, kernel, lambda, threads, match.call())
+}
+
+.no_dots <- function(..., caller) {
+  dots <- list(...)
+  if (length(dots)) {
+    nm <- names(dots)
+    nm <- if (is.null(nm)) rep("", length(dots)) else nm
+    nm[!nzchar(nm)] <- "<unnamed>"
+    stop(sprintf("%s: unused argument(s) %s", caller, .name_list(nm)), call. = FALSE)
+  }
+  invisible(NULL)
+}
+
+# +-1 targets: one column for two classes (+1 = second level), one-vs-rest columns otherwise.
+.pm1_targets <- function(y) {
+  k <- nlevels(y)
+  if (k == 2L) return(matrix(ifelse(as.integer(y) == 2L, 1, -1), ncol = 1L))
+  Y <- matrix(-1, length(y), k)
+  Y[cbind(seq_along(y), as.integer(y))] <- 1
+  Y
+}
+
+.kernel_ridge_fit <- function(inp, kernel, lambda, threads, call) {
+  caller <- "kernel_ridge()"
+  kernel <- .resolve_kernel(.as_kernel(kernel, caller), ncol(inp$x))
+  .check_number(lambda, "lambda", lower = 0, lower_open = TRUE)
+  threads <- .kl_threads(threads)
+  n <- nrow(inp$x)
+  limit <- .kl_memory_limit()
+  .check_memory(8 * n^2 + 8 * n * ncol(inp$x), sprintf("the exact solve for n = %d rows (an n x n kernel matrix)", n),
+                caller, hint = if (is.na(limit)) "" else
+                  sprintf("; at most about %d rows fit. Subsample the rows or raise options(kernlearn.max_memory)",
+                          floor(sqrt(limit / 8))))
+  Y <- if (inp$task == "classification") .pm1_targets(inp$y) else matrix(inp$y, ncol = 1L)
+  progress <- if (n >= 3000L) .kl_progressor() else NULL
+  sol <- cpp_kernel_ridge_fit(inp$x, Y, .kernel_spec(kernel), lambda, TRUE, threads,
+                              .kl_backend_arg(), progress)
+  structure(list(call = call, task = inp$task, levels = inp$levels, spec = inp$spec,
+                 kernel = kernel, lambda = lambda, x = inp$x, alpha = sol$alpha,
+                 bias = as.vector(sol$bias), n = n),
+            class = c("kernel_ridge", "kl_model"))
+}
+
+#' Predict with a kernel ridge model
+#'
+#' @param object A \code{kernel_ridge} model.
+#' @param newdata A data.frame (formula fits) or a matrix / data.frame with the
+#'   training columns. Missing means the training data.
+#' @param type \code{"class"} (default for classification): a factor with the
+#'   training levels; \code{"decision"}: the least-squares outputs (a vector for
+#'   two classes, positive meaning the second level; a matrix with one column
+#'   per level otherwise); \code{"response"} (default for regression): the
+#'   fitted values. \code{"prob"} is an error: least-squares outputs are not
+#'   probabilities.
+#' @param threads Number of threads.
+#' @param ... Not used.
+#' @return A factor, numeric vector or matrix with one row per row of
+#'   \code{newdata}.
+#' @examples
+#' fit <- kernel_ridge(Species ~ ., data = iris, lambda = 0.1)
+#' head(predict(fit, iris[, 1:4], type = "decision"))
+#' @export
+predict.kernel_ridge <- function(object, newdata, type = NULL, threads = NULL, ...) {
+  caller <- "predict.kernel_ridge()"
+  type <- .kl_predict_type(type, object$task, caller,
+                           prob = paste("least-squares outputs are not probabilities;",
+                                        "use type = \"decision\", or a learner with a",
+                                        "probability model"))
+  x <- if (missing(newdata)) object$x else .kl_newdata(object$spec, newdata, caller)
+  if (nrow(x) == 0L) {
+    if (type == "class") return(factor(character(), levels = object$levels))
+    return(if (type == "decision" && length(object$levels) > 2L)
+             matrix(numeric(), 0L, length(object$levels), dimnames = list(NULL, object$levels))
+           else numeric())
+  }
+  dec <- cpp_kernel_predict(x, object$x, object$alpha, object$bias,
+                            .kernel_spec(object$kernel), .kl_threads(threads),
+                            .kl_backend_arg())
+  if (object$task == "regression") return(as.vector(dec))
+  if (type == "class") return(.kl_decision_to_class(dec, object$levels))
+  if (ncol(dec) == 1L) return(as.vector(dec))
+  colnames(dec) <- object$levels
+  dec
+}
+
+#' @export
+print.kernel_ridge <- function(x, ...) {
+  what <- if (x$task == "classification")
+    sprintf("least-squares SVM classification, %d classes", length(x$levels))
+  else "regression"
+  cat("Kernel ridge ", what, "\n", sep = "")
+  cat(sprintf("  %d training rows, %d features (scaled to [0, 1]), lambda = %s\n", x$n,
+              ncol(x$x), format(x$lambda, digits = 6)))
+  cat("  ")
+  print(x$kernel)
+  invisible(x)
+}

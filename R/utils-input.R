@@ -1,0 +1,309 @@
+# Shared input handling for every learner: formula and x/y interfaces, validation with errors
+# that name the column or argument, [0, 1] scaling stored in the model, and the matching
+# preparation of new data at predict time.
+#
+# .kl_input_formula() and .kl_input_xy() both return
+#   list(x = scaled numeric matrix, y = factor or numeric, task, levels, spec)
+# where `spec` is everything predict needs to turn new data into the same matrix:
+#   list(kind = "formula" | "data.frame" | "matrix", terms, xlevels (factors are one-hot),
+#        columns (original predictor columns), features (matrix column names),
+#        min, scale (1 / range, 0 for constant columns))
+
+.kl_input_formula <- function(formula, data, caller, subset_rows = NULL) {
+  if (!inherits(formula, "formula"))
+    stop(sprintf("%s: 'formula' must be a formula such as y ~ .", caller), call. = FALSE)
+  if (missing(data) || is.null(data))
+    stop(sprintf("%s: 'data' is required with a formula", caller), call. = FALSE)
+  if (is.matrix(data)) data <- as.data.frame(data)
+  if (!is.data.frame(data))
+    stop(sprintf("%s: 'data' must be a data.frame (got %s)", caller, class(data)[1L]),
+         call. = FALSE)
+  if (length(formula) != 3L)
+    stop(sprintf("%s: the formula needs a response on its left-hand side", caller),
+         call. = FALSE)
+  vars <- all.vars(formula)
+  vars <- setdiff(vars, ".")
+  missing_cols <- setdiff(vars, names(data))
+  if (length(missing_cols))
+    stop(sprintf("%s: 'data' has no column(s) %s", caller,
+                 paste0("'", missing_cols, "'", collapse = ", ")), call. = FALSE)
+  if (nrow(data) == 0L) stop(sprintf("%s: 'data' has no rows", caller), call. = FALSE)
+  mf <- stats::model.frame(formula, data = data, na.action = stats::na.pass,
+                           drop.unused.levels = TRUE)
+  tt <- stats::delete.response(stats::terms(mf))
+  yname <- deparse(formula[[2L]])
+  y <- .kl_check_y(stats::model.response(mf), caller, yname)
+  if (length(attr(tt, "term.labels")) == 0L)
+    stop(sprintf("%s: the formula has no predictors", caller), call. = FALSE)
+  enc <- .encode_frame(data, tt, caller, "data")
+  .kl_finish_input(enc$x, y, caller,
+                   spec = list(kind = "formula", terms = enc$terms, xlevels = enc$xlevels,
+                               columns = all.vars(tt)))
+}
+
+.kl_input_xy <- function(x, y, caller) {
+  if (missing(y) || is.null(y))
+    stop(sprintf("%s: 'y' is required when 'x' is not a formula", caller), call. = FALSE)
+  if (is.data.frame(x)) {
+    if (nrow(x) == 0L || ncol(x) == 0L)
+      stop(sprintf("%s: 'x' is empty (%d x %d)", caller, nrow(x), ncol(x)), call. = FALSE)
+    if (is.null(names(x)) || any(!nzchar(names(x))))
+      names(x) <- paste0("V", seq_len(ncol(x)))
+    .check_frame_values(x, caller, "x")
+    if (length(y) != nrow(x))
+      stop(sprintf("%s: 'x' has %d rows but 'y' has length %d", caller, nrow(x), length(y)),
+           call. = FALSE)
+    y <- .kl_check_y(y, caller, "y")
+    tt <- stats::terms(stats::reformulate(sprintf("`%s`", names(x))), data = x)
+    enc <- .encode_frame(x, tt, caller, "x")
+    return(.kl_finish_input(enc$x, y, caller,
+                            spec = list(kind = "data.frame", terms = enc$terms,
+                                        xlevels = enc$xlevels, columns = names(x))))
+  }
+  x <- .check_numeric_matrix(x, caller, "x")
+  if (length(y) != nrow(x))
+    stop(sprintf("%s: 'x' has %d rows but 'y' has length %d", caller, nrow(x), length(y)),
+         call. = FALSE)
+  y <- .kl_check_y(y, caller, "y")
+  .kl_finish_input(x, y, caller, spec = list(kind = "matrix", columns = colnames(x)))
+}
+
+# A numeric matrix with column names and finite values, or an error naming the problem.
+.check_numeric_matrix <- function(x, caller, name) {
+  if (is.vector(x) && is.numeric(x)) x <- matrix(x, ncol = 1L)
+  if (!is.matrix(x))
+    stop(sprintf("%s: '%s' must be a numeric matrix or a data.frame (got %s)", caller, name,
+                 class(x)[1L]), call. = FALSE)
+  if (!is.numeric(x) && !is.logical(x))
+    stop(sprintf("%s: '%s' must be numeric (got a %s matrix)", caller, name, typeof(x)),
+         call. = FALSE)
+  if (nrow(x) == 0L || ncol(x) == 0L)
+    stop(sprintf("%s: '%s' is empty (%d x %d)", caller, name, nrow(x), ncol(x)), call. = FALSE)
+  storage.mode(x) <- "double"
+  if (is.null(colnames(x))) colnames(x) <- paste0("V", seq_len(ncol(x)))
+  bad <- !is.finite(x)
+  if (any(bad)) {
+    cols <- which(colSums(bad) > 0)
+    rows <- which(rowSums(bad) > 0)
+    stop(sprintf("%s: '%s' has missing or infinite values in column(s) %s (row(s) %s)",
+                 caller, name, .name_list(colnames(x)[cols]), .num_list(rows)), call. = FALSE)
+  }
+  x
+}
+
+.name_list <- function(v, max = 5L) {
+  s <- paste0("'", utils::head(v, max), "'", collapse = ", ")
+  if (length(v) > max) s <- paste0(s, sprintf(" and %d more", length(v) - max))
+  s
+}
+
+.num_list <- function(v, max = 5L) {
+  s <- paste(utils::head(v, max), collapse = ", ")
+  if (length(v) > max) s <- paste0(s, sprintf(" and %d more", length(v) - max))
+  s
+}
+
+# Every predictor column must be numeric, logical, factor or character, with no NA / Inf.
+.check_frame_values <- function(df, caller, name) {
+  for (nm in names(df)) {
+    v <- df[[nm]]
+    if (is.character(v)) v <- factor(v)
+    if (!(is.numeric(v) || is.factor(v) || is.logical(v)))
+      stop(sprintf("%s: column '%s' of '%s' has unsupported type %s", caller, nm, name,
+                   class(v)[1L]), call. = FALSE)
+    bad <- if (is.numeric(v)) !is.finite(v) else is.na(v)
+    if (is.matrix(bad)) bad <- rowSums(bad) > 0
+    if (any(bad))
+      stop(sprintf("%s: column '%s' of '%s' has %d missing or infinite value(s) (row(s) %s)",
+                   caller, nm, name, sum(bad), .num_list(which(bad))), call. = FALSE)
+  }
+  invisible(TRUE)
+}
+
+# Logical columns become 0 / 1 so that they encode the same way whatever values occur.
+.logical_to_numeric <- function(df) {
+  for (nm in names(df)) if (is.logical(df[[nm]])) df[[nm]] <- as.numeric(df[[nm]])
+  df
+}
+
+# Factors become one indicator column per level (no reference level is dropped: kernels
+# treat all levels alike). Returns the matrix and what predict needs to rebuild it.
+.encode_frame <- function(df, tt, caller, name) {
+  attr(tt, "intercept") <- 0L
+  df <- .logical_to_numeric(df)
+  mf <- stats::model.frame(tt, df, na.action = stats::na.pass, drop.unused.levels = TRUE)
+  .check_frame_values(mf, caller, name)
+  xlevels <- stats::.getXlevels(tt, mf)
+  for (nm in names(xlevels)) {
+    if (length(xlevels[[nm]]) < 2L)
+      stop(sprintf("%s: factor column '%s' of '%s' has a single level ('%s'); remove it",
+                   caller, nm, name, xlevels[[nm]][1L]), call. = FALSE)
+  }
+  x <- .model_matrix(tt, df, xlevels)
+  list(x = x, terms = tt, xlevels = xlevels)
+}
+
+.model_matrix <- function(tt, df, xlevels) {
+  attr(tt, "intercept") <- 0L
+  mf <- stats::model.frame(tt, df, xlev = xlevels, na.action = stats::na.pass)
+  ca <- lapply(xlevels, function(lv) stats::contrasts(factor(lv, levels = lv), contrasts = FALSE))
+  x <- stats::model.matrix(tt, mf, contrasts.arg = if (length(ca)) ca else NULL)
+  attr(x, "assign") <- NULL
+  attr(x, "contrasts") <- NULL
+  storage.mode(x) <- "double"
+  x
+}
+
+# y: a factor (classification) or a numeric vector (regression), with no missing values.
+.kl_check_y <- function(y, caller, name = "y") {
+  if (is.data.frame(y) || (is.matrix(y) && ncol(y) > 1L))
+    stop(sprintf("%s: '%s' must be a vector or factor, not a matrix", caller, name),
+         call. = FALSE)
+  if (is.matrix(y)) y <- drop(y)
+  if (is.character(y) || is.logical(y))
+    stop(sprintf("%s: '%s' is %s; use a factor for classification or a numeric vector for regression",
+                 caller, name, typeof(y)), call. = FALSE)
+  if (!(is.factor(y) || is.numeric(y)))
+    stop(sprintf("%s: '%s' must be a factor or numeric (got %s)", caller, name, class(y)[1L]),
+         call. = FALSE)
+  if (length(y) == 0L) stop(sprintf("%s: '%s' is empty", caller, name), call. = FALSE)
+  bad <- if (is.numeric(y)) !is.finite(y) else is.na(y)
+  if (any(bad))
+    stop(sprintf("%s: '%s' has %d missing or infinite value(s) (row(s) %s)", caller, name,
+                 sum(bad), .num_list(which(bad))), call. = FALSE)
+  if (is.factor(y)) {
+    unused <- setdiff(levels(y), levels(droplevels(y)))
+    if (length(unused)) {
+      warning(sprintf("%s: dropping unused level(s) %s of '%s'", caller, .name_list(unused),
+                      name), call. = FALSE)
+      y <- droplevels(y)
+    }
+    if (nlevels(y) < 2L)
+      stop(sprintf("%s: '%s' has only one class ('%s'); classification needs at least two",
+                   caller, name, levels(y)[1L]), call. = FALSE)
+  } else {
+    y <- as.numeric(y)
+  }
+  y
+}
+
+# Scales the matrix to [0, 1] with its own column min / max and stores how.
+.kl_finish_input <- function(x, y, caller, spec) {
+  if (nrow(x) == 0L) stop(sprintf("%s: no rows", caller), call. = FALSE)
+  mn <- apply(x, 2L, min)
+  rg <- apply(x, 2L, max) - mn
+  sc <- ifelse(rg > 0, 1 / rg, 0)
+  spec$features <- colnames(x)
+  spec$min <- unname(mn)
+  spec$scale <- unname(sc)
+  xs <- .scale_apply(x, spec)
+  task <- if (is.factor(y)) "classification" else "regression"
+  list(x = xs, y = y, task = task, levels = if (is.factor(y)) levels(y) else NULL, spec = spec)
+}
+
+.scale_apply <- function(x, spec) {
+  x <- sweep(x, 2L, spec$min, `-`, check.margin = FALSE)
+  x <- sweep(x, 2L, spec$scale, `*`, check.margin = FALSE)
+  dimnames(x) <- list(NULL, spec$features)
+  x
+}
+
+# New data at predict time: the same columns, encodings and scaling as the training data.
+.kl_newdata <- function(spec, newdata, caller) {
+  if (missing(newdata) || is.null(newdata))
+    stop(sprintf("%s: 'newdata' is required", caller), call. = FALSE)
+  if (spec$kind == "matrix") {
+    if (is.data.frame(newdata)) {
+      if (!all(vapply(newdata, is.numeric, logical(1))))
+        stop(sprintf("%s: the model was fitted on a numeric matrix; 'newdata' has non-numeric column(s) %s",
+                     caller, .name_list(names(newdata)[!vapply(newdata, is.numeric, logical(1))])),
+             call. = FALSE)
+      newdata <- as.matrix(newdata)
+    }
+    if (is.vector(newdata) && is.numeric(newdata) && length(spec$columns) == length(newdata))
+      newdata <- matrix(newdata, nrow = 1L, dimnames = list(NULL, spec$columns))
+    if (!is.matrix(newdata))
+      stop(sprintf("%s: 'newdata' must be a numeric matrix or data.frame (got %s)", caller,
+                   class(newdata)[1L]), call. = FALSE)
+    cols <- spec$columns
+    if (!is.null(colnames(newdata)) && all(cols %in% colnames(newdata))) {
+      newdata <- newdata[, cols, drop = FALSE]
+    } else if (!is.null(colnames(newdata)) && !all(grepl("^V[0-9]+$", cols))) {
+      stop(sprintf("%s: 'newdata' lacks column(s) %s", caller,
+                   .name_list(setdiff(cols, colnames(newdata)))), call. = FALSE)
+    } else if (ncol(newdata) != length(cols)) {
+      stop(sprintf("%s: 'newdata' has %d columns but the model was fitted on %d", caller,
+                   ncol(newdata), length(cols)), call. = FALSE)
+    }
+    x <- .check_numeric_matrix(newdata, caller, "newdata")
+    colnames(x) <- cols
+    return(.scale_apply(x, spec))
+  }
+  if (is.matrix(newdata)) newdata <- as.data.frame(newdata)
+  if (!is.data.frame(newdata))
+    stop(sprintf("%s: 'newdata' must be a data.frame (got %s)", caller, class(newdata)[1L]),
+         call. = FALSE)
+  miss <- setdiff(spec$columns, names(newdata))
+  if (length(miss))
+    stop(sprintf("%s: 'newdata' lacks column(s) %s", caller, .name_list(miss)), call. = FALSE)
+  if (nrow(newdata) == 0L)
+    return(matrix(numeric(), 0L, length(spec$features), dimnames = list(NULL, spec$features)))
+  df <- .logical_to_numeric(newdata[, spec$columns, drop = FALSE])
+  .check_frame_values(df, caller, "newdata")
+  for (nm in intersect(names(spec$xlevels), names(df))) {
+    v <- df[[nm]]
+    if (is.numeric(v))
+      stop(sprintf("%s: column '%s' of 'newdata' is numeric but was a factor in training",
+                   caller, nm), call. = FALSE)
+    v <- as.character(v)
+    new_lv <- setdiff(unique(v), spec$xlevels[[nm]])
+    if (length(new_lv))
+      stop(sprintf("%s: column '%s' of 'newdata' has level(s) %s not seen in training", caller,
+                   nm, .name_list(new_lv)), call. = FALSE)
+    df[[nm]] <- factor(v, levels = spec$xlevels[[nm]])
+  }
+  num_cols <- setdiff(spec$columns, names(spec$xlevels))
+  num_cols <- num_cols[vapply(num_cols, function(nm) !any(grepl(nm, names(spec$xlevels), fixed = TRUE)),
+                              logical(1))]
+  for (nm in num_cols) {
+    if (is.factor(df[[nm]]) || is.character(df[[nm]]))
+      stop(sprintf("%s: column '%s' of 'newdata' is a factor but was numeric in training",
+                   caller, nm), call. = FALSE)
+  }
+  x <- .model_matrix(spec$terms, df, spec$xlevels)
+  miss <- setdiff(spec$features, colnames(x))
+  if (length(miss))
+    stop(sprintf("%s: 'newdata' could not be encoded like the training data (missing %s)",
+                 caller, .name_list(miss)), call. = FALSE)
+  x <- x[, spec$features, drop = FALSE]
+  .scale_apply(x, spec)
+}
+
+# predict() type handling shared by the learners.
+.kl_predict_type <- function(type, task, caller, prob = TRUE) {
+  choices <- c("class", "prob", "response", "decision")
+  if (is.null(type)) type <- if (task == "classification") "class" else "response"
+  if (!is.character(type) || length(type) != 1L || !(type %in% choices))
+    stop(sprintf("%s: 'type' must be one of %s", caller,
+                 paste0("\"", choices, "\"", collapse = ", ")), call. = FALSE)
+  if (task == "regression" && type %in% c("class", "prob"))
+    stop(sprintf("%s: type = \"%s\" is for classification; this model is a regression (use \"response\")",
+                 caller, type), call. = FALSE)
+  if (task == "classification" && type == "response")
+    stop(sprintf("%s: type = \"response\" is for regression; use \"class\", \"prob\" or \"decision\"",
+                 caller), call. = FALSE)
+  if (type == "prob" && !isTRUE(prob))
+    stop(sprintf("%s: type = \"prob\" is not available: %s", caller, prob), call. = FALSE)
+  type
+}
+
+# Class from a decision matrix (one column per class, larger wins), or from a single column
+# (binary: positive means the second level).
+.kl_decision_to_class <- function(dec, levels) {
+  if (is.null(dim(dec)) || ncol(dec) == 1L) {
+    idx <- ifelse(as.vector(dec) > 0, 2L, 1L)
+  } else {
+    idx <- max.col(dec, ties.method = "first")
+  }
+  factor(levels[idx], levels = levels)
+}

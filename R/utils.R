@@ -1,0 +1,89 @@
+# Small internal helpers shared by all learners.
+
+# Package state that lives for the R session (backend probe results, one-time messages).
+.kl_state <- new.env(parent = emptyenv())
+
+# Two integers drawn with R's RNG: the seed of the core's own random engine. set.seed()
+# therefore makes every random choice of the core reproducible.
+.kl_seed <- function() sample.int(.Machine$integer.max, 2L)
+
+# Thread count: argument > option kernlearn.threads > env KERNLEARN_THREADS > 2.
+.kl_threads <- function(threads = NULL) {
+  if (is.null(threads)) {
+    threads <- getOption("kernlearn.threads", NULL)
+    if (is.null(threads)) {
+      env <- Sys.getenv("KERNLEARN_THREADS", "")
+      threads <- if (nzchar(env)) suppressWarnings(as.numeric(env)) else 2
+    }
+  }
+  if (!is.numeric(threads) || length(threads) != 1L || is.na(threads) ||
+      threads < 1 || threads != round(threads))
+    stop("'threads' must be a single whole number >= 1", call. = FALSE)
+  as.integer(threads)
+}
+
+.check_number <- function(x, name, lower = -Inf, upper = Inf, lower_open = FALSE,
+                          integer = FALSE, null_ok = FALSE) {
+  if (is.null(x) && null_ok) return(invisible(NULL))
+  ok <- is.numeric(x) && length(x) == 1L && !is.na(x) && is.finite(x)
+  if (ok) ok <- if (lower_open) x > lower else x >= lower
+  if (ok) ok <- x <= upper
+  if (ok && integer) ok <- x == round(x)
+  if (!ok) {
+    what <- if (integer) "a whole number" else "a number"
+    bound <- if (is.finite(lower)) paste0(if (lower_open) " > " else " >= ", format(lower)) else ""
+    ubound <- if (is.finite(upper)) paste0(" and <= ", format(upper)) else ""
+    stop(sprintf("'%s' must be %s%s%s (got %s)", name, what, bound, ubound,
+                 .show_value(x)), call. = FALSE)
+  }
+  invisible(x)
+}
+
+.show_value <- function(x) {
+  if (is.null(x)) return("NULL")
+  if (length(x) != 1L) return(sprintf("a %s of length %d", class(x)[1L], length(x)))
+  if (is.character(x)) return(sprintf("\"%s\"", x))
+  format(x)
+}
+
+.fmt_bytes <- function(b) {
+  units <- c("B", "KiB", "MiB", "GiB", "TiB")
+  i <- max(1L, min(length(units), floor(log(max(b, 1), 1024)) + 1L))
+  sprintf("%.1f %s", b / 1024^(i - 1L), units[i])
+}
+
+# Memory the exact solvers may use, in bytes (NA when unknown).
+.kl_memory_limit <- function() {
+  opt <- getOption("kernlearn.max_memory", NULL)
+  if (!is.null(opt)) {
+    .check_number(opt, "options(kernlearn.max_memory)", lower = 0, lower_open = TRUE)
+    return(as.numeric(opt))
+  }
+  if (file.exists("/proc/meminfo")) {
+    lines <- tryCatch(readLines("/proc/meminfo", warn = FALSE), error = function(e) character())
+    hit <- grep("^MemAvailable:", lines, value = TRUE)
+    if (length(hit)) {
+      kb <- suppressWarnings(as.numeric(gsub("[^0-9]", "", hit[1L])))
+      if (!is.na(kb)) return(kb * 1024)
+    }
+  }
+  NA_real_
+}
+
+# Stops with an error naming the limit when `bytes` do not fit in the available memory.
+.check_memory <- function(bytes, what, caller, hint) {
+  limit <- .kl_memory_limit()
+  if (!is.na(limit) && bytes > limit)
+    stop(sprintf("%s: %s needs %s but only %s of memory is available%s",
+                 caller, what, .fmt_bytes(bytes), .fmt_bytes(limit), hint), call. = FALSE)
+  invisible(TRUE)
+}
+
+# A progress function for the core: called with the fraction of work done since the last
+# call. NULL when progressr is not installed. The progressor belongs to the caller's frame and
+# finishes when that function returns.
+.kl_progressor <- function(envir = parent.frame()) {
+  if (!requireNamespace("progressr", quietly = TRUE)) return(NULL)
+  p <- progressr::progressor(steps = 1000L, envir = envir)
+  function(delta) p(amount = round(1000 * delta))
+}

@@ -1,0 +1,46 @@
+// The Backend interface: the heavy dense operations that a GPU can take over. The CPU backend
+// (Eigen + OpenMP) is always there; the CUDA backend lives in a separate shared library that is
+// loaded at run time (backend_gpu.cpp) and falls back to the CPU for what it does not implement.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common.hpp"
+#include "kernels.hpp"
+
+namespace kl {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // "cpu" or "cuda: <device name>".
+  virtual std::string name() const = 0;
+  virtual bool is_gpu() const = 0;
+  // K (n x m) = k(X, Z).
+  virtual void kernel_matrix(const KernelSpec& spec, CMatRef X, CMatRef Z, MatRef K, int threads,
+                             const Callbacks& cb) = 0;
+  // C (n x m) = A (n x k) * B' (m x k).
+  virtual void gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) = 0;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  std::string name() const override { return "cpu"; }
+  bool is_gpu() const override { return false; }
+  void kernel_matrix(const KernelSpec& spec, CMatRef X, CMatRef Z, MatRef K, int threads,
+                     const Callbacks& cb) override;
+  void gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) override;
+};
+
+CpuBackend& cpu_backend();
+
+// The GPU backend, loaded from the shared library at `path` on first use. Returns nullptr and
+// sets `why` (one line) when the library cannot be loaded or no usable device is found. The
+// result of the first attempt for a path is remembered.
+Backend* gpu_backend(const std::string& path, std::string* why);
+
+// Drops the loaded GPU library state (device buffers); the next gpu_backend() call reloads.
+void release_gpu_backend();
+
+}  // namespace kl

@@ -1,0 +1,26 @@
+#include "backend.hpp"
+
+#include <Eigen/Core>
+
+namespace kl {
+
+void CpuBackend::kernel_matrix(const KernelSpec& spec, CMatRef X, CMatRef Z, MatRef K,
+                               int threads, const Callbacks& cb) {
+  kl::kernel_matrix(spec, X, Z, K, threads, cb);
+}
+
+void CpuBackend::gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) {
+  if (A.cols() != B.cols() || C.rows() != A.rows() || C.cols() != B.rows())
+    throw Error("gemm_nt: shapes do not conform");
+  const int old = Eigen::nbThreads();
+  Eigen::setNbThreads(clamp_threads(threads));
+  C.noalias() = A * B.transpose();
+  Eigen::setNbThreads(old);
+}
+
+CpuBackend& cpu_backend() {
+  static CpuBackend backend;
+  return backend;
+}
+
+}  // namespace kl

@@ -1,0 +1,50 @@
+// Shared types, errors and callbacks of the R-free core.
+// Nothing in src/core includes R or Rcpp headers.
+#pragma once
+
+#include <Eigen/Dense>
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace kl {
+
+using Mat = Eigen::MatrixXd;    // column-major, rows are samples
+using Vec = Eigen::VectorXd;
+using IVec = Eigen::VectorXi;
+using CMatRef = Eigen::Ref<const Mat>;
+using CVecRef = Eigen::Ref<const Vec>;
+using MatRef = Eigen::Ref<Mat>;
+using VecRef = Eigen::Ref<Vec>;
+
+// Errors the core raises on invalid arguments or failed numerics; the glue turns them into R errors.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Raised when the interrupt callback reports that the user asked to stop.
+struct Interrupted : std::exception {
+  const char* what() const noexcept override { return "interrupted by the user"; }
+};
+
+// Callbacks from the core to its caller. Both are optional and are only ever called from the
+// thread that entered the core (never from inside an OpenMP parallel region), so the caller may
+// use them to talk to a single-threaded host such as R.
+struct Callbacks {
+  std::function<bool()> interrupted;      // true once the user asked to stop
+  std::function<void(double)> progress;   // fraction of the work done, in [0, 1]
+
+  // Throws Interrupted when the user asked to stop. Never call inside a parallel region.
+  void check() const {
+    if (interrupted && interrupted()) throw Interrupted();
+  }
+  void report(double fraction) const {
+    if (progress) progress(fraction);
+  }
+};
+
+// Thread count to use: at least 1.
+inline int clamp_threads(int threads) { return threads < 1 ? 1 : threads; }
+
+}  // namespace kl

@@ -1,0 +1,99 @@
+// Helpers shared by the Rcpp glue files: callbacks into R, seeds, thread counts.
+#pragma once
+
+#include <RcppEigen.h>
+
+#include <chrono>
+#include <memory>
+#include <cstdint>
+
+#include "core/common.hpp"
+
+namespace klr {
+
+// True when the user pressed Ctrl-C. R_CheckUserInterrupt() longjmps, so it runs inside
+// R_ToplevelExec, which catches the jump and reports it as FALSE.
+inline void check_interrupt_fn(void*) { R_CheckUserInterrupt(); }
+inline bool r_interrupted() { return R_ToplevelExec(check_interrupt_fn, nullptr) == FALSE; }
+
+// Callbacks for the core: interrupt checks at most every 100 ms, and progress forwarded to an
+// R function (or nothing when progress is NULL) at most every 250 ms.
+inline kl::Callbacks make_callbacks(SEXP progress = R_NilValue) {
+  using clock = std::chrono::steady_clock;
+  kl::Callbacks cb;
+  auto last_check = std::make_shared<clock::time_point>(clock::now());
+  cb.interrupted = [last_check]() {
+    auto now = clock::now();
+    if (now - *last_check < std::chrono::milliseconds(100)) return false;
+    *last_check = now;
+    return r_interrupted();
+  };
+  if (!Rf_isNull(progress)) {
+    Rcpp::Function f(progress);
+    auto last = std::make_shared<clock::time_point>(clock::now());
+    auto last_frac = std::make_shared<double>(0.0);
+    cb.progress = [f, last, last_frac](double frac) {
+      auto now = clock::now();
+      if (frac < 1.0 && now - *last < std::chrono::milliseconds(250)) return;
+      *last = now;
+      double delta = frac - *last_frac;
+      if (delta <= 0) return;
+      *last_frac = frac;
+      f(delta);
+    };
+  }
+  return cb;
+}
+
+// Seeds come from R as two integers drawn with R's RNG (see .kl_seed() in R/utils.R).
+inline std::uint64_t seed_from_r(const Rcpp::IntegerVector& s) {
+  if (s.size() != 2) Rcpp::stop("internal error: a seed is two integers");
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(s[0])) << 32) |
+         static_cast<std::uint64_t>(static_cast<std::uint32_t>(s[1]));
+}
+
+}  // namespace klr
+
+#include "core/backend.hpp"
+#include "core/kernels.hpp"
+
+namespace klr {
+
+// Kernel parameters come from R as list(type = <int code>, gamma, degree, scale, offset),
+// built by .kernel_spec() in R/kernels.R.
+inline kl::KernelSpec kernel_spec_from_r(const Rcpp::List& k) {
+  kl::KernelSpec s;
+  const int type = Rcpp::as<int>(k["type"]);
+  if (type < 0 || type > 3) Rcpp::stop("internal error: unknown kernel type code");
+  s.type = static_cast<kl::KernelType>(type);
+  s.gamma = Rcpp::as<double>(k["gamma"]);
+  s.degree = Rcpp::as<double>(k["degree"]);
+  s.scale = Rcpp::as<double>(k["scale"]);
+  s.offset = Rcpp::as<double>(k["offset"]);
+  return s;
+}
+
+// The backend chosen on the R side (.kl_backend_arg() in R/backend.R):
+// list(gpu = TRUE/FALSE, lib = path of the GPU library or "").
+inline kl::Backend& backend_from_r(const Rcpp::List& b) {
+  const bool gpu = Rcpp::as<bool>(b["gpu"]);
+  if (gpu) {
+    std::string why;
+    kl::Backend* g = kl::gpu_backend(Rcpp::as<std::string>(b["lib"]), &why);
+    if (g) return *g;
+  }
+  return kl::cpu_backend();
+}
+
+// Runs f() with Eigen's own parallelism set to `threads`, restoring it afterwards.
+template <class F>
+auto with_eigen_threads(int threads, F f) -> decltype(f()) {
+  struct Restore {
+    int old;
+    ~Restore() { Eigen::setNbThreads(old); }
+  } restore{Eigen::nbThreads()};
+  Eigen::setNbThreads(kl::clamp_threads(threads));
+  return f();
+}
+
+}  // namespace klr

@@ -1,0 +1,4 @@
+library(testthat)
+library(kernlearn)
+
+test_check("kernlearn")

@@ -1,0 +1,42 @@
+#!/bin/sh
+# Installs what building, checking and demonstrating kernlearn needs and is missing.
+# On Debian as root: R and the R packages from Debian (r-cran-*). Elsewhere: the R packages
+# from the user's CRAN mirror with install.packages().
+set -e
+
+R_PKGS="Rcpp RcppEigen testthat roxygen2 knitr rmarkdown e1071 kernlab ranger glmnet mlbench future future.apply progressr caret"
+DEB_PKGS="r-base-dev r-cran-rcpp r-cran-rcppeigen r-cran-testthat r-cran-roxygen2 r-cran-knitr r-cran-rmarkdown r-cran-e1071 r-cran-kernlab r-cran-ranger r-cran-glmnet r-cran-mlbench r-cran-future r-cran-future.apply r-cran-progressr r-cran-caret pandoc qpdf"
+
+missing_r() {
+  command -v Rscript >/dev/null 2>&1 || { echo "R"; return; }
+  Rscript --vanilla -e "p <- strsplit('${R_PKGS}', ' ')[[1]]; m <- p[!vapply(p, requireNamespace, logical(1), quietly = TRUE)]; cat(m)" 2>/dev/null
+}
+
+is_debian_root() {
+  [ -f /etc/debian_version ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1
+}
+
+need=$(missing_r)
+tools_missing=""
+for t in pandoc qpdf; do command -v "$t" >/dev/null 2>&1 || tools_missing="$tools_missing $t"; done
+
+if [ -z "$need" ] && [ -z "$tools_missing" ]; then
+  exit 0
+fi
+
+if is_debian_root; then
+  echo "Installing from Debian: $need $tools_missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # shellcheck disable=SC2086
+  apt-get install -y -qq --no-install-recommends $DEB_PKGS >/dev/null
+elif [ -n "$need" ] && [ "$need" != "R" ]; then
+  echo "Installing R packages from CRAN: $need"
+  Rscript -e "repos <- getOption('repos'); if (is.null(repos) || repos['CRAN'] %in% c('@CRAN@', '')) repos <- c(CRAN = 'https://cloud.r-project.org'); install.packages(strsplit('$need', ' ')[[1]], repos = repos)"
+elif [ "$need" = "R" ]; then
+  echo "R is not installed: install R (>= 4.0) first, e.g. 'apt-get install r-base-dev'." >&2
+  exit 1
+fi
+if [ -n "$tools_missing" ] && ! is_debian_root; then
+  echo "Note: $tools_missing not found; vignettes and the PDF checks may be skipped." >&2
+fi
