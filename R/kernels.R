@@ -153,6 +153,7 @@ kernel_matrix <- function(kernel, x, y = NULL, threads = NULL) {
          call. = FALSE)
   kernel <- .resolve_kernel(kernel, ncol(x))
   K <- cpp_kernel_matrix(x, y, .kernel_spec(kernel), .kl_threads(threads), .kl_backend_arg())
-  dimnames(K) <- list(rownames(x), rownames(y))
+  if (!is.null(rownames(x)) || !is.null(rownames(y)))
+    dimnames(K) <- list(rownames(x), rownames(y))
   K
 }

@@ -1,0 +1,84 @@
+sqdist <- function(a, b) {
+  outer(rowSums(a^2), rowSums(b^2), "+") - 2 * a %*% t(b)
+}
+
+test_that("kernel matrices match direct R computations", {
+  set.seed(1)
+  x <- matrix(rnorm(60 * 7), 60)
+  z <- matrix(rnorm(25 * 7), 25)
+  d2 <- pmax(sqdist(x, z), 0)
+  expect_equal(kernel_matrix(gaussian_kernel(0.3), x, z), exp(-0.3 * d2), tolerance = 1e-12)
+  expect_equal(kernel_matrix(laplacian_kernel(0.7), x, z), exp(-0.7 * sqrt(d2)),
+               tolerance = 1e-7)
+  expect_equal(kernel_matrix(linear_kernel(), x, z), x %*% t(z), tolerance = 1e-12)
+  expect_equal(kernel_matrix(polynomial_kernel(3, scale = 0.5, offset = 2), x, z),
+               (0.5 * x %*% t(z) + 2)^3, tolerance = 1e-12)
+})
+
+test_that("blocked kernel matrix equals the plain-loop reference across block edges", {
+  set.seed(2)
+  x <- matrix(runif(1100 * 5), 1100)   # more rows than one row block (512)
+  z <- matrix(runif(1030 * 5), 1030)   # more columns than one column block (1024)
+  for (k in list(gaussian_kernel(2), laplacian_kernel(1), linear_kernel(),
+                 polynomial_kernel(2))) {
+    K <- kernel_matrix(k, x, z)
+    ref <- kernlearn:::cpp_kernel_matrix_naive(x, z, kernlearn:::.kernel_spec(k))
+    expect_equal(K, ref, tolerance = 1e-10, info = k$name)
+  }
+})
+
+test_that("kernel matrices do not depend on the thread count", {
+  set.seed(3)
+  x <- matrix(rnorm(700 * 9), 700)
+  K1 <- kernel_matrix(gaussian_kernel(0.1), x, threads = 1)
+  K2 <- kernel_matrix(gaussian_kernel(0.1), x, threads = 2)
+  expect_identical(K1, K2)
+  expect_true(isSymmetric(K1))
+  expect_equal(diag(K1), rep(1, 700), tolerance = 1e-12)
+})
+
+test_that("kernel matrices agree with kernlab", {
+  skip_if_not_installed("kernlab")
+  set.seed(4)
+  x <- matrix(rnorm(40 * 3), 40)
+  expect_equal(unclass(kernlab::kernelMatrix(kernlab::rbfdot(sigma = 0.4), x)),
+               kernel_matrix(gaussian_kernel(0.4), x), tolerance = 1e-10,
+               ignore_attr = TRUE)
+  expect_equal(unclass(kernlab::kernelMatrix(kernlab::laplacedot(sigma = 0.4), x)),
+               kernel_matrix(laplacian_kernel(0.4), x), tolerance = 1e-6,
+               ignore_attr = TRUE)
+  expect_equal(unclass(kernlab::kernelMatrix(kernlab::polydot(degree = 2, scale = 0.5,
+                                                              offset = 1), x)),
+               kernel_matrix(polynomial_kernel(2, 0.5, 1), x), tolerance = 1e-10,
+               ignore_attr = TRUE)
+})
+
+test_that("default gamma is 1 / ncol and dimnames follow the inputs", {
+  x <- matrix(c(0, 1, 0, 2), 2, dimnames = list(c("a", "b"), NULL))
+  K <- kernel_matrix(gaussian_kernel(), x)
+  expect_equal(K["a", "b"], exp(-(1 + 4) / 2))
+  expect_equal(dimnames(K), list(c("a", "b"), c("a", "b")))
+})
+
+test_that("kernel objects print and validate their parameters", {
+  expect_output(print(gaussian_kernel(0.5)), "gamma = 0.5")
+  expect_output(print(polynomial_kernel(2)), "\\^2")
+  expect_error(gaussian_kernel(0), "'gamma' must be a number > 0")
+  expect_error(gaussian_kernel(-1), "gamma")
+  expect_error(laplacian_kernel(Inf), "gamma")
+  expect_error(polynomial_kernel(0), "'degree'")
+  expect_error(polynomial_kernel(1.5), "whole number")
+  expect_error(polynomial_kernel(2, offset = NA), "'offset'")
+})
+
+test_that("kernel_matrix rejects bad input with clear errors", {
+  x <- matrix(1:6 + 0.5, 3)
+  expect_error(kernel_matrix("nope", x), "unknown kernel")
+  expect_error(kernel_matrix(list(), x), "kernel object")
+  expect_error(kernel_matrix(gaussian_kernel(1), matrix(letters[1:4], 2)), "numeric")
+  xn <- x; xn[2, 1] <- NA
+  expect_error(kernel_matrix(gaussian_kernel(1), xn), "column\\(s\\) 'V1'")
+  expect_error(kernel_matrix(gaussian_kernel(1), x, matrix(1, 2, 3)), "columns")
+  expect_error(kernel_matrix(gaussian_kernel(1), matrix(numeric(), 0, 2)), "empty")
+  expect_error(kernel_matrix(gaussian_kernel(1), x, threads = 0), "threads")
+})
