@@ -1,0 +1,272 @@
+// Parity check of the GPU Gaussian kernel matrix against the package's CPU core.
+//
+// Generates X (n x d) and Z (m x d) uniform on [0, 1], computes K = exp(-gamma ||x - z||^2) with
+// kl::kernel_matrix (Eigen + OpenMP) and with kernlearn_cuda.so (loaded with dlopen, as the
+// package does), prints the largest absolute difference and the timings, and exits with
+//   0  difference within the tolerance
+//   1  difference above the tolerance, or a failed GPU call
+//   2  no usable GPU (library not loadable, no driver, no device)
+//   3  bad command line
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "../../src/core/common.hpp"
+#include "../../src/core/kernels.hpp"
+#include "../../src/core/rng.hpp"
+#include "../../src/cuda/kl_cuda_api.h"
+
+namespace {
+
+using fn_version = int (*)();
+using fn_init = int (*)(int, char*, int, char*, int);
+using fn_gauss = int (*)(const double*, int, const double*, int, int, double, double*, char*, int);
+using fn_release = void (*)();
+
+struct Options {
+  long n = 5000, m = 2000, d = 784;
+  double gamma = -1.0;  // default 1 / d
+  long tile_rows = 0, tile_cols = 0;
+  int threads = 0;      // default: all cores
+  int device = 0;
+  int reps = 3;
+  unsigned long long seed = 42;
+  double tol = 1e-10;
+  std::string lib;
+};
+
+void usage(const char* prog) {
+  std::fprintf(stderr,
+               "usage: %s [--n N] [--m M] [--d D] [--gamma G] [--tile-rows R] [--tile-cols C]\n"
+               "          [--threads T] [--device I] [--reps R] [--seed S] [--tol E] [--lib PATH]\n"
+               "defaults: n 5000, m 2000, d 784, gamma 1/d, tolerance 1e-10, the library\n"
+               "kernlearn_cuda.so next to this program. --tile-rows / --tile-cols set\n"
+               "KL_CUDA_TILE_ROWS / KL_CUDA_TILE_COLS to force small GPU tiles.\n",
+               prog);
+}
+
+bool parse_long(const char* s, long lo, long* out) {
+  char* end = nullptr;
+  const long v = std::strtol(s, &end, 10);
+  if (end == s || *end != '\0' || v < lo) return false;
+  *out = v;
+  return true;
+}
+
+bool parse_args(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      usage(argv[0]);
+      std::exit(0);
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "missing value after %s\n", a.c_str());
+      return false;
+    }
+    const char* v = argv[++i];
+    long x = 0;
+    bool ok = true;
+    if (a == "--n") ok = parse_long(v, 1, &o->n);
+    else if (a == "--m") ok = parse_long(v, 1, &o->m);
+    else if (a == "--d") ok = parse_long(v, 1, &o->d);
+    else if (a == "--tile-rows") ok = parse_long(v, 1, &o->tile_rows);
+    else if (a == "--tile-cols") ok = parse_long(v, 1, &o->tile_cols);
+    else if (a == "--threads") { ok = parse_long(v, 1, &x); o->threads = static_cast<int>(x); }
+    else if (a == "--device") { ok = parse_long(v, 0, &x); o->device = static_cast<int>(x); }
+    else if (a == "--reps") { ok = parse_long(v, 1, &x); o->reps = static_cast<int>(x); }
+    else if (a == "--seed") { ok = parse_long(v, 0, &x); o->seed = static_cast<unsigned long long>(x); }
+    else if (a == "--gamma" || a == "--tol") {
+      char* end = nullptr;
+      const double g = std::strtod(v, &end);
+      ok = end != v && *end == '\0' && std::isfinite(g) && g > 0;
+      (a == "--gamma" ? o->gamma : o->tol) = g;
+    } else if (a == "--lib") o->lib = v;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return false;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "bad value for %s: %s\n", a.c_str(), v);
+      return false;
+    }
+  }
+  const long lim = std::numeric_limits<int>::max();
+  if (o->n > lim || o->m > lim || o->d > lim) {
+    std::fprintf(stderr, "n, m and d must fit in an int\n");
+    return false;
+  }
+  if (o->gamma <= 0) o->gamma = 1.0 / static_cast<double>(o->d);
+  return true;
+}
+
+// kernlearn_cuda.so in the directory of this executable.
+std::string default_lib_path() {
+  char buf[4096];
+  const ssize_t len = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (len <= 0) return "./kernlearn_cuda.so";
+  buf[len] = '\0';
+  std::string p(buf);
+  const std::size_t slash = p.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : p.substr(0, slash)) + "/kernlearn_cuda.so";
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int no_gpu(const std::string& why) {
+  std::printf("no usable GPU: %s\n", why.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!parse_args(argc, argv, &o)) {
+    usage(argv[0]);
+    return 3;
+  }
+  if (o.tile_rows > 0) setenv("KL_CUDA_TILE_ROWS", std::to_string(o.tile_rows).c_str(), 1);
+  if (o.tile_cols > 0) setenv("KL_CUDA_TILE_COLS", std::to_string(o.tile_cols).c_str(), 1);
+  if (o.threads <= 0) {
+    const long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    o.threads = nc > 0 ? static_cast<int>(nc) : 1;
+  }
+  if (o.lib.empty()) o.lib = default_lib_path();
+
+  const char* tr_env = std::getenv("KL_CUDA_TILE_ROWS");
+  const char* tc_env = std::getenv("KL_CUDA_TILE_COLS");
+  std::printf("n = %ld, m = %ld, d = %ld, gamma = %.6g, CPU threads = %d, tiles: rows %s, cols %s\n",
+              o.n, o.m, o.d, o.gamma, o.threads, tr_env ? tr_env : "auto", tc_env ? tc_env : "auto");
+
+  // --- Load the GPU library the way the package does.
+  void* h = dlopen(o.lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* e = dlerror();
+    return no_gpu("cannot load " + o.lib + ": " + (e ? e : "unknown error"));
+  }
+  auto version = reinterpret_cast<fn_version>(dlsym(h, "kl_cuda_api_version"));
+  auto init = reinterpret_cast<fn_init>(dlsym(h, "kl_cuda_init"));
+  auto gauss = reinterpret_cast<fn_gauss>(dlsym(h, "kl_cuda_gaussian_kernel"));
+  auto release = reinterpret_cast<fn_release>(dlsym(h, "kl_cuda_release"));
+  if (!version || !init || !gauss || !release) return no_gpu(o.lib + " lacks expected symbols");
+  if (version() != KL_CUDA_API_VERSION)
+    return no_gpu(o.lib + " has interface version " + std::to_string(version()) + ", expected " +
+                  std::to_string(KL_CUDA_API_VERSION));
+
+  char err[512] = {0};
+  // Argument checks that must fail before any device work.
+  {
+    double one = 0.0, k = 0.0;
+    if (gauss(&one, 1, &one, 1, 1, -1.0, &k, err, sizeof(err)) == 0 || err[0] == '\0') {
+      std::printf("FAIL: a negative gamma was not rejected\n");
+      return 1;
+    }
+    if (gauss(&one, -1, &one, 1, 1, 1.0, &k, err, sizeof(err)) == 0 || err[0] == '\0') {
+      std::printf("FAIL: a negative dimension was not rejected\n");
+      return 1;
+    }
+  }
+
+  char name[256] = {0};
+  err[0] = '\0';
+  auto t0 = std::chrono::steady_clock::now();
+  if (init(o.device, name, sizeof(name), err, sizeof(err)) != 0)
+    return no_gpu(err[0] ? err : "kl_cuda_init failed without a reason");
+  const double t_init = seconds_since(t0);
+  std::printf("GPU: %s (device %d), init %.3f s\n", name, o.device, t_init);
+
+  // --- Data.
+  kl::Rng rng(o.seed);
+  kl::Mat X(o.n, o.d), Z(o.m, o.d);
+  for (Eigen::Index j = 0; j < X.cols(); ++j)
+    for (Eigen::Index i = 0; i < X.rows(); ++i) X(i, j) = rng.uniform();
+  for (Eigen::Index j = 0; j < Z.cols(); ++j)
+    for (Eigen::Index i = 0; i < Z.rows(); ++i) Z(i, j) = rng.uniform();
+
+  // --- CPU reference.
+  kl::KernelSpec spec;
+  spec.type = kl::KernelType::Gaussian;
+  spec.gamma = o.gamma;
+  kl::Mat Kc(o.n, o.m);
+  t0 = std::chrono::steady_clock::now();
+  try {
+    kl::kernel_matrix(spec, X, Z, Kc, o.threads);
+  } catch (const std::exception& e) {
+    std::printf("FAIL: CPU kernel_matrix: %s\n", e.what());
+    return 1;
+  }
+  const double t_cpu = seconds_since(t0);
+
+  // --- GPU: the first call includes the cuBLAS handle and workspace set-up.
+  kl::Mat Kg(o.n, o.m);
+  double t_first = 0, t_best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r <= o.reps; ++r) {
+    Kg.setConstant(std::numeric_limits<double>::quiet_NaN());  // unwritten entries show up
+    err[0] = '\0';
+    t0 = std::chrono::steady_clock::now();
+    const int rc = gauss(X.data(), static_cast<int>(o.n), Z.data(), static_cast<int>(o.m),
+                         static_cast<int>(o.d), o.gamma, Kg.data(), err, sizeof(err));
+    const double t = seconds_since(t0);
+    if (rc != 0) {
+      std::printf("FAIL: kl_cuda_gaussian_kernel: %s\n", err[0] ? err : "no reason given");
+      release();
+      return 1;
+    }
+    if (r == 0) t_first = t;
+    else t_best = std::min(t_best, t);
+  }
+
+  // --- Compare.
+  double max_diff = 0.0;
+  long bad = 0, arg_i = 0, arg_j = 0;
+  for (Eigen::Index j = 0; j < Kg.cols(); ++j)
+    for (Eigen::Index i = 0; i < Kg.rows(); ++i) {
+      const double a = Kg(i, j), b = Kc(i, j);
+      if (!std::isfinite(a) || !std::isfinite(b)) {
+        ++bad;
+        continue;
+      }
+      const double df = std::fabs(a - b);
+      if (df > max_diff) {
+        max_diff = df;
+        arg_i = static_cast<long>(i);
+        arg_j = static_cast<long>(j);
+      }
+    }
+  // Spot check of both against the direct formula.
+  double spot = 0.0;
+  for (int s = 0; s < 1000; ++s) {
+    const Eigen::Index i = static_cast<Eigen::Index>(rng.below(static_cast<std::uint64_t>(o.n)));
+    const Eigen::Index j = static_cast<Eigen::Index>(rng.below(static_cast<std::uint64_t>(o.m)));
+    const double ref = kl::kernel_value(spec, X.data() + i, o.n, Z.data() + j, o.m,
+                                        static_cast<int>(o.d));
+    spot = std::max(spot, std::max(std::fabs(Kg(i, j) - ref), std::fabs(Kc(i, j) - ref)));
+  }
+  release();
+
+  const double gb = 8.0 * static_cast<double>(o.n) * static_cast<double>(o.m) / 1e9;
+  std::printf("CPU kernel_matrix: %.3f s\n", t_cpu);
+  std::printf("GPU first call:    %.3f s (with cuBLAS set-up)\n", t_first);
+  std::printf("GPU best of %d:     %.3f s (%.2f GB of K, %.1fx the CPU)\n", o.reps, t_best, gb,
+              t_cpu / t_best);
+  std::printf("max |K_gpu - K_cpu| = %.3e at (%ld, %ld); non-finite entries: %ld\n", max_diff,
+              arg_i, arg_j, bad);
+  std::printf("spot check against the direct formula (1000 entries): max diff %.3e\n", spot);
+  if (bad > 0 || !(max_diff <= o.tol)) {
+    std::printf("FAIL: difference above the tolerance %.1e\n", o.tol);
+    return 1;
+  }
+  std::printf("OK (tolerance %.1e)\n", o.tol);
+  return 0;
+}
