@@ -30,7 +30,8 @@ check: deps
 	rm -rf $(PKG).Rcheck $(PKG)_*.tar.gz
 	$(R) CMD build .
 	MAKEFLAGS=-j2 _R_CHECK_CRAN_INCOMING_REMOTE_=false _R_CHECK_CRAN_INCOMING_=false \
-	  _R_CHECK_FORCE_SUGGESTS_=false \
+	  _R_CHECK_FORCE_SUGGESTS_=false _R_CHECK_FUTURE_FILE_TIMESTAMPS_=false \
+	  _R_SHLIB_STRIP_=true NOT_CRAN=true \
 	  KERNLEARN_DATA_DIR="$$( [ -d "$(DATA_DIR)" ] && echo "$(DATA_DIR)" )" \
 	  $(R) CMD check --as-cran --no-manual $(TARBALL); status=$$?; \
 	  sh tools/test-summary.sh $(PKG).Rcheck; exit $$status

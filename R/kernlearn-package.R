@@ -25,6 +25,8 @@
 #'     \code{"cuda"}; see \code{\link{kl_backend}}.}
 #'   \item{\code{kernlearn.data_dir}}{where \code{\link{kl_dataset}} looks for
 #'     data.}
+#'   \item{\code{kernlearn.cache_dir}}{where \code{\link{kl_dataset}} stores
+#'     downloads (default \code{tools::R_user_dir("kernlearn", "cache")}).}
 #'   \item{\code{kernlearn.max_memory}}{the memory, in bytes, that exact solvers
 #'     may use; by default the memory the operating system reports as available.}
 #' }

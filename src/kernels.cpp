@@ -100,3 +100,15 @@ Rcpp::NumericMatrix cpp_kernel_predict(const Eigen::Map<Eigen::MatrixXd> newx,
   }
   return out;
 }
+
+// C = A B' through the backend's GEMM (the floor that kernel matrices are measured against).
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_gemm_nt(const Eigen::Map<Eigen::MatrixXd> a,
+                                const Eigen::Map<Eigen::MatrixXd> b, int threads,
+                                Rcpp::List backend) {
+  if (a.cols() != b.cols()) Rcpp::stop("a and b must have the same number of columns");
+  Rcpp::NumericMatrix out(static_cast<int>(a.rows()), static_cast<int>(b.rows()));
+  Eigen::Map<Eigen::MatrixXd> C(out.begin(), a.rows(), b.rows());
+  klr::backend_from_r(backend).gemm_nt(a, b, C, threads);
+  return out;
+}

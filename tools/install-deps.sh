@@ -4,8 +4,8 @@
 # from the user's CRAN mirror with install.packages().
 set -e
 
-R_PKGS="Rcpp RcppEigen testthat roxygen2 knitr rmarkdown e1071 kernlab ranger glmnet mlbench future future.apply progressr caret"
-DEB_PKGS="r-base-dev r-cran-rcpp r-cran-rcppeigen r-cran-testthat r-cran-roxygen2 r-cran-knitr r-cran-rmarkdown r-cran-e1071 r-cran-kernlab r-cran-ranger r-cran-glmnet r-cran-mlbench r-cran-future r-cran-future.apply r-cran-progressr r-cran-caret pandoc qpdf"
+R_PKGS="Rcpp RcppEigen testthat roxygen2 knitr rmarkdown e1071 kernlab ranger glmnet mlbench future future.apply progressr caret MASS readxl"
+DEB_PKGS="r-base-dev r-cran-rcpp r-cran-rcppeigen r-cran-testthat r-cran-roxygen2 r-cran-knitr r-cran-rmarkdown r-cran-e1071 r-cran-kernlab r-cran-ranger r-cran-glmnet r-cran-mlbench r-cran-future r-cran-future.apply r-cran-progressr r-cran-caret r-cran-mass r-cran-readxl pandoc qpdf devscripts"
 
 missing_r() {
   command -v Rscript >/dev/null 2>&1 || { echo "R"; return; }
@@ -18,7 +18,7 @@ is_debian_root() {
 
 need=$(missing_r)
 tools_missing=""
-for t in pandoc qpdf; do command -v "$t" >/dev/null 2>&1 || tools_missing="$tools_missing $t"; done
+for t in pandoc qpdf checkbashisms; do command -v "$t" >/dev/null 2>&1 || tools_missing="$tools_missing $t"; done
 
 if [ -z "$need" ] && [ -z "$tools_missing" ]; then
   exit 0
