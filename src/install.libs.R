@@ -11,9 +11,10 @@ if (any(gpu)) {
   dir.create(file.path(dest, "cuda"), showWarnings = FALSE)
   file.copy(files[gpu], file.path(dest, "cuda"), overwrite = TRUE)
 }
-# Strip debugging symbols when R asks for it (R CMD INSTALL --strip, or _R_SHLIB_STRIP_=true).
-strip <- Sys.getenv("R_STRIP_SHARED_LIB")
-if (nzchar(strip) && tolower(Sys.getenv("_R_SHLIB_STRIP_")) %in% c("true", "yes")) {
+# Strip debugging information when R asks for it (R CMD INSTALL --strip, or
+# _R_SHLIB_STRIP_=true); the symbol table stays, so R CMD check can still inspect it.
+if (tolower(Sys.getenv("_R_SHLIB_STRIP_")) %in% c("true", "yes") &&
+    nzchar(Sys.which("strip")) && !WINDOWS) {
   installed <- c(file.path(dest, files[!gpu]), if (any(gpu)) file.path(dest, "cuda", files[gpu]))
-  for (f in installed) system(paste(strip, shQuote(f)))
+  for (f in installed) system2("strip", c("--strip-debug", shQuote(f)))
 }
