@@ -153,9 +153,7 @@ kl_cv <- function(learner, x, y = NULL, data = NULL, folds = 5, foldid = NULL,
     set.seed(seed)
   }
   fold_info <- .klcv_folds(spec, folds, foldid, caller)
-  K <- max(fold_info$foldid)
-  seeds <- .klcv_draw_seeds(K)
-  run <- .klcv_run(spec, list(list()), fold_info$foldid, seeds, metric, caller)
+  run <- .klcv_run(spec, list(list()), fold_info$foldid, metric, caller)
   .klcv_new(spec, fold_info, metric, run$fold_metrics[1L, ],
             .klcv_assemble(run$preds[[1L]], fold_info$foldid, spec, metric),
             spec$dots, cl)
@@ -252,9 +250,7 @@ kl_tune <- function(learner, x, y = NULL, data = NULL, grid, folds = 5, foldid =
     set.seed(seed)
   }
   fold_info <- .klcv_folds(spec, folds, foldid, caller)
-  K <- max(fold_info$foldid)
-  seeds <- .klcv_draw_seeds(K)
-  run <- .klcv_run(spec, g$points, fold_info$foldid, seeds, metric, caller)
+  run <- .klcv_run(spec, g$points, fold_info$foldid, metric, caller)
 
   fm <- run$fold_metrics
   means <- rowMeans(fm)
@@ -862,8 +858,10 @@ print.kl_tune <- function(x, n = 10L, digits = max(3L, getOption("digits") - 3L)
 }
 
 # Runs every (grid point, fold) task and computes the fold metrics.
-.klcv_run <- function(spec, points, foldid, seeds, metric, caller) {
-  K <- length(seeds)
+.klcv_run <- function(spec, points, foldid, metric, caller) {
+  K <- max(foldid)
+  # One seed per fold, drawn after the folds and shared by every grid point.
+  seeds <- .klcv_draw_seeds(K)
   G <- length(points)
   tasks <- vector("list", G * K)
   i <- 0L
