@@ -61,3 +61,39 @@ cpp_rng_draw <- function(seed, n, what, bound = 0) {
     .Call(`_kernlearn_cpp_rng_draw`, seed, n, what, bound)
 }
 
+cpp_svm_classify <- function(x, kpre, y, k, weight, kernel, params, warm, threads, progress) {
+    .Call(`_kernlearn_cpp_svm_classify`, x, kpre, y, k, weight, kernel, params, warm, threads, progress)
+}
+
+cpp_svm_regress <- function(x, kpre, z, kernel, params, warm, threads, progress) {
+    .Call(`_kernlearn_cpp_svm_regress`, x, kpre, z, kernel, params, warm, threads, progress)
+}
+
+cpp_svm_decision <- function(x, sv, coef, nsv, rho, kernel, threads, backend) {
+    .Call(`_kernlearn_cpp_svm_decision`, x, sv, coef, nsv, rho, kernel, threads, backend)
+}
+
+cpp_svm_decision_pre <- function(kx, coef, nsv, rho, threads) {
+    .Call(`_kernlearn_cpp_svm_decision_pre`, kx, coef, nsv, rho, threads)
+}
+
+cpp_ovo_vote <- function(dec, k) {
+    .Call(`_kernlearn_cpp_ovo_vote`, dec, k)
+}
+
+cpp_ovo_prob <- function(dec, k, A, B) {
+    .Call(`_kernlearn_cpp_ovo_prob`, dec, k, A, B)
+}
+
+cpp_platt_fit <- function(f, y) {
+    .Call(`_kernlearn_cpp_platt_fit`, f, y)
+}
+
+cpp_pairwise_coupling <- function(r) {
+    .Call(`_kernlearn_cpp_pairwise_coupling`, r)
+}
+
+cpp_svm_path <- function(x, kpre, y, k, weight, kernel, params, train, test, costs, threads) {
+    .Call(`_kernlearn_cpp_svm_path`, x, kpre, y, k, weight, kernel, params, train, test, costs, threads)
+}
+

@@ -250,7 +250,20 @@ kl_tune <- function(learner, x, y = NULL, data = NULL, grid, folds = 5, foldid =
     set.seed(seed)
   }
   fold_info <- .klcv_folds(spec, folds, foldid, caller)
-  run <- .klcv_run(spec, g$points, fold_info$foldid, metric, caller)
+  run <- NULL
+  if (.svm_fast_eligible(learner, spec, g, metric)) {
+    # Cost paths with warm starts; any problem sends the grid to the general path, which
+    # reports it.
+    state <- .klcv_rng_save()
+    run <- tryCatch(.svm_tune_run(spec, g, fold_info$foldid, metric, caller),
+                    error = function(e) {
+                      if (grepl("interrupted by the user", conditionMessage(e), fixed = TRUE))
+                        stop(e)
+                      NULL
+                    })
+    if (is.null(run)) .klcv_rng_restore(state)
+  }
+  if (is.null(run)) run <- .klcv_run(spec, g$points, fold_info$foldid, metric, caller)
 
   fm <- run$fold_metrics
   means <- rowMeans(fm)

@@ -244,6 +244,147 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_svm_classify
+Rcpp::List cpp_svm_classify(SEXP x, SEXP kpre, Rcpp::IntegerVector y, int k, Rcpp::NumericVector weight, Rcpp::List kernel, Rcpp::List params, Rcpp::List warm, int threads, SEXP progress);
+RcppExport SEXP _kernlearn_cpp_svm_classify(SEXP xSEXP, SEXP kpreSEXP, SEXP ySEXP, SEXP kSEXP, SEXP weightSEXP, SEXP kernelSEXP, SEXP paramsSEXP, SEXP warmSEXP, SEXP threadsSEXP, SEXP progressSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type x(xSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type kpre(kpreSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type y(ySEXP);
+    Rcpp::traits::input_parameter< int >::type k(kSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type weight(weightSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type kernel(kernelSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type params(paramsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type warm(warmSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_svm_classify(x, kpre, y, k, weight, kernel, params, warm, threads, progress));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_svm_regress
+Rcpp::List cpp_svm_regress(SEXP x, SEXP kpre, Rcpp::NumericVector z, Rcpp::List kernel, Rcpp::List params, SEXP warm, int threads, SEXP progress);
+RcppExport SEXP _kernlearn_cpp_svm_regress(SEXP xSEXP, SEXP kpreSEXP, SEXP zSEXP, SEXP kernelSEXP, SEXP paramsSEXP, SEXP warmSEXP, SEXP threadsSEXP, SEXP progressSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type x(xSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type kpre(kpreSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type z(zSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type kernel(kernelSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type params(paramsSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type warm(warmSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_svm_regress(x, kpre, z, kernel, params, warm, threads, progress));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_svm_decision
+Rcpp::NumericMatrix cpp_svm_decision(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> sv, const Eigen::Map<Eigen::MatrixXd> coef, SEXP nsv, const Eigen::Map<Eigen::VectorXd> rho, Rcpp::List kernel, int threads, Rcpp::List backend);
+RcppExport SEXP _kernlearn_cpp_svm_decision(SEXP xSEXP, SEXP svSEXP, SEXP coefSEXP, SEXP nsvSEXP, SEXP rhoSEXP, SEXP kernelSEXP, SEXP threadsSEXP, SEXP backendSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type sv(svSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type coef(coefSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type nsv(nsvSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type rho(rhoSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type kernel(kernelSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_svm_decision(x, sv, coef, nsv, rho, kernel, threads, backend));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_svm_decision_pre
+Rcpp::NumericMatrix cpp_svm_decision_pre(const Eigen::Map<Eigen::MatrixXd> kx, const Eigen::Map<Eigen::MatrixXd> coef, SEXP nsv, const Eigen::Map<Eigen::VectorXd> rho, int threads);
+RcppExport SEXP _kernlearn_cpp_svm_decision_pre(SEXP kxSEXP, SEXP coefSEXP, SEXP nsvSEXP, SEXP rhoSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type kx(kxSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type coef(coefSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type nsv(nsvSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type rho(rhoSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_svm_decision_pre(kx, coef, nsv, rho, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_ovo_vote
+Rcpp::IntegerVector cpp_ovo_vote(const Eigen::Map<Eigen::MatrixXd> dec, int k);
+RcppExport SEXP _kernlearn_cpp_ovo_vote(SEXP decSEXP, SEXP kSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type dec(decSEXP);
+    Rcpp::traits::input_parameter< int >::type k(kSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_ovo_vote(dec, k));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_ovo_prob
+Rcpp::NumericMatrix cpp_ovo_prob(const Eigen::Map<Eigen::MatrixXd> dec, int k, const Eigen::Map<Eigen::VectorXd> A, const Eigen::Map<Eigen::VectorXd> B);
+RcppExport SEXP _kernlearn_cpp_ovo_prob(SEXP decSEXP, SEXP kSEXP, SEXP ASEXP, SEXP BSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type dec(decSEXP);
+    Rcpp::traits::input_parameter< int >::type k(kSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type A(ASEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type B(BSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_ovo_prob(dec, k, A, B));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_platt_fit
+Rcpp::NumericVector cpp_platt_fit(Rcpp::NumericVector f, Rcpp::IntegerVector y);
+RcppExport SEXP _kernlearn_cpp_platt_fit(SEXP fSEXP, SEXP ySEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type f(fSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type y(ySEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_platt_fit(f, y));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_pairwise_coupling
+Rcpp::NumericVector cpp_pairwise_coupling(const Eigen::Map<Eigen::MatrixXd> r);
+RcppExport SEXP _kernlearn_cpp_pairwise_coupling(SEXP rSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type r(rSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_pairwise_coupling(r));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_svm_path
+Rcpp::List cpp_svm_path(SEXP x, SEXP kpre, SEXP y, int k, Rcpp::NumericVector weight, Rcpp::List kernel, Rcpp::List params, Rcpp::IntegerVector train, Rcpp::IntegerVector test, Rcpp::NumericVector costs, int threads);
+RcppExport SEXP _kernlearn_cpp_svm_path(SEXP xSEXP, SEXP kpreSEXP, SEXP ySEXP, SEXP kSEXP, SEXP weightSEXP, SEXP kernelSEXP, SEXP paramsSEXP, SEXP trainSEXP, SEXP testSEXP, SEXP costsSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type x(xSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type kpre(kpreSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type y(ySEXP);
+    Rcpp::traits::input_parameter< int >::type k(kSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type weight(weightSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type kernel(kernelSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type params(paramsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type train(trainSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type test(testSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type costs(costsSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_svm_path(x, kpre, y, k, weight, kernel, params, train, test, costs, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
 
 static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_logistic_fit", (DL_FUNC) &_kernlearn_cpp_logistic_fit, 11},
@@ -261,6 +402,15 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_gemm_nt", (DL_FUNC) &_kernlearn_cpp_gemm_nt, 4},
     {"_kernlearn_cpp_optim_test", (DL_FUNC) &_kernlearn_cpp_optim_test, 5},
     {"_kernlearn_cpp_rng_draw", (DL_FUNC) &_kernlearn_cpp_rng_draw, 4},
+    {"_kernlearn_cpp_svm_classify", (DL_FUNC) &_kernlearn_cpp_svm_classify, 10},
+    {"_kernlearn_cpp_svm_regress", (DL_FUNC) &_kernlearn_cpp_svm_regress, 8},
+    {"_kernlearn_cpp_svm_decision", (DL_FUNC) &_kernlearn_cpp_svm_decision, 8},
+    {"_kernlearn_cpp_svm_decision_pre", (DL_FUNC) &_kernlearn_cpp_svm_decision_pre, 5},
+    {"_kernlearn_cpp_ovo_vote", (DL_FUNC) &_kernlearn_cpp_ovo_vote, 2},
+    {"_kernlearn_cpp_ovo_prob", (DL_FUNC) &_kernlearn_cpp_ovo_prob, 4},
+    {"_kernlearn_cpp_platt_fit", (DL_FUNC) &_kernlearn_cpp_platt_fit, 2},
+    {"_kernlearn_cpp_pairwise_coupling", (DL_FUNC) &_kernlearn_cpp_pairwise_coupling, 1},
+    {"_kernlearn_cpp_svm_path", (DL_FUNC) &_kernlearn_cpp_svm_path, 11},
     {NULL, NULL, 0}
 };
 

@@ -1,0 +1,686 @@
+#' Kernel support vector machines
+#'
+#' Fits a support vector machine for classification (C-classification; one
+#' against one for more than two classes, with voting) or regression
+#' (epsilon-regression) with any kernel of the package or a precomputed kernel
+#' matrix. The dual problem is solved in the C++ core by sequential minimal
+#' optimisation with the second-order working-set selection of Fan, Chen and
+#' Lin (2005), shrinking and a cache of kernel rows, as in LIBSVM; the
+#' one-against-one pairs are solved in parallel.
+#'
+#' @details
+#' \strong{Problem.} For classification, each pair of classes gives the dual
+#' problem \eqn{\min_\alpha \frac12 \alpha' Q \alpha - 1'\alpha}{min 0.5 a'Qa - 1'a}
+#' subject to \eqn{y'\alpha = 0}{y'a = 0} and \eqn{0 \le \alpha_i \le C_i}{0 <= a_i <= C_i},
+#' with \eqn{Q_{ij} = y_i y_j k(x_i, x_j)}{Q_ij = y_i y_j k(x_i, x_j)} and
+#' \eqn{C_i} = \code{cost} times the weight of the class of row \eqn{i}. The
+#' decision function of a pair is \eqn{f(x) = \sum_i y_i \alpha_i k(x_i, x) - \rho}{f(x) = sum_i y_i a_i k(x_i, x) - rho},
+#' positive for the \emph{second} class of the pair (the later factor level).
+#' Regression solves the epsilon-insensitive dual with \eqn{f(x) = \sum_i
+#' (\alpha_i - \alpha_i^*) k(x_i, x) - \rho}{f(x) = sum_i (a_i - a*_i) k(x_i, x) - rho}.
+#' The solver stops when the maximal violation of the optimality conditions is
+#' below \code{tol} (the stopping rule of LIBSVM).
+#'
+#' \strong{Data.} Inputs are scaled to \eqn{[0, 1]} with the training minimum
+#' and maximum of each column (constant columns map to 0) and factor predictors
+#' are expanded to indicator columns, as in all kernlearn learners; the
+#' scaling is stored and applied to new data. The response is not scaled. With
+#' \code{kernel = "precomputed"}, \code{x} is the \eqn{n \times n}{n x n} kernel
+#' matrix of the training rows and \code{predict()} takes the \eqn{m \times n}{m x n}
+#' matrix of kernel values between new rows and the training rows.
+#'
+#' \strong{Probabilities.} With \code{probability = TRUE}, each pair gets a
+#' Platt sigmoid \eqn{P(\mathrm{second} \mid f) = 1 / (1 + \exp(A f + B))}{P(second | f) = 1 / (1 + exp(A f + B))}
+#' fitted (by the Newton method of Lin, Lin and Weng, 2007) to decision values
+#' from \code{prob_folds}-fold cross-validation inside the pair's rows; the
+#' folds are drawn with R's random number generator, so \code{set.seed()}
+#' makes them reproducible. Pairwise probabilities are combined by the second
+#' method of Wu, Lin and Weng (2004). The class predicted by such a model is the
+#' most probable class, so \code{predict(type = "class")} always agrees with
+#' the largest column of \code{predict(type = "prob")} (with
+#' \code{probability = FALSE} the class is chosen by one-against-one voting,
+#' ties going to the earlier level).
+#'
+#' \strong{Speed.} Kernel rows are computed in single precision from the
+#' feature matrix (as LIBSVM caches them) and kept in a least-recently-used
+#' cache of \code{cache} megabytes, shared by the pairs solved at the same time.
+#' Pairs are solved on \code{threads} threads; each pair's solution does not
+#' depend on the number of threads. A single problem (two classes, or
+#' regression) computes its kernel rows on all threads. Ctrl-C stops the fit.
+#'
+#' \strong{Warm starts.} \code{warm_start} takes a model fitted earlier on the
+#' same rows (for example with another \code{cost}, or a slightly different
+#' kernel); its dual coefficients, clipped to the new bounds and made feasible,
+#' start the solver (alpha seeding). The solution is the same up to \code{tol}; only
+#' the work changes. \code{\link{kl_tune}} uses warm starts along increasing
+#' costs automatically when it tunes \code{cost} (and \code{gamma} or
+#' \code{kernel}) of \code{kernel_svm}.
+#'
+#' @param x A formula (\code{y ~ .}) with \code{data}, a numeric matrix or
+#'   data.frame of predictors, or with \code{kernel = "precomputed"} the
+#'   \eqn{n \times n}{n x n} kernel matrix of the training rows.
+#' @param formula A model formula.
+#' @param data A data.frame holding the variables of \code{formula}.
+#' @param y Response: a factor for classification, a numeric vector for
+#'   regression.
+#' @param kernel A kernel object (\code{\link{gaussian_kernel}} by default,
+#'   with \code{gamma = 1 / ncol(x)} after encoding), a kernel name, or
+#'   \code{"precomputed"}.
+#' @param cost Cost of constraint violations \eqn{C > 0}.
+#' @param gamma Optional width of the Gaussian or Laplacian kernel; replaces
+#'   the kernel's \code{gamma} (convenient in \code{\link{kl_tune}} grids).
+#' @param epsilon Half-width of the insensitive tube for regression (\eqn{\ge 0}).
+#' @param type \code{"C-classification"} or \code{"eps-regression"}; by default
+#'   classification for a factor response and regression for a numeric one. A
+#'   numeric response with \code{"C-classification"} is turned into a factor.
+#' @param class.weights \code{NULL} (all 1), a named vector of weights for some
+#'   or all classes (missing classes get 1), or \code{"inverse"}: weights
+#'   \eqn{n / (k\, n_c)}{n / (k n_c)} inversely proportional to the class sizes
+#'   (they average 1 over the rows, so \code{cost} keeps its scale). Weights
+#'   multiply \code{cost}.
+#' @param probability If \code{TRUE}, fit the probability model (classification).
+#' @param prob_folds Number of internal cross-validation folds of the
+#'   probability model.
+#' @param tol Stopping tolerance on the maximal violating pair (LIBSVM's
+#'   \code{eps}, e1071's \code{tolerance}).
+#' @param shrinking Use the shrinking heuristic.
+#' @param cache Size of the kernel row cache in megabytes, for the whole fit.
+#' @param max_iter Iteration cap per binary problem; \code{NULL} means
+#'   \code{max(1e7, 100 n)}. Stopping at the cap gives a warning.
+#' @param warm_start \code{NULL} or a \code{kernel_svm} model fitted on the
+#'   same rows (see Details).
+#' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
+#' @param ... Not used; unknown arguments are an error.
+#' @return An object of class \code{c("kernel_svm", "kl_model")}, a list with
+#'   plain R data: \code{SV} (the scaled support vectors, one row each,
+#'   ordered by class; \code{NULL} for a precomputed kernel), \code{sv_index}
+#'   (their training rows), \code{nSV} (count per class), \code{coefs} (for
+#'   classification a \code{nSV} by \eqn{k - 1} matrix: the coefficient
+#'   \eqn{y_i \alpha_i} of a support vector of class \eqn{c} in the pair with
+#'   class \eqn{o} is in column \eqn{o} if \eqn{o < c}, else \eqn{o - 1}, as in
+#'   LIBSVM; for regression a one-column matrix of \eqn{\alpha_i - \alpha_i^*}),
+#'   \code{rho}, \code{obj} (dual objective values), \code{iter},
+#'   \code{converged} and \code{pair_nsv}, one per binary problem, \code{probA}
+#'   and \code{probB} (or \code{NULL}), the resolved \code{kernel}, the
+#'   parameters, \code{levels}, \code{task} and the input specification.
+#' @references
+#' Fan, R.-E., Chen, P.-H. and Lin, C.-J. (2005). Working set selection using
+#' second order information for training support vector machines. JMLR 6.
+#'
+#' Chang, C.-C. and Lin, C.-J. (2011). LIBSVM: a library for support vector
+#' machines. ACM TIST 2(3).
+#'
+#' Wu, T.-F., Lin, C.-J. and Weng, R. C. (2004). Probability estimates for
+#' multi-class classification by pairwise coupling. JMLR 5.
+#'
+#' Lin, H.-T., Lin, C.-J. and Weng, R. C. (2007). A note on Platt's
+#' probabilistic outputs for support vector machines. Machine Learning 68.
+#' @seealso \code{\link{predict.kernel_svm}}, \code{\link{kl_tune}} to choose
+#'   \code{cost} and \code{gamma}, \code{\link{kernel_ridge}}.
+#' @examples
+#' fit <- kernel_svm(Species ~ ., data = iris, gamma = 2, cost = 4)
+#' fit
+#' table(predict(fit, iris), iris$Species)
+#'
+#' # probabilities; the class is the most probable one
+#' set.seed(1)
+#' pfit <- kernel_svm(Species ~ ., data = iris, probability = TRUE)
+#' head(predict(pfit, iris, type = "prob"))
+#'
+#' # regression
+#' reg <- kernel_svm(mpg ~ wt + hp, data = mtcars, cost = 10, epsilon = 0.5)
+#' head(predict(reg, mtcars))
+#'
+#' # a precomputed kernel gives the same model
+#' x <- as.matrix(iris[, 1:4])
+#' x01 <- apply(x, 2, function(v) (v - min(v)) / diff(range(v)))
+#' K <- kernel_matrix(gaussian_kernel(gamma = 2), x01)
+#' pre <- kernel_svm(K, iris$Species, kernel = "precomputed", cost = 4)
+#' all.equal(predict(pre, K), predict(fit, iris))
+#'
+#' # tuning cost and gamma by cross-validation (warm-started cost paths)
+#' set.seed(1)
+#' tn <- kl_tune(kernel_svm, Species ~ ., data = iris, folds = 3,
+#'               grid = list(cost = c(1, 10), gamma = c(0.5, 2)))
+#' tn$best
+#' @export
+kernel_svm <- function(x, ...) UseMethod("kernel_svm")
+
+#' @rdname kernel_svm
+#' @export
+kernel_svm.formula <- function(formula, data, kernel = gaussian_kernel(), cost = 1,
+                               gamma = NULL, epsilon = 0.1, type = NULL, class.weights = NULL,
+                               probability = FALSE, prob_folds = 5, tol = 1e-3,
+                               shrinking = TRUE, cache = 1024, max_iter = NULL,
+                               warm_start = NULL, threads = NULL, ...) {
+  caller <- "kernel_svm()"
+  .no_dots(..., caller = caller)
+  if (identical(kernel, "precomputed"))
+    stop(sprintf("%s: kernel = \"precomputed\" needs the x / y interface: kernel_svm(K, y, kernel = \"precomputed\")",
+                 caller), call. = FALSE)
+  type <- .svm_type(type, caller)
+  if (identical(type, "C-classification") && inherits(formula, "formula") &&
+      length(formula) == 3L && is.data.frame(data)) {
+    resp <- tryCatch(eval(formula[[2L]], data, environment(formula)), error = function(e) NULL)
+    if (is.numeric(resp)) {
+      nm <- all.vars(formula[[2L]])
+      if (length(nm) == 1L && nm %in% names(data)) data[[nm]] <- factor(data[[nm]])
+    }
+  }
+  inp <- .kl_input_formula(formula, data, caller)
+  .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
+                  prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
+                  match.call())
+}
+
+#' @rdname kernel_svm
+#' @export
+kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma = NULL,
+                               epsilon = 0.1, type = NULL, class.weights = NULL,
+                               probability = FALSE, prob_folds = 5, tol = 1e-3,
+                               shrinking = TRUE, cache = 1024, max_iter = NULL,
+                               warm_start = NULL, threads = NULL, ...) {
+  caller <- "kernel_svm()"
+  .no_dots(..., caller = caller)
+  if (inherits(x, "formula"))
+    stop(sprintf("%s: use kernel_svm(formula, data = ) with a formula", caller), call. = FALSE)
+  type <- .svm_type(type, caller)
+  if (identical(type, "C-classification") && is.numeric(y) && !is.factor(y)) y <- factor(y)
+  if (identical(kernel, "precomputed")) {
+    inp <- .svm_input_precomputed(x, y, caller)
+  } else {
+    inp <- .kl_input_xy(x, y, caller)
+  }
+  .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
+                  prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
+                  match.call())
+}
+
+.svm_type <- function(type, caller) {
+  if (is.null(type)) return(NULL)
+  ok <- c("C-classification", "eps-regression")
+  if (!is.character(type) || length(type) != 1L || !(type %in% ok))
+    stop(sprintf("%s: 'type' must be \"C-classification\" or \"eps-regression\"", caller),
+         call. = FALSE)
+  type
+}
+
+# A precomputed training kernel: square, finite, symmetric, one row per response value.
+.svm_input_precomputed <- function(K, y, caller) {
+  if (is.data.frame(K)) K <- as.matrix(K)
+  if (!is.matrix(K) || !is.numeric(K))
+    stop(sprintf("%s: with kernel = \"precomputed\", 'x' must be the numeric n x n kernel matrix",
+                 caller), call. = FALSE)
+  if (nrow(K) != ncol(K))
+    stop(sprintf("%s: the precomputed kernel matrix must be square (got %d x %d)", caller,
+                 nrow(K), ncol(K)), call. = FALSE)
+  if (nrow(K) == 0L) stop(sprintf("%s: the precomputed kernel matrix is empty", caller),
+                          call. = FALSE)
+  bad <- !is.finite(K)
+  if (any(bad)) {
+    w <- which(bad, arr.ind = TRUE)[1L, ]
+    stop(sprintf("%s: the precomputed kernel matrix has %d missing or infinite value(s), first at [%d, %d]",
+                 caller, sum(bad), w[1L], w[2L]), call. = FALSE)
+  }
+  if (!isSymmetric(unname(K), tol = 1e-8 * max(1, max(abs(K)))))
+    stop(sprintf("%s: the precomputed kernel matrix must be symmetric", caller), call. = FALSE)
+  if (missing(y) || is.null(y))
+    stop(sprintf("%s: 'y' is required", caller), call. = FALSE)
+  if (length(y) != nrow(K))
+    stop(sprintf("%s: the kernel matrix has %d rows but 'y' has length %d", caller,
+                 nrow(K), length(y)), call. = FALSE)
+  y <- .kl_check_y(y, caller, "y")
+  storage.mode(K) <- "double"
+  list(x = unname(K), y = y, task = if (is.factor(y)) "classification" else "regression",
+       levels = if (is.factor(y)) levels(y), spec = list(kind = "precomputed", n = nrow(K)),
+       precomputed = TRUE)
+}
+
+.svm_class_weights <- function(class.weights, y, caller) {
+  lev <- levels(y)
+  w <- stats::setNames(rep(1, length(lev)), lev)
+  if (is.null(class.weights)) return(w)
+  if (is.character(class.weights) && length(class.weights) == 1L) {
+    if (class.weights != "inverse")
+      stop(sprintf("%s: 'class.weights' must be a named numeric vector or \"inverse\"", caller),
+           call. = FALSE)
+    cnt <- tabulate(as.integer(y), nbins = length(lev))
+    w[] <- length(y) / (length(lev) * cnt)
+    return(w)
+  }
+  if (!is.numeric(class.weights) || is.null(names(class.weights)) ||
+      any(!nzchar(names(class.weights))))
+    stop(sprintf("%s: 'class.weights' must be a numeric vector named by class (levels %s) or \"inverse\"",
+                 caller, .name_list(lev)), call. = FALSE)
+  unknown <- setdiff(names(class.weights), lev)
+  if (length(unknown))
+    stop(sprintf("%s: 'class.weights' names %s, which %s not a class (levels %s)", caller,
+                 .name_list(unknown), if (length(unknown) == 1L) "is" else "are",
+                 .name_list(lev)), call. = FALSE)
+  if (any(!is.finite(class.weights)) || any(class.weights <= 0))
+    stop(sprintf("%s: 'class.weights' must be positive and finite", caller), call. = FALSE)
+  w[names(class.weights)] <- as.numeric(class.weights)
+  w
+}
+
+.kernel_svm_fit <- function(inp, kernel, cost, gamma, epsilon, type, class.weights,
+                            probability, prob_folds, tol, shrinking, cache, max_iter,
+                            warm_start, threads, call) {
+  caller <- "kernel_svm()"
+  pre <- isTRUE(inp$precomputed)
+  if (!is.null(type)) {
+    want <- if (type == "C-classification") "classification" else "regression"
+    if (want != inp$task)
+      stop(sprintf("%s: type = \"%s\" needs a %s response", caller, type,
+                   if (want == "regression") "numeric" else "factor"), call. = FALSE)
+  }
+  type <- if (inp$task == "classification") "C-classification" else "eps-regression"
+  if (pre) {
+    if (!is.null(gamma))
+      stop(sprintf("%s: 'gamma' has no meaning with a precomputed kernel", caller),
+           call. = FALSE)
+    kernel <- "precomputed"
+  } else {
+    kernel <- .as_kernel(kernel, caller)
+    if (!is.null(gamma)) {
+      if (!(kernel$name %in% c("gaussian", "laplacian")))
+        stop(sprintf("%s: 'gamma' applies to the Gaussian and Laplacian kernels, not the %s kernel",
+                     caller, kernel$name), call. = FALSE)
+      .check_number(gamma, "gamma", lower = 0, lower_open = TRUE)
+      kernel$gamma <- gamma
+    }
+    kernel <- .resolve_kernel(kernel, ncol(inp$x))
+  }
+  .check_number(cost, "cost", lower = 0, lower_open = TRUE)
+  .check_number(epsilon, "epsilon", lower = 0)
+  .check_number(tol, "tol", lower = 0, lower_open = TRUE)
+  .check_number(cache, "cache", lower = 0, lower_open = TRUE)
+  .check_number(prob_folds, "prob_folds", lower = 2, integer = TRUE)
+  .check_number(max_iter, "max_iter", lower = 1, integer = TRUE, null_ok = TRUE)
+  for (nm in c("probability", "shrinking")) {
+    v <- get(nm)
+    if (!is.logical(v) || length(v) != 1L || is.na(v))
+      stop(sprintf("%s: '%s' must be TRUE or FALSE", caller, nm), call. = FALSE)
+  }
+  if (probability && inp$task != "classification")
+    stop(sprintf("%s: probability = TRUE is for classification; this is a regression", caller),
+         call. = FALSE)
+  if (!is.null(class.weights) && inp$task != "classification")
+    stop(sprintf("%s: 'class.weights' is for classification; this is a regression", caller),
+         call. = FALSE)
+  threads <- .kl_threads(threads)
+  n <- nrow(inp$x)
+  params <- list(cost = as.numeric(cost), epsilon = as.numeric(epsilon), tol = as.numeric(tol),
+                 shrinking = shrinking, cache = as.numeric(cache),
+                 max_iter = if (is.null(max_iter)) 0 else as.numeric(max_iter),
+                 probability = probability, prob_folds = as.integer(prob_folds),
+                 seed = if (probability) .kl_seed() else c(1L, 1L))
+  kspec <- if (pre) list(type = 0L, gamma = 1, degree = 1, scale = 1, offset = 0)
+           else .kernel_spec(kernel)
+  xarg <- if (pre) NULL else inp$x
+  karg <- if (pre) inp$x else NULL
+  progress <- if (n >= 3000L) .kl_progressor() else NULL
+  time <- system.time({
+    if (inp$task == "classification") {
+      k <- length(inp$levels)
+      w <- .svm_class_weights(class.weights, inp$y, caller)
+      warm <- .svm_warm_classification(warm_start, inp, cost, caller)
+      sol <- cpp_svm_classify(xarg, karg, as.integer(inp$y), k, unname(w), kspec, params,
+                              warm, threads, progress)
+    } else {
+      w <- NULL
+      warm <- .svm_warm_regression(warm_start, inp, cost, caller)
+      sol <- cpp_svm_regress(xarg, karg, inp$y, kspec, params, warm, threads, progress)
+      sol$coefs <- matrix(sol$coefs, ncol = 1L)
+      sol$nsv <- length(sol$sv_index)
+      sol$pair_nsv <- length(sol$sv_index)
+    }
+  })[["elapsed"]]
+  if (!all(sol$converged)) {
+    bad <- sum(!sol$converged)
+    warning(sprintf("%s: the solver reached the iteration cap (max_iter = %s) before the tolerance %s in %d of %d binary problem(s); the solution may be inaccurate",
+                    caller, format(if (is.null(max_iter)) max(1e7, 100 * n) else max_iter),
+                    format(tol), bad, length(sol$converged)), call. = FALSE)
+  }
+  SV <- if (pre) NULL else inp$x[sol$sv_index, , drop = FALSE]
+  if (!is.null(SV)) rownames(SV) <- sol$sv_index
+  nsv <- as.integer(sol$nsv)
+  if (inp$task == "classification") names(nsv) <- inp$levels
+  structure(list(call = call, type = type, task = inp$task, levels = inp$levels,
+                 spec = inp$spec, kernel = kernel, cost = as.numeric(cost),
+                 epsilon = if (inp$task == "regression") as.numeric(epsilon),
+                 class.weights = w, tol = as.numeric(tol), shrinking = shrinking,
+                 SV = SV, sv_index = sol$sv_index, nSV = nsv, tot.nSV = length(sol$sv_index),
+                 coefs = sol$coefs, rho = sol$rho, obj = sol$obj, iter = sol$iter,
+                 converged = sol$converged, pair_nsv = sol$pair_nsv,
+                 kernel_rows = sol$kernel_rows,
+                 probability = probability,
+                 probA = if (probability) sol$probA, probB = if (probability) sol$probB,
+                 n = n, time = time),
+            class = c("kernel_svm", "kl_model"))
+}
+
+# Warm starts: per pair, the dual coefficients y_i a_i over all training rows (the core clips
+# them to the new bounds).
+.svm_check_warm <- function(warm_start, inp, caller) {
+  if (!inherits(warm_start, "kernel_svm"))
+    stop(sprintf("%s: 'warm_start' must be a kernel_svm model", caller), call. = FALSE)
+  if (warm_start$n != nrow(inp$x) || warm_start$task != inp$task ||
+      !identical(warm_start$levels, inp$levels))
+    stop(sprintf("%s: 'warm_start' was fitted on other data (%d rows, %s); it must come from the same rows",
+                 caller, warm_start$n, warm_start$task), call. = FALSE)
+}
+
+.svm_warm_classification <- function(warm_start, inp, cost, caller) {
+  if (is.null(warm_start)) return(list())
+  .svm_check_warm(warm_start, inp, caller)
+  k <- length(inp$levels)
+  n <- nrow(inp$x)
+  start <- c(0L, cumsum(warm_start$nSV))
+  out <- vector("list", k * (k - 1L) / 2L)
+  t <- 0L
+  for (a in seq_len(k - 1L)) for (b in (a + 1L):k) {
+    t <- t + 1L
+    v <- numeric(n)
+    ia <- seq_len(warm_start$nSV[a]) + start[a]
+    ib <- seq_len(warm_start$nSV[b]) + start[b]
+    v[warm_start$sv_index[ia]] <- warm_start$coefs[ia, b - 1L]
+    v[warm_start$sv_index[ib]] <- warm_start$coefs[ib, a]
+    out[[t]] <- v
+  }
+  out
+}
+
+.svm_warm_regression <- function(warm_start, inp, cost, caller) {
+  if (is.null(warm_start)) return(NULL)
+  .svm_check_warm(warm_start, inp, caller)
+  v <- numeric(nrow(inp$x))
+  v[warm_start$sv_index] <- warm_start$coefs[, 1L]
+  v
+}
+
+#' Predict with a kernel support vector machine
+#'
+#' @param object A \code{kernel_svm} model.
+#' @param newdata New rows: a data.frame (formula fits) or a matrix /
+#'   data.frame with the training columns; for a precomputed kernel the
+#'   \eqn{m \times n}{m x n} matrix of kernel values between the new rows and
+#'   the \eqn{n} training rows. Missing means the training rows (not for a
+#'   precomputed kernel).
+#' @param type \code{"class"} (default for classification): a factor;
+#'   \code{"prob"}: a matrix of class probabilities, one column per level, rows
+#'   summing to 1 (models fitted with \code{probability = TRUE});
+#'   \code{"decision"}: the decision values, a vector for two classes
+#'   (positive meaning the second level) or a matrix with one column per pair
+#'   named \code{"b/a"}, positive meaning class \code{b}, the later level;
+#'   \code{"response"} (default for regression): fitted values.
+#' @param threads Number of threads.
+#' @param ... Not used.
+#' @return A factor, numeric vector or matrix with one row per new row.
+#' @examples
+#' fit <- kernel_svm(Species ~ ., data = iris, probability = TRUE)
+#' head(predict(fit, iris, type = "decision"))
+#' head(predict(fit, iris, type = "prob"))
+#' @export
+predict.kernel_svm <- function(object, newdata, type = NULL, threads = NULL, ...) {
+  caller <- "predict.kernel_svm()"
+  .no_dots(..., caller = caller)
+  prob_ok <- if (isTRUE(object$probability)) TRUE
+             else "the model has no probability model; fit it with probability = TRUE"
+  type <- .kl_predict_type(type, object$task, caller, prob = prob_ok)
+  threads <- .kl_threads(threads)
+  pre <- identical(object$kernel, "precomputed")
+  nsv_arg <- if (object$task == "classification") as.integer(object$nSV) else NULL
+  if (pre) {
+    if (missing(newdata) || is.null(newdata))
+      stop(sprintf("%s: with a precomputed kernel, 'newdata' (the m x n kernel matrix between new and training rows) is required",
+                   caller), call. = FALSE)
+    Kx <- .svm_newkernel(newdata, object$n, caller)
+    m <- nrow(Kx)
+    dec <- if (m == 0L) matrix(numeric(), 0L, length(object$rho))
+           else cpp_svm_decision_pre(Kx[, object$sv_index, drop = FALSE], object$coefs,
+                                     nsv_arg, object$rho, threads)
+  } else {
+    if (missing(newdata) || is.null(newdata))
+      stop(sprintf("%s: 'newdata' is required (the model does not keep its training data)",
+                   caller), call. = FALSE)
+    x <- .kl_newdata(object$spec, newdata, caller)
+    m <- nrow(x)
+    dec <- if (m == 0L) matrix(numeric(), 0L, length(object$rho))
+           else cpp_svm_decision(x, object$SV, object$coefs, nsv_arg, object$rho,
+                                 .kernel_spec(object$kernel), threads, .kl_backend_arg())
+  }
+  .svm_output(object, dec, type)
+}
+
+.svm_newkernel <- function(newdata, n, caller) {
+  if (is.data.frame(newdata)) newdata <- as.matrix(newdata)
+  if (is.vector(newdata) && is.numeric(newdata) && length(newdata) == n)
+    newdata <- matrix(newdata, nrow = 1L)
+  if (!is.matrix(newdata) || !is.numeric(newdata))
+    stop(sprintf("%s: with a precomputed kernel, 'newdata' must be a numeric matrix of kernel values",
+                 caller), call. = FALSE)
+  if (ncol(newdata) != n)
+    stop(sprintf("%s: the kernel matrix of new rows must have one column per training row (%d); got %d",
+                 caller, n, ncol(newdata)), call. = FALSE)
+  if (any(!is.finite(newdata)))
+    stop(sprintf("%s: the kernel matrix of new rows has missing or infinite values", caller),
+         call. = FALSE)
+  storage.mode(newdata) <- "double"
+  newdata
+}
+
+.svm_pair_names <- function(levels) {
+  k <- length(levels)
+  out <- character()
+  for (a in seq_len(k - 1L)) for (b in (a + 1L):k) out <- c(out, paste0(levels[b], "/", levels[a]))
+  out
+}
+
+.svm_output <- function(object, dec, type) {
+  m <- nrow(dec)
+  if (object$task == "regression") return(as.vector(dec))
+  lev <- object$levels
+  k <- length(lev)
+  if (type == "decision") {
+    if (k == 2L) return(as.vector(dec))
+    colnames(dec) <- .svm_pair_names(lev)
+    return(dec)
+  }
+  if (type == "prob" || (type == "class" && isTRUE(object$probability))) {
+    P <- if (m == 0L) matrix(numeric(), 0L, k)
+         else cpp_ovo_prob(dec, k, object$probA, object$probB)
+    colnames(P) <- lev
+    if (type == "prob") return(P)
+    return(factor(lev[max.col(P, ties.method = "first")], levels = lev))
+  }
+  if (m == 0L) return(factor(character(), levels = lev))
+  factor(lev[cpp_ovo_vote(dec, k)], levels = lev)
+}
+
+#' @export
+print.kernel_svm <- function(x, ...) {
+  cat("Kernel support vector machine: ", x$type, "\n", sep = "")
+  if (x$task == "classification") {
+    cat(sprintf("  %d classes, %d training rows; cost = %s", length(x$levels), x$n,
+                format(x$cost, digits = 6)))
+    if (any(x$class.weights != 1)) cat(", class weights used")
+    cat("\n")
+  } else {
+    cat(sprintf("  %d training rows; cost = %s, epsilon = %s\n", x$n,
+                format(x$cost, digits = 6), format(x$epsilon, digits = 6)))
+  }
+  cat("  ")
+  if (identical(x$kernel, "precomputed")) cat("Precomputed kernel\n") else print(x$kernel)
+  cat(sprintf("  %d support vectors", x$tot.nSV))
+  if (x$task == "classification")
+    cat(sprintf(" (%s)", paste(sprintf("%s: %d", names(x$nSV), x$nSV), collapse = ", ")))
+  cat("\n")
+  if (isTRUE(x$probability)) cat("  with a probability model (Platt scaling, pairwise coupling)\n")
+  invisible(x)
+}
+
+#' Summarise a kernel support vector machine
+#'
+#' @param object A \code{kernel_svm} model.
+#' @param x A \code{summary.kernel_svm} object.
+#' @param ... Not used.
+#' @return \code{summary()} returns an object of class
+#'   \code{"summary.kernel_svm"}: the model's parameters, support vector
+#'   counts, and a data.frame \code{problems} with one row per binary problem
+#'   (the pair, its support vectors, dual objective, \eqn{\rho}, iterations,
+#'   kernel rows computed, and whether the tolerance was reached).
+#' @examples
+#' summary(kernel_svm(Species ~ ., data = iris))
+#' @export
+summary.kernel_svm <- function(object, ...) {
+  pairs <- if (object$task == "classification") .svm_pair_names(object$levels)
+           else "regression"
+  problems <- data.frame(problem = pairs, nSV = object$pair_nsv, obj = object$obj,
+                         rho = object$rho, iter = object$iter,
+                         kernel_rows = object$kernel_rows, converged = object$converged,
+                         stringsAsFactors = FALSE)
+  if (isTRUE(object$probability)) {
+    problems$probA <- object$probA
+    problems$probB <- object$probB
+  }
+  structure(list(model = object, problems = problems), class = "summary.kernel_svm")
+}
+
+#' @rdname summary.kernel_svm
+#' @export
+print.summary.kernel_svm <- function(x, ...) {
+  print(x$model)
+  cat(sprintf("  tolerance %s, shrinking %s, fit in %.2f s\n", format(x$model$tol),
+              if (x$model$shrinking) "on" else "off", x$model$time))
+  cat("\nBinary problems:\n")
+  p <- x$problems
+  if (nrow(p) > 12L) {
+    print(utils::head(p, 12L), row.names = FALSE, digits = 5)
+    cat(sprintf("  ... %d more\n", nrow(p) - 12L))
+  } else {
+    print(p, row.names = FALSE, digits = 5)
+  }
+  invisible(x)
+}
+
+# ---------------------------------------------------------------------------------------------
+# kl_tune() fast path: for kernel_svm grids over cost (and gamma or kernel), each fold and
+# kernel gets one kernel cache and a path over increasing costs with warm starts; the
+# decision values of the held-out rows come from one pass over the support vectors.
+
+.svm_fast_args <- c("kernel", "gamma", "epsilon", "type", "class.weights", "tol",
+                    "shrinking", "cache", "max_iter", "threads")
+
+# TRUE when kl_tune() may use the cost path for this learner, grid and metric.
+.svm_fast_eligible <- function(learner, spec, g, metric) {
+  if (!identical(learner, kernel_svm)) return(FALSE)
+  nm <- names(g$table)
+  if (!("cost" %in% nm) || !all(nm %in% c("cost", "gamma", "kernel"))) return(FALSE)
+  if (!all(names(spec$dots) %in% .svm_fast_args)) return(FALSE)
+  if (!is.null(spec$dots$kernel) && identical(spec$dots$kernel, "precomputed")) return(FALSE)
+  if (!(metric$pred_type %in% c("class", "response"))) return(FALSE)
+  costs <- vapply(g$points, function(p) {
+    v <- p$cost
+    if (is.numeric(v) && length(v) == 1L && is.finite(v) && v > 0) v else NA_real_
+  }, numeric(1))
+  !anyNA(costs)
+}
+
+.svm_tune_run <- function(spec, g, foldid, metric, caller) {
+  K <- max(foldid)
+  invisible(.klcv_draw_seeds(K))  # the same draws as the general path, so refits match
+  points <- g$points
+  G <- length(points)
+  dots <- spec$dots
+  threads <- .kl_threads(dots$threads)
+  formals_def <- formals(kernel_svm.default)
+  arg <- function(name, p) {
+    if (!is.null(p[[name]])) return(p[[name]])
+    if (name %in% names(dots)) return(dots[[name]])
+    eval(formals_def[[name]])
+  }
+  # Group the grid points by kernel.
+  kernel_of <- function(p) {
+    kern <- .as_kernel(arg("kernel", p), caller)
+    gm <- arg("gamma", p)
+    if (!is.null(gm)) {
+      if (!(kern$name %in% c("gaussian", "laplacian")))
+        stop("gamma needs a Gaussian or Laplacian kernel", call. = FALSE)
+      .check_number(gm, "gamma", lower = 0, lower_open = TRUE)
+      kern$gamma <- gm
+    }
+    kern
+  }
+  kernels <- lapply(points, kernel_of)
+  keys <- vapply(kernels, function(k) paste(deparse(unclass(k)), collapse = ""), "")
+  groups <- split(seq_len(G), factor(keys, levels = unique(keys)))
+  p0 <- list()
+  epsilon <- arg("epsilon", p0)
+  tol <- arg("tol", p0)
+  cache <- arg("cache", p0)
+  max_iter <- arg("max_iter", p0)
+  shrinking <- arg("shrinking", p0)
+  type <- .svm_type(arg("type", p0), caller)
+  .check_number(epsilon, "epsilon", lower = 0)
+  .check_number(tol, "tol", lower = 0, lower_open = TRUE)
+  .check_number(cache, "cache", lower = 0, lower_open = TRUE)
+  .check_number(max_iter, "max_iter", lower = 1, integer = TRUE, null_ok = TRUE)
+  params <- list(cost = 1, epsilon = as.numeric(epsilon), tol = as.numeric(tol),
+                 shrinking = isTRUE(shrinking), cache = as.numeric(cache),
+                 max_iter = if (is.null(max_iter)) 0 else as.numeric(max_iter),
+                 probability = FALSE, prob_folds = 5L, seed = c(1L, 1L))
+  fm <- matrix(NA_real_, G, K, dimnames = list(NULL, paste0("Fold", seq_len(K))))
+  preds <- lapply(seq_len(G), function(i) vector("list", K))
+  for (k in seq_len(K)) {
+    train <- which(foldid != k)
+    test <- which(foldid == k)
+    if (spec$interface == "formula") {
+      d <- spec$data
+      if (identical(type, "C-classification")) {
+        nm <- all.vars(spec$formula[[2L]])
+        if (length(nm) == 1L && nm %in% names(d) && is.numeric(d[[nm]]))
+          d[[nm]] <- factor(d[[nm]])
+      }
+      inp <- .kl_input_formula(spec$formula, d[train, , drop = FALSE], caller)
+      xt <- .kl_newdata(inp$spec, d[test, , drop = FALSE], caller)
+    } else {
+      yy <- spec$y
+      if (identical(type, "C-classification") && !is.factor(yy)) yy <- factor(yy)
+      inp <- .kl_input_xy(spec$x[train, , drop = FALSE], yy[train], caller)
+      xt <- .kl_newdata(inp$spec, spec$x[test, , drop = FALSE], caller)
+    }
+    if (!is.null(type) && (type == "C-classification") != (inp$task == "classification"))
+      stop("type and response do not match", call. = FALSE)
+    X <- rbind(inp$x, xt)
+    ntr <- nrow(inp$x)
+    cls <- inp$task == "classification"
+    if (cls) {
+      if (!identical(inp$levels, spec$levels)) stop("a class is missing from a fold", call. = FALSE)
+      w <- .svm_class_weights(arg("class.weights", p0), inp$y, caller)
+      yarg <- as.integer(inp$y)
+      kk <- length(inp$levels)
+    } else {
+      w <- numeric()
+      yarg <- as.numeric(inp$y)
+      kk <- 0L
+    }
+    for (grp in groups) {
+      kern <- .resolve_kernel(kernels[[grp[1L]]], ncol(X))
+      cst <- vapply(points[grp], function(p) as.numeric(p$cost), numeric(1))
+      path <- sort(unique(cst))
+      decs <- cpp_svm_path(X, NULL, yarg, kk, unname(w), .kernel_spec(kern), params,
+                           seq_len(ntr), ntr + seq_along(test), path, threads)
+      for (j in seq_along(grp)) {
+        dec <- decs[[match(cst[j], path)]]
+        pr <- if (cls) factor(spec$levels[cpp_ovo_vote(as.matrix(dec), kk)], levels = spec$levels)
+              else as.vector(dec)
+        i <- grp[j]
+        val <- metric$fun(spec$y[test], pr)
+        fm[i, k] <- as.numeric(val)
+        preds[[i]][[k]] <- pr
+      }
+    }
+  }
+  list(fold_metrics = fm, preds = preds)
+}

@@ -1,0 +1,391 @@
+# kernel_svm(): the solver against LIBSVM (through e1071), KKT conditions checked
+# independently, probabilities, precomputed kernels, warm starts, the kl_tune fast path, and
+# bad input.
+
+scale01 <- function(x) {
+  mn <- apply(x, 2, min)
+  rg <- apply(x, 2, max) - mn
+  rg[rg == 0] <- 1
+  sweep(sweep(x, 2, mn), 2, rg, "/")
+}
+
+two_class_data <- function(n, seed) {
+  set.seed(seed)
+  x <- matrix(runif(n * 4), n, 4)
+  y <- factor(ifelse(x[, 1] + x[, 2]^2 - x[, 3] + rnorm(n, 0, 0.15) > 0.6, "yes", "no"),
+              levels = c("no", "yes"))
+  list(x = x, y = y)
+}
+
+# Letter from mlbench: unique rows (duplicates make the dual degenerate, so that the set of
+# support vectors is not unique), features scaled to [0, 1].
+letter_data <- function(n, seed) {
+  skip_if_not_installed("mlbench")
+  e <- new.env()
+  utils::data("LetterRecognition", package = "mlbench", envir = e)
+  d <- e$LetterRecognition
+  x <- as.matrix(d[, -1])
+  keep <- which(!duplicated(x))
+  set.seed(seed)
+  idx <- sample(keep, n)
+  list(x = scale01(x[idx, ]), y = droplevels(d$lettr[idx]))
+}
+
+# Dual objective 0.5 c'Kc - sum |c| of every pair from a compact one-vs-one model: support
+# vectors `sv` ordered by class (classes `ord` in that order), counts nsv, coefficients
+# coefs (nSV x (k - 1)), LIBSVM layout. Names are "a b" with a < b class codes.
+pair_objectives <- function(K, sv, nsv, coefs, ord) {
+  start <- c(0, cumsum(nsv))
+  k <- length(nsv)
+  out <- numeric()
+  for (i in 1:(k - 1)) for (j in (i + 1):k) {
+    ia <- start[i] + seq_len(nsv[i])
+    ib <- start[j] + seq_len(nsv[j])
+    cc <- c(coefs[ia, j - 1], coefs[ib, i])
+    s <- sv[c(ia, ib)]
+    nm <- paste(min(ord[i], ord[j]), max(ord[i], ord[j]))
+    out[nm] <- 0.5 * drop(crossprod(cc, K[s, s, drop = FALSE] %*% cc)) - sum(abs(cc))
+  }
+  out
+}
+
+e1071_objectives <- function(e, K, levels) {
+  ord <- match(e$levels[e$labels], levels)
+  pair_objectives(K, e$index, e$nSV, e$coefs, ord)
+}
+
+# Maximal violation of the KKT conditions, m(a) - M(a), for the dual
+# min 0.5 a'Qa + p'a, y'a = 0, 0 <= a <= C, given G = Qa + p.
+kkt_gap <- function(a, y, G, C) {
+  up <- (y > 0 & a < C) | (y < 0 & a > 0)
+  low <- (y > 0 & a > 0) | (y < 0 & a < C)
+  max(-y[up] * G[up]) - min(-y[low] * G[low])
+}
+
+test_that("binary classification matches LIBSVM (e1071)", {
+  skip_if_not_installed("e1071")
+  d <- two_class_data(600, 1)
+  te <- two_class_data(3000, 2)
+  x <- scale01(d$x)
+  fit <- kernel_svm(x, d$y, gamma = 2, cost = 4)
+  e <- e1071::svm(x, d$y, kernel = "radial", gamma = 2, cost = 4, scale = FALSE,
+                  tolerance = 1e-3)
+  K <- kernel_matrix(gaussian_kernel(gamma = 2), x)
+  ours <- pair_objectives(K, fit$sv_index, fit$nSV, fit$coefs, 1:2)
+  theirs <- e1071_objectives(e, K, levels(d$y))
+  expect_lt(abs(ours - theirs) / abs(theirs), 1e-3)
+  expect_equal(unname(fit$obj), unname(ours), tolerance = 1e-6)
+  expect_lte(abs(fit$tot.nSV - e$tot.nSV), 0.01 * e$tot.nSV)
+  xt <- te$x
+  mn <- apply(d$x, 2, min)
+  rg <- apply(d$x, 2, max) - mn
+  xts <- sweep(sweep(xt, 2, mn), 2, rg, "/")
+  expect_gte(mean(predict(fit, xts) == predict(e, xts)), 0.995)
+  # decision values: e1071's are positive for its first label
+  de <- attr(predict(e, xts, decision.values = TRUE), "decision.values")[, 1]
+  sgn <- if (e$levels[e$labels[1]] == "yes") 1 else -1
+  expect_gt(cor(predict(fit, xts, type = "decision"), sgn * de), 0.999)
+})
+
+test_that("multiclass one-vs-one matches LIBSVM on a Letter subsample", {
+  skip_if_not_installed("e1071")
+  d <- letter_data(1500, 3)
+  fit <- kernel_svm(d$x, d$y, gamma = 16, cost = 16)
+  e <- e1071::svm(d$x, d$y, kernel = "radial", gamma = 16, cost = 16, scale = FALSE,
+                  tolerance = 1e-3)
+  K <- kernel_matrix(gaussian_kernel(gamma = 16), d$x)
+  ours <- pair_objectives(K, fit$sv_index, fit$nSV, fit$coefs, seq_along(fit$levels))
+  theirs <- e1071_objectives(e, K, levels(d$y))[names(ours)]
+  expect_length(ours, choose(nlevels(d$y), 2))
+  expect_lt(max(abs(ours - theirs) / abs(theirs)), 1e-3)
+  expect_equal(unname(fit$obj), unname(ours), tolerance = 1e-6)
+  expect_lte(abs(fit$tot.nSV - e$tot.nSV), 0.01 * e$tot.nSV)
+  te <- letter_data(3000, 4)
+  expect_gte(mean(predict(fit, te$x) == predict(e, te$x)), 0.995)
+})
+
+test_that("epsilon-regression matches LIBSVM (e1071)", {
+  skip_if_not_installed("e1071")
+  set.seed(5)
+  n <- 500
+  x <- matrix(runif(n * 3), n, 3)
+  z <- sin(4 * x[, 1]) + x[, 2]^2 + rnorm(n, 0, 0.1)
+  x <- scale01(x)
+  fit <- kernel_svm(x, z, gamma = 3, cost = 10, epsilon = 0.05)
+  expect_equal(fit$task, "regression")
+  e <- e1071::svm(x, z, type = "eps-regression", kernel = "radial", gamma = 3, cost = 10,
+                  epsilon = 0.05, scale = FALSE, tolerance = 1e-3)
+  K <- kernel_matrix(gaussian_kernel(gamma = 3), x)
+  obj <- function(sv, b) 0.5 * drop(crossprod(b, K[sv, sv] %*% b)) + 0.05 * sum(abs(b)) -
+    sum(z[sv] * b)
+  ours <- obj(fit$sv_index, fit$coefs[, 1])
+  theirs <- obj(e$index, e$coefs[, 1])
+  expect_lt(abs(ours - theirs) / abs(theirs), 1e-3)
+  expect_equal(fit$obj, ours, tolerance = 1e-5)
+  expect_lte(abs(fit$tot.nSV - e$tot.nSV), 0.01 * e$tot.nSV)
+  xt <- matrix(runif(3000), 1000, 3)
+  p1 <- predict(fit, xt)
+  p2 <- predict(e, xt)
+  expect_lt(max(abs(p1 - p2)), 0.01)
+})
+
+test_that("KKT conditions hold at the solution, checked independently", {
+  d <- two_class_data(400, 6)
+  x <- scale01(d$x)
+  w <- c(no = 1, yes = 2.5)
+  fit <- kernel_svm(x, d$y, gamma = 1.5, cost = 3, class.weights = w, tol = 1e-3)
+  K <- kernel_matrix(gaussian_kernel(gamma = 1.5), x)
+  beta <- numeric(nrow(x))
+  beta[fit$sv_index] <- fit$coefs[, 1]
+  yy <- ifelse(d$y == "yes", 1, -1)
+  a <- beta * yy
+  C <- 3 * w[as.character(d$y)]
+  expect_true(all(a >= 0) && all(a <= C + 1e-12))
+  expect_lt(abs(sum(beta)), 1e-8)
+  G <- yy * drop(K %*% beta) - 1
+  expect_lt(kkt_gap(a, yy, G, C), 2e-3)
+  # the reported rho is the mean of y G over free variables
+  free <- a > 1e-10 & a < C - 1e-10
+  expect_equal(fit$rho, mean(yy[free] * G[free]), tolerance = 1e-4)
+
+  # regression: variables (a, a*) with y = (+1, -1)
+  set.seed(7)
+  z <- x[, 1] - x[, 2]^2 + rnorm(400, 0, 0.05)
+  reg <- kernel_svm(x, z, gamma = 2, cost = 5, epsilon = 0.1)
+  b <- numeric(400)
+  b[reg$sv_index] <- reg$coefs[, 1]
+  K2 <- kernel_matrix(gaussian_kernel(gamma = 2), x)
+  Kb <- drop(K2 %*% b)
+  a2 <- c(pmax(b, 0), pmax(-b, 0))
+  y2 <- rep(c(1, -1), each = 400)
+  G2 <- c(Kb + 0.1 - z, -Kb + 0.1 + z)
+  expect_lt(kkt_gap(a2, y2, G2, rep(5, 800)), 2e-3)
+})
+
+test_that("a precomputed kernel gives the same model as the kernel object", {
+  d <- letter_data(600, 8)
+  fit <- kernel_svm(d$x, d$y, gamma = 8, cost = 4)
+  K <- kernel_matrix(gaussian_kernel(gamma = 8), d$x)
+  pre <- kernel_svm(K, d$y, kernel = "precomputed", cost = 4)
+  expect_null(pre$SV)
+  expect_equal(pre$obj, fit$obj, tolerance = 1e-5)
+  expect_lte(abs(pre$tot.nSV - fit$tot.nSV), 0.01 * fit$tot.nSV)
+  te <- letter_data(500, 9)
+  Kt <- kernel_matrix(gaussian_kernel(gamma = 8), te$x, d$x)
+  expect_gte(mean(predict(pre, Kt) == predict(fit, te$x)), 0.995)
+  dec1 <- predict(pre, Kt, type = "decision")
+  dec2 <- predict(fit, te$x, type = "decision")
+  expect_equal(colnames(dec1), colnames(dec2))
+  expect_lt(max(abs(dec1 - dec2)), 1e-3)
+  # regression
+  set.seed(10)
+  z <- d$x[, 1] + rnorm(600, 0, 0.1)
+  r1 <- kernel_svm(d$x, z, gamma = 8, cost = 2)
+  r2 <- kernel_svm(K, z, kernel = "precomputed", cost = 2)
+  expect_equal(r2$obj, r1$obj, tolerance = 1e-5)
+  expect_lt(max(abs(predict(r2, Kt) - predict(r1, te$x))), 1e-3)
+})
+
+test_that("probabilities sum to one, agree with the class, and are reproducible", {
+  d <- letter_data(800, 11)
+  lv <- levels(d$y)[1:5]
+  keep <- d$y %in% lv
+  x <- d$x[keep, ]
+  y <- droplevels(d$y[keep])
+  set.seed(1)
+  f1 <- kernel_svm(x, y, gamma = 8, cost = 4, probability = TRUE)
+  set.seed(1)
+  f2 <- kernel_svm(x, y, gamma = 8, cost = 4, probability = TRUE)
+  set.seed(2)
+  f3 <- kernel_svm(x, y, gamma = 8, cost = 4, probability = TRUE)
+  expect_identical(f1$probA, f2$probA)
+  expect_identical(f1$probB, f2$probB)
+  expect_false(identical(f1$probA, f3$probA))
+  expect_true(all(f1$probA < 0))
+  te <- letter_data(2000, 12)
+  xt <- te$x[te$y %in% lv, ]
+  P <- predict(f1, xt, type = "prob")
+  expect_equal(colnames(P), levels(y))
+  expect_equal(unname(rowSums(P)), rep(1, nrow(P)), tolerance = 1e-8)
+  expect_true(all(P >= 0 & P <= 1))
+  cls <- predict(f1, xt)
+  expect_identical(as.integer(cls), max.col(P, ties.method = "first"))
+  # the probability model changes how the class is chosen, not the machines
+  f0 <- kernel_svm(x, y, gamma = 8, cost = 4)
+  expect_equal(f0$coefs, f1$coefs)
+  # with ~30 rows per class voting and coupling may disagree on many rows (as in LIBSVM);
+  # the most probable class is as accurate as the vote
+  yt <- droplevels(te$y[te$y %in% lv])
+  expect_gte(mean(cls == yt), mean(predict(f0, xt) == yt) - 0.03)
+  expect_error(predict(f0, xt, type = "prob"), "probability = TRUE")
+
+  # two classes: P(second) is the Platt sigmoid of the decision value
+  d2 <- two_class_data(300, 13)
+  set.seed(3)
+  b <- kernel_svm(d2$x, d2$y, probability = TRUE, gamma = 2)
+  pb <- predict(b, d2$x, type = "prob")
+  dv <- predict(b, d2$x, type = "decision")
+  expect_equal(unname(pb[, 2]), pmin(pmax(1 / (1 + exp(b$probA * dv + b$probB)), 1e-7), 1 - 1e-7))
+  expect_identical(as.integer(predict(b, d2$x)), max.col(pb, ties.method = "first"))
+})
+
+test_that("Platt fit and pairwise coupling agree with independent computations", {
+  set.seed(14)
+  f <- c(rnorm(60, 1), rnorm(40, -1))
+  y <- rep(c(1L, -1L), c(60, 40))
+  ab <- cpp_platt_fit(f, y)
+  t <- ifelse(y > 0, 61 / 62, 1 / 42)
+  nll <- function(p) {
+    z <- f * p[1] + p[2]
+    sum(t * z + log1p(exp(-z)))
+  }
+  ref <- optim(c(0, 0), nll, method = "BFGS", control = list(reltol = 1e-14))$par
+  expect_equal(ab, ref, tolerance = 1e-4)
+
+  # coupling: the minimiser of p'Qp with sum(p) = 1 is Q^-1 1 / (1' Q^-1 1)
+  k <- 4
+  r <- matrix(0, k, k)
+  for (i in 1:(k - 1)) for (j in (i + 1):k) {
+    r[i, j] <- runif(1, 0.2, 0.8)
+    r[j, i] <- 1 - r[i, j]
+  }
+  Q <- matrix(0, k, k)
+  for (s in 1:k) for (j in 1:k) {
+    if (s == j) Q[s, s] <- sum(r[-s, s]^2) else Q[s, j] <- -r[j, s] * r[s, j]
+  }
+  p <- solve(Q, rep(1, k))
+  p <- p / sum(p)
+  expect_equal(cpp_pairwise_coupling(r), p, tolerance = 5e-3)
+  expect_equal(sum(cpp_pairwise_coupling(r)), 1, tolerance = 1e-12)
+})
+
+test_that("results do not depend on the thread count", {
+  d <- letter_data(700, 15)
+  f1 <- kernel_svm(d$x, d$y, gamma = 8, cost = 4, threads = 1)
+  f2 <- kernel_svm(d$x, d$y, gamma = 8, cost = 4, threads = 2)
+  f3 <- kernel_svm(d$x, d$y, gamma = 8, cost = 4, threads = 3)
+  expect_identical(f1$coefs, f2$coefs)
+  expect_identical(f1$coefs, f3$coefs)
+  expect_identical(f1$rho, f3$rho)
+  dd <- two_class_data(3000, 16)
+  b1 <- kernel_svm(dd$x, dd$y, threads = 1, cost = 10)
+  b2 <- kernel_svm(dd$x, dd$y, threads = 2, cost = 10)
+  expect_identical(b1$coefs, b2$coefs)
+})
+
+test_that("warm starts reach the same solution", {
+  d <- letter_data(600, 17)
+  cold <- kernel_svm(d$x, d$y, gamma = 8, cost = 8)
+  prev <- kernel_svm(d$x, d$y, gamma = 8, cost = 6)
+  warm <- kernel_svm(d$x, d$y, gamma = 8, cost = 8, warm_start = prev)
+  expect_lt(max(abs(warm$obj - cold$obj) / abs(cold$obj)), 1e-3)
+  expect_lt(sum(warm$iter), sum(cold$iter))
+  te <- letter_data(1000, 18)
+  expect_gte(mean(predict(warm, te$x) == predict(cold, te$x)), 0.99)
+  # regression, and a slightly changed kernel
+  set.seed(19)
+  z <- d$x[, 2] - d$x[, 3] + rnorm(600, 0, 0.05)
+  r0 <- kernel_svm(d$x, z, gamma = 8, cost = 4)
+  r1 <- kernel_svm(d$x, z, gamma = 8.5, cost = 4, warm_start = r0)
+  r2 <- kernel_svm(d$x, z, gamma = 8.5, cost = 4)
+  expect_lt(abs(r1$obj - r2$obj) / abs(r2$obj), 1e-3)
+  expect_error(kernel_svm(d$x[1:100, ], d$y[1:100], warm_start = prev), "same rows")
+})
+
+test_that("kl_tune's cost path agrees with fitting every grid point", {
+  d <- letter_data(500, 20)
+  lv <- levels(d$y)[1:6]
+  keep <- d$y %in% lv
+  x <- d$x[keep, ]
+  y <- droplevels(d$y[keep])
+  grid <- list(cost = c(0.5, 4, 32), gamma = c(2, 16))
+  fast <- kl_tune(kernel_svm, x, y, grid = grid, folds = 3, seed = 1)
+  slow <- kl_tune(function(x, y, ...) kernel_svm(x, y, ...), x, y, grid = grid, folds = 3,
+                  seed = 1)
+  expect_identical(fast$foldid, slow$foldid)
+  # warm starts change the solution only within the tolerance: at most a few rows differ
+  expect_lt(max(abs(fast$fold_metrics - slow$fold_metrics)), 0.03)
+  expect_equal(fast$best_model$coefs, slow$best_model$coefs)
+  # regression, formula interface
+  df <- data.frame(x, z = x[, 1] * 2 + x[, 2])
+  rf <- kl_tune(kernel_svm, z ~ ., data = df, grid = list(cost = c(1, 10), gamma = c(1, 4)),
+                folds = 3, seed = 2)
+  rs <- kl_tune(function(formula, data, ...) kernel_svm(formula, data, ...), z ~ ., data = df,
+                grid = list(cost = c(1, 10), gamma = c(1, 4)), folds = 3, seed = 2)
+  expect_equal(rf$results$mean, rs$results$mean, tolerance = 1e-3)
+})
+
+test_that("models survive saveRDS and print", {
+  fit <- kernel_svm(Species ~ ., data = iris, probability = TRUE, gamma = 1)
+  f <- tempfile(fileext = ".rds")
+  saveRDS(fit, f)
+  back <- readRDS(f)
+  expect_identical(predict(back, iris, type = "prob"), predict(fit, iris, type = "prob"))
+  expect_output(print(fit), "support vectors")
+  expect_output(print(summary(fit)), "versicolor/setosa")
+  reg <- kernel_svm(mpg ~ ., data = mtcars)
+  saveRDS(reg, f)
+  expect_identical(predict(readRDS(f), mtcars), predict(reg, mtcars))
+  expect_output(print(reg), "eps-regression")
+  # the decision columns of a pair "b/a" are positive for b
+  dec <- predict(fit, iris, type = "decision")
+  expect_equal(colnames(dec), c("versicolor/setosa", "virginica/setosa", "virginica/versicolor"))
+  expect_true(mean(dec[iris$Species == "virginica", "virginica/setosa"] > 0) > 0.95)
+})
+
+test_that("class weights match e1071's", {
+  skip_if_not_installed("e1071")
+  d <- two_class_data(500, 21)
+  x <- scale01(d$x)
+  w <- c(no = 0.5, yes = 3)
+  fit <- kernel_svm(x, d$y, gamma = 2, cost = 2, class.weights = w)
+  e <- e1071::svm(x, d$y, gamma = 2, cost = 2, class.weights = w, scale = FALSE)
+  K <- kernel_matrix(gaussian_kernel(gamma = 2), x)
+  ours <- pair_objectives(K, fit$sv_index, fit$nSV, fit$coefs, 1:2)
+  theirs <- e1071_objectives(e, K, levels(d$y))
+  expect_lt(abs(ours - theirs) / abs(theirs), 1e-3)
+  inv <- kernel_svm(x, d$y, class.weights = "inverse")
+  n <- table(d$y)
+  expect_equal(unname(inv$class.weights), unname(500 / (2 * as.numeric(n))))
+})
+
+test_that("bad input gives clear errors", {
+  x <- as.matrix(iris[, 1:4])
+  expect_error(kernel_svm(x, factor(rep("a", 150))), "only one class")
+  expect_error(kernel_svm(x, iris$Species, cost = 0), "'cost' must be")
+  expect_error(kernel_svm(x, iris$Species, cost = -1), "'cost' must be")
+  expect_error(kernel_svm(x, iris$Sepal.Length, epsilon = -0.1), "'epsilon' must be")
+  expect_error(kernel_svm(x, iris$Species, tol = 0), "'tol' must be")
+  expect_error(kernel_svm(x, iris$Species, gamma = -1), "'gamma' must be")
+  expect_error(kernel_svm(x, iris$Species, kernel = linear_kernel(), gamma = 1), "Gaussian")
+  expect_error(kernel_svm(x, iris$Sepal.Length, probability = TRUE), "classification")
+  expect_error(kernel_svm(x, iris$Species, class.weights = c(foo = 2)), "not a class")
+  expect_error(kernel_svm(x, iris$Species, class.weights = c(setosa = -1)), "positive")
+  expect_error(kernel_svm(x, iris$Species, type = "eps-regression"), "numeric response")
+  expect_error(kernel_svm(x, iris$Species, shrinking = NA), "TRUE or FALSE")
+  expect_error(kernel_svm(x, iris$Species, foo = 1), "unused argument")
+  xn <- x
+  xn[3, 2] <- NA
+  expect_error(kernel_svm(xn, iris$Species), "missing")
+  expect_error(kernel_svm(x, iris$Species[-1]), "length")
+  K <- kernel_matrix(gaussian_kernel(gamma = 1), x)
+  expect_error(kernel_svm(K[, -1], iris$Species, kernel = "precomputed"), "square")
+  expect_error(kernel_svm(K, iris$Species[-1], kernel = "precomputed"), "150 rows")
+  Kn <- K
+  Kn[2, 5] <- Inf
+  expect_error(kernel_svm(Kn, iris$Species, kernel = "precomputed"), "infinite")
+  Ka <- K
+  Ka[1, 2] <- 0.5
+  expect_error(kernel_svm(Ka, iris$Species, kernel = "precomputed"), "symmetric")
+  pre <- kernel_svm(K, iris$Species, kernel = "precomputed")
+  expect_error(predict(pre, K[, -1]), "one column per training row")
+  expect_error(predict(pre), "required")
+  expect_error(kernel_svm(Species ~ ., data = iris, kernel = "precomputed"), "x / y interface")
+  fit <- kernel_svm(Species ~ ., data = iris)
+  expect_error(predict(fit, iris[, -1]), "lacks column")
+  expect_error(predict(fit, iris, type = "response"), "regression")
+  expect_warning(kernel_svm(x, iris$Species, max_iter = 3), "iteration cap")
+  # a numeric response becomes classes with type = "C-classification"
+  num <- kernel_svm(x, as.integer(iris$Species), type = "C-classification")
+  expect_equal(num$levels, c("1", "2", "3"))
+})
