@@ -43,7 +43,8 @@
 #'
 #' \strong{Speed.} Kernel rows are computed in single precision from the
 #' feature matrix (as LIBSVM caches them) and kept in a least-recently-used
-#' cache of \code{cache} megabytes, shared by the pairs solved at the same time.
+#' cache of \code{cache} megabytes, divided among the pairs solved at the same
+#' time.
 #' Pairs are solved on \code{threads} threads; each pair's solution does not
 #' depend on the number of threads. A single problem (two classes, or
 #' regression) computes its kernel rows on all threads. Ctrl-C stops the fit.
@@ -86,7 +87,9 @@
 #' @param shrinking Use the shrinking heuristic.
 #' @param cache Size of the kernel row cache in megabytes, for the whole fit.
 #' @param max_iter Iteration cap per binary problem; \code{NULL} means
-#'   \code{max(1e7, 100 n)}. Stopping at the cap gives a warning.
+#'   \code{max(1e7, 100 l)} for a problem with \code{l} dual variables (the
+#'   rows of a pair, or twice the rows for regression). Stopping at the cap
+#'   gives a warning.
 #' @param warm_start \code{NULL} or a \code{kernel_svm} model fitted on the
 #'   same rows (see Details).
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
@@ -222,8 +225,14 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
     stop(sprintf("%s: the precomputed kernel matrix has %d missing or infinite value(s), first at [%d, %d]",
                  caller, sum(bad), w[1L], w[2L]), call. = FALSE)
   }
-  if (!isSymmetric(unname(K), tol = 1e-8 * max(1, max(abs(K)))))
-    stop(sprintf("%s: the precomputed kernel matrix must be symmetric", caller), call. = FALSE)
+  big <- max(abs(K))
+  if (big > 3e38)
+    stop(sprintf("%s: the precomputed kernel matrix has values up to %s, beyond the single-precision range (about 3.4e38) in which kernel values are cached; rescale it",
+                 caller, format(big, digits = 3)), call. = FALSE)
+  asym <- max(abs(K - t(K)))
+  if (asym > 1e-8 * max(1, big))
+    stop(sprintf("%s: the precomputed kernel matrix must be symmetric (largest |K - t(K)| is %s)",
+                 caller, format(asym, digits = 3)), call. = FALSE)
   if (missing(y) || is.null(y))
     stop(sprintf("%s: 'y' is required", caller), call. = FALSE)
   if (length(y) != nrow(K))
@@ -295,8 +304,8 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
   .check_number(epsilon, "epsilon", lower = 0)
   .check_number(tol, "tol", lower = 0, lower_open = TRUE)
   .check_number(cache, "cache", lower = 0, lower_open = TRUE)
-  .check_number(prob_folds, "prob_folds", lower = 2, integer = TRUE)
-  .check_number(max_iter, "max_iter", lower = 1, integer = TRUE, null_ok = TRUE)
+  .check_number(prob_folds, "prob_folds", lower = 2, upper = 1000, integer = TRUE)
+  .check_number(max_iter, "max_iter", lower = 1, upper = 1e15, integer = TRUE, null_ok = TRUE)
   for (nm in c("probability", "shrinking")) {
     v <- get(nm)
     if (!is.logical(v) || length(v) != 1L || is.na(v))
@@ -338,9 +347,10 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
   })[["elapsed"]]
   if (!all(sol$converged)) {
     bad <- sum(!sol$converged)
+    cap <- if (is.null(max_iter)) "max(1e7, 100 x the number of dual variables)"
+           else format(max_iter)
     warning(sprintf("%s: the solver reached the iteration cap (max_iter = %s) before the tolerance %s in %d of %d binary problem(s); the solution may be inaccurate",
-                    caller, format(if (is.null(max_iter)) max(1e7, 100 * n) else max_iter),
-                    format(tol), bad, length(sol$converged)), call. = FALSE)
+                    caller, cap, format(tol), bad, length(sol$converged)), call. = FALSE)
   }
   SV <- if (pre) NULL else inp$x[sol$sv_index, , drop = FALSE]
   if (!is.null(SV)) rownames(SV) <- sol$sv_index
@@ -577,7 +587,9 @@ print.summary.kernel_svm <- function(x, ...) {
   if (!identical(learner, kernel_svm)) return(FALSE)
   nm <- names(g$table)
   if (!("cost" %in% nm) || !all(nm %in% c("cost", "gamma", "kernel"))) return(FALSE)
-  if (!all(names(spec$dots) %in% .svm_fast_args)) return(FALSE)
+  dn <- names(spec$dots)
+  if (length(spec$dots) && (is.null(dn) || any(!nzchar(dn)))) return(FALSE)
+  if (!all(dn %in% .svm_fast_args)) return(FALSE)
   if (!is.null(spec$dots$kernel) && identical(spec$dots$kernel, "precomputed")) return(FALSE)
   if (!(metric$pred_type %in% c("class", "response"))) return(FALSE)
   costs <- vapply(g$points, function(p) {
@@ -625,9 +637,11 @@ print.summary.kernel_svm <- function(x, ...) {
   .check_number(epsilon, "epsilon", lower = 0)
   .check_number(tol, "tol", lower = 0, lower_open = TRUE)
   .check_number(cache, "cache", lower = 0, lower_open = TRUE)
-  .check_number(max_iter, "max_iter", lower = 1, integer = TRUE, null_ok = TRUE)
+  .check_number(max_iter, "max_iter", lower = 1, upper = 1e15, integer = TRUE, null_ok = TRUE)
+  if (!is.logical(shrinking) || length(shrinking) != 1L || is.na(shrinking))
+    stop("'shrinking' must be TRUE or FALSE", call. = FALSE)
   params <- list(cost = 1, epsilon = as.numeric(epsilon), tol = as.numeric(tol),
-                 shrinking = isTRUE(shrinking), cache = as.numeric(cache),
+                 shrinking = shrinking, cache = as.numeric(cache),
                  max_iter = if (is.null(max_iter)) 0 else as.numeric(max_iter),
                  probability = FALSE, prob_folds = 5L, seed = c(1L, 1L))
   fm <- matrix(NA_real_, G, K, dimnames = list(NULL, paste0("Fold", seq_len(K))))
@@ -661,6 +675,8 @@ print.summary.kernel_svm <- function(x, ...) {
       yarg <- as.integer(inp$y)
       kk <- length(inp$levels)
     } else {
+      if (!is.null(arg("class.weights", p0)))
+        stop("class.weights is for classification", call. = FALSE)
       w <- numeric()
       yarg <- as.numeric(inp$y)
       kk <- 0L
@@ -671,12 +687,16 @@ print.summary.kernel_svm <- function(x, ...) {
       path <- sort(unique(cst))
       decs <- cpp_svm_path(X, NULL, yarg, kk, unname(w), .kernel_spec(kern), params,
                            seq_len(ntr), ntr + seq_along(test), path, threads)
+      if (!isTRUE(attr(decs, "converged")))
+        stop("a solve reached the iteration cap", call. = FALSE)  # the general path warns
       for (j in seq_along(grp)) {
         dec <- decs[[match(cst[j], path)]]
         pr <- if (cls) factor(spec$levels[cpp_ovo_vote(as.matrix(dec), kk)], levels = spec$levels)
               else as.vector(dec)
         i <- grp[j]
         val <- metric$fun(spec$y[test], pr)
+        if (!is.numeric(val) || length(val) != 1L)
+          stop("the metric must return a single number", call. = FALSE)
         fm[i, k] <- as.numeric(val)
         preds[[i]][[k]] <- pr
       }

@@ -9,6 +9,9 @@ using MapMat = Eigen::Map<Eigen::MatrixXd>;
 // The training kernel: features with a kernel spec, or a precomputed n x n matrix.
 std::unique_ptr<kl::TrainingKernel> training_kernel(SEXP x, SEXP kpre, const Rcpp::List& kernel) {
   if (!Rf_isNull(kpre)) {
+    // The core keeps a pointer to the matrix: it must be R's own double storage, not a copy.
+    if (TYPEOF(kpre) != REALSXP || !Rf_isMatrix(kpre))
+      Rcpp::stop("internal error: a precomputed kernel must be a double matrix");
     Rcpp::NumericMatrix K(kpre);
     if (K.nrow() != K.ncol()) Rcpp::stop("internal error: precomputed kernel not square");
     return std::unique_ptr<kl::TrainingKernel>(new kl::TrainingKernel(K.begin(), K.nrow()));
@@ -48,6 +51,7 @@ Rcpp::IntegerVector one_based(const std::vector<int>& v) {
 
 std::vector<kl::SparseMachine> machines_from_r(const Eigen::Map<Eigen::MatrixXd>& coef,
                                                SEXP nsv, const Eigen::Map<Eigen::VectorXd>& rho) {
+  if (rho.size() < 1) Rcpp::stop("internal error: the model has no rho");
   if (Rf_isNull(nsv)) {
     // Regression: one machine over all support vectors.
     kl::SparseMachine m;
@@ -185,15 +189,17 @@ Rcpp::List cpp_svm_path(SEXP x, SEXP kpre, SEXP y, int k, Rcpp::NumericVector we
   std::vector<int> tr = zero_based(train), te = zero_based(test);
   std::vector<double> cs = Rcpp::as<std::vector<double>>(costs);
   Rcpp::List out(cs.size());
+  bool converged = true;
   if (k >= 2) {
     std::vector<int> yy = zero_based(Rcpp::IntegerVector(y));
     std::vector<Eigen::MatrixXd> d = kl::svm_classify_path(
-        *K, yy, k, Rcpp::as<std::vector<double>>(weight), tr, te, cs, par, cb);
+        *K, yy, k, Rcpp::as<std::vector<double>>(weight), tr, te, cs, par, cb, &converged);
     for (std::size_t c = 0; c < cs.size(); ++c) out[c] = Rcpp::wrap(d[c]);
   } else {
     std::vector<Eigen::VectorXd> d = kl::svm_regress_path(
-        *K, Rcpp::as<std::vector<double>>(y), tr, te, cs, par, cb);
+        *K, Rcpp::as<std::vector<double>>(y), tr, te, cs, par, cb, &converged);
     for (std::size_t c = 0; c < cs.size(); ++c) out[c] = Rcpp::wrap(d[c]);
   }
+  out.attr("converged") = converged;
   return out;
 }

@@ -61,6 +61,10 @@ inline double ipow(double x, int k) {
 
 using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+// Kernel values are cached in single precision; values outside its range would turn the
+// solver's arithmetic into inf / NaN, so they become +-inf here and are caught by the cache.
+inline float to_float(double v) { return static_cast<float>(v); }
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -160,12 +164,12 @@ class FeatureSource : public KernelSource {
           break;
         }
         case KernelType::Linear:
-          for (int q = 0; q < len; ++q) o[q] = static_cast<float>(dots[q]);
+          for (int q = 0; q < len; ++q) o[q] = to_float(dots[q]);
           break;
         case KernelType::Polynomial: {
           const int deg = static_cast<int>(spec_.degree);
           for (int q = 0; q < len; ++q)
-            o[q] = static_cast<float>(ipow(spec_.scale * dots[q] + spec_.offset, deg));
+            o[q] = to_float(ipow(spec_.scale * dots[q] + spec_.offset, deg));
           break;
         }
       }
@@ -193,7 +197,7 @@ class MatrixSource : public KernelSource {
   void row(int p, float* out, int) const override {
     const double* col = K_ + static_cast<std::size_t>(rows_[p]) * ld_;
     const int n = size();
-    for (int q = 0; q < n; ++q) out[q] = static_cast<float>(col[rows_[q]]);
+    for (int q = 0; q < n; ++q) out[q] = to_float(col[rows_[q]]);
   }
 
  private:
@@ -256,8 +260,17 @@ const float* RowCache::get(int p) {
     unlink(victim);
     slot_of_[victim] = -1;
   }
-  src_.row(p, slots_[s].get(), threads_);
+  float* row = slots_[s].get();
+  src_.row(p, row, threads_);
   ++computed_;
+  bool finite = true;
+  for (int q = 0; q < n_; ++q) finite &= std::isfinite(row[q]);
+  if (!finite || !std::isfinite(diag_[p]) || std::fabs(diag_[p]) > 3.0e38) {
+    slot_of_[p] = -1;
+    throw Error("kernel values are not finite or exceed the single-precision range (about "
+                "3.4e38) in which they are cached; use a kernel with smaller values (a lower "
+                "degree, a smaller scale) or rescale the inputs");
+  }
   slot_of_[p] = s;
   push_back(p);
   return slots_[s].get();
@@ -287,14 +300,15 @@ class Smo {
     in_active_.assign(L_, 1);
 
     SolverResult res;
-    long iter = 0;
-    const long max_iter = opt_.max_iter > 0 ? opt_.max_iter : std::max(10000000L, 100L * L_);
+    long long iter = 0;
+    const long long max_iter =
+        opt_.max_iter > 0 ? opt_.max_iter : std::max<long long>(10000000LL, 100LL * L_);
     int counter = std::min(L_, 1000) + 1;
     while (true) {
+      poll();
       if (--counter == 0) {
         counter = std::min(L_, 1000);
         if (opt_.shrinking) shrink();
-        poll();
       }
       int i, j;
       if (select(&i, &j)) {
@@ -577,7 +591,8 @@ void run_tasks(int ntasks, int workers,
   workers = std::max(1, std::min(workers, ntasks));
   std::atomic<bool> stop(false);
   std::atomic<int> next(0), done(0);
-  std::vector<std::exception_ptr> errors(ntasks);
+  std::exception_ptr first_error;   // the first failure that is not a reaction to `stop`
+  int first_task = ntasks;
   std::mutex m;
   std::condition_variable cv;
   auto worker = [&]() {
@@ -586,8 +601,14 @@ void run_tasks(int ntasks, int workers,
       if (t >= ntasks) break;
       try {
         fn(t, stop);
+      } catch (const Interrupted&) {
+        // Stopped because of another failure or a user interrupt; reported elsewhere.
       } catch (...) {
-        errors[t] = std::current_exception();
+        std::lock_guard<std::mutex> lk(m);
+        if (t < first_task) {
+          first_task = t;
+          first_error = std::current_exception();
+        }
         stop.store(true);
       }
       {
@@ -597,22 +618,26 @@ void run_tasks(int ntasks, int workers,
       cv.notify_one();
     }
   };
-  std::vector<std::thread> pool;
-  pool.reserve(workers);
-  for (int w = 0; w < workers; ++w) pool.emplace_back(worker);
-  bool interrupted = false;
-  double gap0 = -1.0;
-  {
+  // Joins the workers on every way out of this function.
+  struct Joiner {
+    std::vector<std::thread> pool;
+    std::atomic<bool>* stop;
+    ~Joiner() {
+      stop->store(true);
+      for (auto& th : pool)
+        if (th.joinable()) th.join();
+    }
+  } joiner{{}, &stop};
+  std::exception_ptr caller_error;
+  try {
+    joiner.pool.reserve(workers);
+    for (int w = 0; w < workers; ++w) joiner.pool.emplace_back(worker);
+    double gap0 = -1.0;
     std::unique_lock<std::mutex> lk(m);
     while (done.load() < ntasks && !stop.load()) {
       cv.wait_for(lk, std::chrono::milliseconds(50));
       lk.unlock();
-      try {
-        cb.check();
-      } catch (const Interrupted&) {
-        interrupted = true;
-        stop.store(true);
-      }
+      cb.check();
       double frac = static_cast<double>(done.load()) / ntasks;
       if (ntasks == 1 && single_gap) {
         // Progress of one solve: how far the violation has come down, on a log scale.
@@ -623,14 +648,20 @@ void run_tasks(int ntasks, int workers,
           frac = std::min(0.99, std::max(0.0, frac));
         }
       }
-      if (!interrupted) cb.report(frac);
+      cb.report(frac);
       lk.lock();
     }
+  } catch (...) {
+    // An interrupt or a failure of the caller's callbacks: stop the workers first.
+    caller_error = std::current_exception();
+    stop.store(true);
   }
-  for (auto& th : pool) th.join();
-  if (interrupted) throw Interrupted();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  stop.store(true);
+  for (auto& th : joiner.pool)
+    if (th.joinable()) th.join();
+  if (caller_error) std::rethrow_exception(caller_error);
+  if (first_error) std::rethrow_exception(first_error);
+  if (done.load() < ntasks) throw Interrupted();
   cb.report(1.0);
 }
 
@@ -912,7 +943,7 @@ std::vector<BinaryMachine> svm_classify(const TrainingKernel& K, const std::vect
   std::vector<BinaryMachine> out(P);
   const int threads = clamp_threads(par.threads);
   const int workers = std::min(threads, P);
-  const int row_threads = P >= threads ? 1 : threads;
+  const int row_threads = std::max(1, threads / workers);
   const double cache_mb = par.cache_mb / workers;
   std::atomic<double> gap(-1.0);
   run_tasks(P, workers, [&](int t, const std::atomic<bool>& stop) {
@@ -920,6 +951,9 @@ std::vector<BinaryMachine> svm_classify(const TrainingKernel& K, const std::vect
     PairProblem pp = make_pair(y, a, b, weight, par.cost, nullptr);
     std::vector<double> a0;
     if (!warm.empty() && !warm[t].empty()) {
+      if (warm.size() != static_cast<std::size_t>(P) ||
+          warm[t].size() != static_cast<std::size_t>(K.n()))
+        throw Error("warm start does not match the problem");
       a0.resize(pp.rows.size());
       for (std::size_t s = 0; s < pp.rows.size(); ++s) a0[s] = std::fabs(warm[t][pp.rows[s]]);
     }
@@ -1034,6 +1068,7 @@ std::vector<SparseMachine> ovo_machines(CMatRef coef, const std::vector<int>& ns
   for (int c = 0; c < k; ++c) start[c + 1] = start[c] + nsv[c];
   if (coef.rows() != start[k] || coef.cols() != std::max(1, k - 1))
     throw Error("coefficient matrix does not match the support vector counts");
+  if (rho.size() < k * (k - 1) / 2) throw Error("one rho per pair is needed");
   std::vector<SparseMachine> out;
   int t = 0;
   for (int a = 0; a < k; ++a)
@@ -1170,7 +1205,7 @@ std::vector<Mat> svm_classify_path(const TrainingKernel& K, const std::vector<in
                                    const std::vector<double>& weight,
                                    const std::vector<int>& train, const std::vector<int>& test,
                                    const std::vector<double>& costs, const SvmParams& par,
-                                   const Callbacks& cb) {
+                                   const Callbacks& cb, bool* converged) {
   path_order(costs);
   const int P = k * (k - 1) / 2;
   std::vector<std::pair<int, int>> pairs;
@@ -1178,7 +1213,7 @@ std::vector<Mat> svm_classify_path(const TrainingKernel& K, const std::vector<in
     for (int b = a + 1; b < k; ++b) pairs.emplace_back(a, b);
   const int threads = clamp_threads(par.threads);
   const int workers = std::min(threads, P);
-  const int row_threads = P >= threads ? 1 : threads;
+  const int row_threads = std::max(1, threads / workers);
   const double cache_mb = par.cache_mb / workers;
   const int nc = static_cast<int>(costs.size());
   std::vector<std::vector<BinaryMachine>> machines(nc, std::vector<BinaryMachine>(P));
@@ -1202,13 +1237,18 @@ std::vector<Mat> svm_classify_path(const TrainingKernel& K, const std::vector<in
       fill_machine(m, pp.rows, pp.y, s);
     }
   }, cb);
+  if (converged) {
+    *converged = true;
+    for (const auto& per_cost : machines)
+      for (const auto& m : per_cost) *converged = *converged && m.converged;
+  }
   return path_decisions(K, test, machines, threads, cb);
 }
 
 std::vector<Vec> svm_regress_path(const TrainingKernel& K, const std::vector<double>& z,
                                   const std::vector<int>& train, const std::vector<int>& test,
                                   const std::vector<double>& costs, const SvmParams& par,
-                                  const Callbacks& cb) {
+                                  const Callbacks& cb, bool* converged) {
   path_order(costs);
   const int nc = static_cast<int>(costs.size());
   std::vector<std::vector<BinaryMachine>> machines(nc, std::vector<BinaryMachine>(1));
@@ -1248,6 +1288,10 @@ std::vector<Vec> svm_regress_path(const TrainingKernel& K, const std::vector<dou
       m.converged = r.converged;
     }
   }, cb);
+  if (converged) {
+    *converged = true;
+    for (const auto& per_cost : machines) *converged = *converged && per_cost[0].converged;
+  }
   std::vector<Mat> d = path_decisions(K, test, machines, par.threads, cb);
   std::vector<Vec> out(nc);
   for (int c = 0; c < nc; ++c) out[c] = d[c].col(0);
@@ -1270,6 +1314,8 @@ std::vector<int> ovo_vote(CMatRef dec, int k) {
 
 Mat ovo_probabilities(CMatRef dec, int k, CVecRef A, CVecRef B) {
   const Eigen::Index m = dec.rows();
+  if (A.size() < k * (k - 1) / 2 || B.size() < k * (k - 1) / 2 || dec.cols() < k * (k - 1) / 2)
+    throw Error("one Platt pair (A, B) and one decision column per pair are needed");
   Mat out(m, k);
   const double lo = 1e-7, hi = 1.0 - 1e-7;
   Mat r(k, k);

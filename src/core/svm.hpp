@@ -170,11 +170,11 @@ std::vector<Mat> svm_classify_path(const TrainingKernel& K, const std::vector<in
                                    const std::vector<double>& weight,
                                    const std::vector<int>& train, const std::vector<int>& test,
                                    const std::vector<double>& costs, const SvmParams& par,
-                                   const Callbacks& cb);
+                                   const Callbacks& cb, bool* converged = nullptr);
 std::vector<Vec> svm_regress_path(const TrainingKernel& K, const std::vector<double>& z,
                                   const std::vector<int>& train, const std::vector<int>& test,
                                   const std::vector<double>& costs, const SvmParams& par,
-                                  const Callbacks& cb);
+                                  const Callbacks& cb, bool* converged = nullptr);
 
 // Platt scaling fit (Lin, Lin & Weng 2007): A, B minimising the regularised cross-entropy
 // of P(y = +1 | f) = 1 / (1 + exp(A f + B)).

@@ -313,6 +313,24 @@ test_that("kl_tune's cost path agrees with fitting every grid point", {
   rs <- kl_tune(function(formula, data, ...) kernel_svm(formula, data, ...), z ~ ., data = df,
                 grid = list(cost = c(1, 10), gamma = c(1, 4)), folds = 3, seed = 2)
   expect_equal(rf$results$mean, rs$results$mean, tolerance = 1e-3)
+  # arguments the cost path cannot take send the grid to the general path
+  g <- list(table = data.frame(cost = 1), points = list(list(cost = 1)))
+  spec <- list(dots = list(linear_kernel()))
+  expect_false(.svm_fast_eligible(kernel_svm, spec, g, list(pred_type = "class")))
+  spec$dots <- list(kernel = linear_kernel())
+  expect_true(.svm_fast_eligible(kernel_svm, spec, g, list(pred_type = "class")))
+  expect_false(.svm_fast_eligible(kernel_svm, spec, g, list(pred_type = "prob")))
+  expect_error(kl_tune(kernel_svm, x, y, grid = list(cost = c(1, 4)), folds = 3,
+                       shrinking = "no"), "TRUE or FALSE")
+  ws <- character()
+  withCallingHandlers(
+    kl_tune(kernel_svm, x, y, grid = list(cost = c(1, 4)), folds = 3, max_iter = 5,
+            refit = FALSE),
+    warning = function(w) {
+      ws <<- c(ws, conditionMessage(w))
+      invokeRestart("muffleWarning")
+    })
+  expect_true(length(ws) > 0 && all(grepl("iteration cap", ws)))
 })
 
 test_that("models survive saveRDS and print", {
@@ -377,6 +395,12 @@ test_that("bad input gives clear errors", {
   Ka <- K
   Ka[1, 2] <- 0.5
   expect_error(kernel_svm(Ka, iris$Species, kernel = "precomputed"), "symmetric")
+  Kb <- tcrossprod(x) * 1e9
+  Kb[1, ] <- Kb[1, ] * runif(150)
+  expect_error(kernel_svm(Kb, iris$Species, kernel = "precomputed"), "symmetric")
+  expect_error(kernel_svm(K * 1e39, iris$Species, kernel = "precomputed"), "single-precision")
+  expect_error(kernel_svm(x, iris$Species, kernel = polynomial_kernel(degree = 40, scale = 100)),
+               "single-precision")
   pre <- kernel_svm(K, iris$Species, kernel = "precomputed")
   expect_error(predict(pre, K[, -1]), "one column per training row")
   expect_error(predict(pre), "required")
