@@ -11,7 +11,7 @@
 # Features are scaled to [0, 1] with the training rows' range for every package (kernel_svm
 # does this itself; the peers get the same matrix with scale = FALSE). Times are elapsed
 # seconds on 2 threads for kernel_svm (e1071 and kernlab are single-threaded); medians of
-# `reps` runs. Results are appended to bench/results/kernel_svm_<section>.csv.
+# `reps` runs. Results replace this section's rows in bench/results/kernel_svm.csv.
 suppressPackageStartupMessages({
   library(kernlearn)
   library(e1071)
@@ -41,6 +41,13 @@ timed <- function(expr_fun, n) {
   }
   list(value = val, times = times, median = stats::median(times))
 }
+results_file <- file.path(out_dir, "kernel_svm.csv")
+save_rows <- function() {
+  new <- do.call(rbind, rows)
+  old <- if (file.exists(results_file)) utils::read.csv(results_file, stringsAsFactors = FALSE)
+  if (!is.null(old)) new <- rbind(old[old$section != section, , drop = FALSE], new)
+  utils::write.csv(new, results_file, row.names = FALSE)
+}
 rows <- list()
 record <- function(dataset, method, params, tm, err, nsv, note = "") {
   rows[[length(rows) + 1L]] <<- data.frame(
@@ -48,8 +55,7 @@ record <- function(dataset, method, params, tm, err, nsv, note = "") {
     method = method, params = params, fit_median_s = round(tm$median, 3),
     fit_runs_s = paste(round(tm$times, 2), collapse = " "), test_error = err, nSV = nsv,
     note = note, stringsAsFactors = FALSE)
-  utils::write.csv(do.call(rbind, rows),
-                   file.path(out_dir, sprintf("kernel_svm_%s.csv", section)), row.names = FALSE)
+  save_rows()
   cat(sprintf("%-10s %-34s %-22s fit %7.2f s  (runs %s)  error %.4f  nSV %s %s\n", dataset,
               method, params, tm$median, paste(round(tm$times, 2), collapse = " "), err,
               format(nsv), note))
@@ -75,8 +81,7 @@ compare_fit <- function(dataset, xtr, ytr, xte, yte, gamma, cost, reps, peers_re
   cat(sprintf("  ratio kernel_svm / e1071 fit time: %.3f; predictions agree on %.2f%%\n",
               ours$median / e$median, 100 * mean(pe == p)))
   rows[[length(rows)]]$note <<- sprintf("ratio kernlearn/e1071 = %.3f", ours$median / e$median)
-  utils::write.csv(do.call(rbind, rows),
-                   file.path(out_dir, sprintf("kernel_svm_%s.csv", section)), row.names = FALSE)
+  save_rows()
   if (kernlab && requireNamespace("kernlab", quietly = TRUE)) {
     k <- timed(function() kernlab::ksvm(xs, ytr, kernel = "rbfdot",
                                         kpar = list(sigma = gamma), C = cost, scaled = FALSE),
@@ -95,40 +100,31 @@ if (section == "letter") {
               reps = reps, kernlab = TRUE)
 }
 
-tune_grid <- function(x, y, grid, folds = 5) {
-  t <- system.time(tn <- kl_tune(kernel_svm, x, y, grid = grid, folds = folds, seed = 1,
-                                 refit = FALSE))[["elapsed"]]
-  cat(sprintf("  kl_tune over %d grid points, %d folds: %.1f s; best %s, CV error %.4f\n",
-              nrow(tn$results), folds, t,
+# gamma and cost by 5-fold kl_tune on `tune_rows`, then kernel_svm and e1071 with them.
+tuned_compare <- function(dataset, d, tr, te, tune_rows, grid) {
+  t <- system.time(tn <- kl_tune(kernel_svm, d$x[tune_rows, ], d$y[tune_rows], grid = grid,
+                                 folds = 5, seed = 1, refit = FALSE))[["elapsed"]]
+  cat(sprintf("  kl_tune over %d grid points, 5 folds, %d rows: %.1f s; best %s, CV error %.4f\n",
+              nrow(tn$results), length(tune_rows), t,
               paste(names(tn$best), unlist(tn$best), sep = "=", collapse = " "),
               tn$results$mean[tn$best_index]))
-  list(best = tn$best, time = t, results = tn$results)
+  print(tn$results[order(tn$results$mean)[1:5], ], row.names = FALSE)
+  compare_fit(dataset, d$x[tr, ], d$y[tr], d$x[te, ], d$y[te], gamma = tn$best$gamma,
+              cost = tn$best$cost, reps = reps, peers_reps = 1L)
 }
 
 if (section == "covtype") {
   d <- kl_dataset("covtype20k", dir = dir)
-  tr <- 1:15000
-  te <- 15001:20000
-  tn <- tune_grid(d$x[tr, ], d$y[tr], list(cost = 2^c(2, 4, 6, 8, 10),
-                                             gamma = 2^c(-1, 0, 1, 2, 3)))
-  utils::write.csv(tn$results, file.path(out_dir, "kernel_svm_covtype_cv.csv"),
-                   row.names = FALSE)
-  compare_fit("covtype20k", d$x[tr, ], d$y[tr], d$x[te, ], d$y[te], gamma = tn$best$gamma,
-              cost = tn$best$cost, reps = reps, peers_reps = 1L)
+  tuned_compare("covtype20k", d, 1:15000, 15001:20000, 1:15000,
+                list(cost = 2^c(2, 4, 6, 8, 10), gamma = 2^c(-1, 0, 1, 2, 3)))
 }
 
 if (section == "codrna") {
   d <- kl_dataset("cod-rna", dir = dir)
-  tr <- d$train
-  te <- setdiff(seq_len(nrow(d$x)), tr)
   set.seed(1)
-  sub <- sample(tr, 10000)
-  tn <- tune_grid(d$x[sub, ], d$y[sub], list(cost = 2^c(-2, 0, 2, 4, 6),
-                                              gamma = 2^c(-2, 0, 2, 4, 6)))
-  utils::write.csv(tn$results, file.path(out_dir, "kernel_svm_codrna_cv.csv"),
-                   row.names = FALSE)
-  compare_fit("cod-rna", d$x[tr, ], d$y[tr], d$x[te, ], d$y[te], gamma = tn$best$gamma,
-              cost = tn$best$cost, reps = reps, peers_reps = 1L)
+  sub <- sample(d$train, 10000)
+  tuned_compare("cod-rna", d, d$train, setdiff(seq_len(nrow(d$x)), d$train), sub,
+                list(cost = 2^c(-2, 0, 2, 4, 6), gamma = 2^c(-2, 0, 2, 4, 6)))
 }
 
 if (section == "grid") {
@@ -169,7 +165,5 @@ if (section == "grid") {
   }
 }
 
-res <- do.call(rbind, rows)
-f <- file.path(out_dir, sprintf("kernel_svm_%s.csv", section))
-utils::write.csv(res, f, row.names = FALSE)
-cat("saved", f, "\n")
+save_rows()
+cat("saved", results_file, "\n")
