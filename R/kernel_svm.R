@@ -272,6 +272,39 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
   w
 }
 
+# The kernel of a fit: a kernel object with `gamma` (when given) put in.
+.svm_kernel <- function(kernel, gamma, caller) {
+  kernel <- .as_kernel(kernel, caller)
+  if (!is.null(gamma)) {
+    if (!(kernel$name %in% c("gaussian", "laplacian")))
+      stop(sprintf("%s: 'gamma' applies to the Gaussian and Laplacian kernels, not the %s kernel",
+                   caller, kernel$name), call. = FALSE)
+    .check_number(gamma, "gamma", lower = 0, lower_open = TRUE)
+    kernel$gamma <- gamma
+  }
+  kernel
+}
+
+# Checked solver parameters, as the list the C++ glue reads (params_from_r in src/svm.cpp).
+.svm_params <- function(cost, epsilon, tol, shrinking, cache, max_iter, probability,
+                        prob_folds, caller) {
+  .check_number(cost, "cost", lower = 0, lower_open = TRUE)
+  .check_number(epsilon, "epsilon", lower = 0)
+  .check_number(tol, "tol", lower = 0, lower_open = TRUE)
+  .check_number(cache, "cache", lower = 0, lower_open = TRUE)
+  .check_number(prob_folds, "prob_folds", lower = 2, upper = 1000, integer = TRUE)
+  .check_number(max_iter, "max_iter", lower = 1, upper = 1e15, integer = TRUE, null_ok = TRUE)
+  for (nm in c("probability", "shrinking")) {
+    v <- get(nm)
+    if (!is.logical(v) || length(v) != 1L || is.na(v))
+      stop(sprintf("%s: '%s' must be TRUE or FALSE", caller, nm), call. = FALSE)
+  }
+  list(cost = as.numeric(cost), epsilon = as.numeric(epsilon), tol = as.numeric(tol),
+       shrinking = shrinking, cache = as.numeric(cache),
+       max_iter = if (is.null(max_iter)) 0 else as.numeric(max_iter),
+       probability = probability, prob_folds = as.integer(prob_folds), seed = c(1L, 1L))
+}
+
 .kernel_svm_fit <- function(inp, kernel, cost, gamma, epsilon, type, class.weights,
                             probability, prob_folds, tol, shrinking, cache, max_iter,
                             warm_start, threads, call) {
@@ -290,27 +323,10 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
            call. = FALSE)
     kernel <- "precomputed"
   } else {
-    kernel <- .as_kernel(kernel, caller)
-    if (!is.null(gamma)) {
-      if (!(kernel$name %in% c("gaussian", "laplacian")))
-        stop(sprintf("%s: 'gamma' applies to the Gaussian and Laplacian kernels, not the %s kernel",
-                     caller, kernel$name), call. = FALSE)
-      .check_number(gamma, "gamma", lower = 0, lower_open = TRUE)
-      kernel$gamma <- gamma
-    }
-    kernel <- .resolve_kernel(kernel, ncol(inp$x))
+    kernel <- .resolve_kernel(.svm_kernel(kernel, gamma, caller), ncol(inp$x))
   }
-  .check_number(cost, "cost", lower = 0, lower_open = TRUE)
-  .check_number(epsilon, "epsilon", lower = 0)
-  .check_number(tol, "tol", lower = 0, lower_open = TRUE)
-  .check_number(cache, "cache", lower = 0, lower_open = TRUE)
-  .check_number(prob_folds, "prob_folds", lower = 2, upper = 1000, integer = TRUE)
-  .check_number(max_iter, "max_iter", lower = 1, upper = 1e15, integer = TRUE, null_ok = TRUE)
-  for (nm in c("probability", "shrinking")) {
-    v <- get(nm)
-    if (!is.logical(v) || length(v) != 1L || is.na(v))
-      stop(sprintf("%s: '%s' must be TRUE or FALSE", caller, nm), call. = FALSE)
-  }
+  params <- .svm_params(cost, epsilon, tol, shrinking, cache, max_iter, probability,
+                        prob_folds, caller)
   if (probability && inp$task != "classification")
     stop(sprintf("%s: probability = TRUE is for classification; this is a regression", caller),
          call. = FALSE)
@@ -319,11 +335,7 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
          call. = FALSE)
   threads <- .kl_threads(threads)
   n <- nrow(inp$x)
-  params <- list(cost = as.numeric(cost), epsilon = as.numeric(epsilon), tol = as.numeric(tol),
-                 shrinking = shrinking, cache = as.numeric(cache),
-                 max_iter = if (is.null(max_iter)) 0 else as.numeric(max_iter),
-                 probability = probability, prob_folds = as.integer(prob_folds),
-                 seed = if (probability) .kl_seed() else c(1L, 1L))
+  if (probability) params$seed <- .kl_seed()
   kspec <- if (pre) list(type = 0L, gamma = 1, degree = 1, scale = 1, offset = 0)
            else .kernel_spec(kernel)
   xarg <- if (pre) NULL else inp$x
@@ -613,37 +625,14 @@ print.summary.kernel_svm <- function(x, ...) {
     eval(formals_def[[name]])
   }
   # Group the grid points by kernel.
-  kernel_of <- function(p) {
-    kern <- .as_kernel(arg("kernel", p), caller)
-    gm <- arg("gamma", p)
-    if (!is.null(gm)) {
-      if (!(kern$name %in% c("gaussian", "laplacian")))
-        stop("gamma needs a Gaussian or Laplacian kernel", call. = FALSE)
-      .check_number(gm, "gamma", lower = 0, lower_open = TRUE)
-      kern$gamma <- gm
-    }
-    kern
-  }
+  kernel_of <- function(p) .svm_kernel(arg("kernel", p), arg("gamma", p), caller)
   kernels <- lapply(points, kernel_of)
   keys <- vapply(kernels, function(k) paste(deparse(unclass(k)), collapse = ""), "")
   groups <- split(seq_len(G), factor(keys, levels = unique(keys)))
   p0 <- list()
-  epsilon <- arg("epsilon", p0)
-  tol <- arg("tol", p0)
-  cache <- arg("cache", p0)
-  max_iter <- arg("max_iter", p0)
-  shrinking <- arg("shrinking", p0)
   type <- .svm_type(arg("type", p0), caller)
-  .check_number(epsilon, "epsilon", lower = 0)
-  .check_number(tol, "tol", lower = 0, lower_open = TRUE)
-  .check_number(cache, "cache", lower = 0, lower_open = TRUE)
-  .check_number(max_iter, "max_iter", lower = 1, upper = 1e15, integer = TRUE, null_ok = TRUE)
-  if (!is.logical(shrinking) || length(shrinking) != 1L || is.na(shrinking))
-    stop("'shrinking' must be TRUE or FALSE", call. = FALSE)
-  params <- list(cost = 1, epsilon = as.numeric(epsilon), tol = as.numeric(tol),
-                 shrinking = shrinking, cache = as.numeric(cache),
-                 max_iter = if (is.null(max_iter)) 0 else as.numeric(max_iter),
-                 probability = FALSE, prob_folds = 5L, seed = c(1L, 1L))
+  params <- .svm_params(1, arg("epsilon", p0), arg("tol", p0), arg("shrinking", p0),
+                        arg("cache", p0), arg("max_iter", p0), FALSE, 5, caller)
   fm <- matrix(NA_real_, G, K, dimnames = list(NULL, paste0("Fold", seq_len(K))))
   preds <- lapply(seq_len(G), function(i) vector("list", K))
   for (k in seq_len(K)) {

@@ -30,15 +30,6 @@ void validate(const KernelSpec& s) {
   }
 }
 
-static inline double ipow(double x, int k) {
-  double r = 1.0;
-  while (k > 0) {
-    if (k & 1) r *= x;
-    x *= x;
-    k >>= 1;
-  }
-  return r;
-}
 
 double kernel_value(const KernelSpec& s, const double* x, std::ptrdiff_t incx, const double* z,
                     std::ptrdiff_t incz, int d) {

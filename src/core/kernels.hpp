@@ -22,6 +22,17 @@ struct KernelSpec {
   double offset = 1.0;
 };
 
+// x^k for an integer k >= 0, by repeated squaring (the polynomial kernel).
+inline double ipow(double x, int k) {
+  double r = 1.0;
+  while (k > 0) {
+    if (k & 1) r *= x;
+    x *= x;
+    k >>= 1;
+  }
+  return r;
+}
+
 // Throws kl::Error when a parameter is invalid (gamma <= 0, degree < 1 or not an integer, ...).
 void validate(const KernelSpec& spec);
 

@@ -49,16 +49,6 @@ inline float exp_neg(float x) {
   return under ? 0.0f : e * scale;
 }
 
-inline double ipow(double x, int k) {
-  double r = 1.0;
-  while (k > 0) {
-    if (k & 1) r *= x;
-    x *= x;
-    k >>= 1;
-  }
-  return r;
-}
-
 using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 // Kernel values are cached in single precision; values outside its range would turn the
@@ -803,6 +793,56 @@ struct BinarySolution {
   long kernel_rows = 0;
 };
 
+SolverOptions solver_options(const SvmParams& par, const std::atomic<bool>& stop,
+                             std::atomic<double>* gap) {
+  SolverOptions opt;
+  opt.eps = par.tol;
+  opt.shrinking = par.shrinking;
+  opt.max_iter = par.max_iter;
+  opt.stop = &stop;
+  opt.gap = gap;
+  return opt;
+}
+
+// epsilon-regression on the rows `rows` as a dual over 2n variables: a (y = +1) then a*
+// (y = -1), both over the n cached points.
+struct RegressionProblem {
+  std::vector<int> pt;
+  std::vector<signed char> y;
+  std::vector<double> p;
+};
+
+RegressionProblem regression_problem(const std::vector<double>& z, const std::vector<int>& rows,
+                                     double epsilon) {
+  const int n = static_cast<int>(rows.size()), L = 2 * n;
+  RegressionProblem rp;
+  rp.pt.resize(L);
+  rp.y.resize(L);
+  rp.p.resize(L);
+  for (int v = 0; v < L; ++v) {
+    rp.pt[v] = v < n ? v : v - n;
+    rp.y[v] = v < n ? 1 : -1;
+    rp.p[v] = v < n ? epsilon - z[rows[v]] : epsilon + z[rows[v - n]];
+  }
+  return rp;
+}
+
+// Support vectors of a regression solution: the rows with a - a* != 0.
+void fill_regression(BinaryMachine& m, const std::vector<int>& rows, const SolverResult& r) {
+  const std::size_t n = rows.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const double c = r.alpha[i] - r.alpha[i + n];
+    if (c != 0.0) {
+      m.sv.push_back(rows[i]);
+      m.coef.push_back(c);
+    }
+  }
+  m.rho = r.rho;
+  m.obj = r.obj;
+  m.iter = r.iter;
+  m.converged = r.converged;
+}
+
 BinarySolution solve_binary(const TrainingKernel& K, const std::vector<int>& rows,
                             const std::vector<signed char>& y, const std::vector<double>& C,
                             std::vector<double> alpha0, const SvmParams& par, double cache_mb,
@@ -820,12 +860,7 @@ BinarySolution solve_binary(const TrainingKernel& K, const std::vector<int>& row
   std::vector<int> pt(l);
   std::iota(pt.begin(), pt.end(), 0);
   std::vector<double> p(l, -1.0);
-  SolverOptions opt;
-  opt.eps = par.tol;
-  opt.shrinking = par.shrinking;
-  opt.max_iter = par.max_iter;
-  opt.stop = &stop;
-  opt.gap = gap;
+  const SolverOptions opt = solver_options(par, stop, gap);
   BinarySolution out;
   const long before = cache->computed();
   out.res = smo_solve(*cache, pt, y, p, C, feasible_start(alpha0, y, C), opt);
@@ -983,40 +1018,19 @@ BinaryMachine svm_regress(const TrainingKernel& K, const std::vector<double>& z,
     auto src = K.subset(rows);
     RowCache cache(*src, par.cache_mb, par.threads);
     const int L = 2 * n;
-    std::vector<int> pt(L);
-    std::vector<signed char> y(L);
-    std::vector<double> p(L), C(L, par.cost), a0;
-    for (int v = 0; v < L; ++v) {
-      pt[v] = v < n ? v : v - n;
-      y[v] = v < n ? 1 : -1;
-      p[v] = v < n ? par.epsilon - z[v] : par.epsilon + z[v - n];
-    }
+    RegressionProblem rp = regression_problem(z, rows, par.epsilon);
+    std::vector<double> C(L, par.cost), a0;
     if (!warm.empty()) {
       a0.resize(L);
       for (int i = 0; i < n; ++i) {
         a0[i] = std::max(warm[i], 0.0);
         a0[i + n] = std::max(-warm[i], 0.0);
       }
-      a0 = feasible_start(a0, y, C);
+      a0 = feasible_start(a0, rp.y, C);
     }
-    SolverOptions opt;
-    opt.eps = par.tol;
-    opt.shrinking = par.shrinking;
-    opt.max_iter = par.max_iter;
-    opt.stop = &stop;
-    opt.gap = &gap;
-    SolverResult r = smo_solve(cache, pt, y, p, C, std::move(a0), opt);
-    for (int i = 0; i < n; ++i) {
-      const double c = r.alpha[i] - r.alpha[i + n];
-      if (c != 0.0) {
-        m.sv.push_back(i);
-        m.coef.push_back(c);
-      }
-    }
-    m.rho = r.rho;
-    m.obj = r.obj;
-    m.iter = r.iter;
-    m.converged = r.converged;
+    SolverResult r = smo_solve(cache, rp.pt, rp.y, rp.p, C, std::move(a0),
+                               solver_options(par, stop, &gap));
+    fill_regression(m, rows, r);
     m.kernel_rows = cache.computed();
   }, cb, &gap, par.tol);
   return m;
@@ -1043,7 +1057,7 @@ void TrainingKernel::block(const std::vector<int>& rows, const std::vector<int>&
 
 namespace {
 
-void accumulate(const Mat& Kb, const std::vector<SparseMachine>& machines, MatRef dec,
+void accumulate(CMatRef Kb, const std::vector<SparseMachine>& machines, MatRef dec,
                 int threads) {
   const int M = static_cast<int>(machines.size());
   const int nt = M > 1 ? clamp_threads(threads) : 1;
@@ -1140,8 +1154,7 @@ void svm_decision_pre(CMatRef Kx, const std::vector<SparseMachine>& machines, Ma
                       int threads) {
   if (dec.rows() != Kx.rows() || dec.cols() != static_cast<Eigen::Index>(machines.size()))
     throw Error("decision matrix has the wrong shape");
-  Mat K = Kx;
-  accumulate(K, machines, dec, threads);
+  accumulate(Kx, machines, dec, threads);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1257,35 +1270,15 @@ std::vector<Vec> svm_regress_path(const TrainingKernel& K, const std::vector<dou
     auto src = K.subset(train);
     RowCache cache(*src, par.cache_mb, par.threads);
     const int L = 2 * n;
-    std::vector<int> pt(L);
-    std::vector<signed char> y(L);
-    std::vector<double> p(L);
-    for (int v = 0; v < L; ++v) {
-      pt[v] = v < n ? v : v - n;
-      y[v] = v < n ? 1 : -1;
-      p[v] = v < n ? par.epsilon - z[train[v]] : par.epsilon + z[train[v - n]];
-    }
+    RegressionProblem rp = regression_problem(z, train, par.epsilon);
     std::vector<double> alpha;
     for (int c = 0; c < nc; ++c) {
       std::vector<double> C(L, costs[c]);
-      if (!alpha.empty()) alpha = feasible_start(alpha, y, C);
-      SolverOptions opt;
-      opt.eps = par.tol;
-      opt.shrinking = par.shrinking;
-      opt.max_iter = par.max_iter;
-      opt.stop = &stop;
-      SolverResult r = smo_solve(cache, pt, y, p, C, alpha, opt);
+      if (!alpha.empty()) alpha = feasible_start(alpha, rp.y, C);
+      SolverResult r = smo_solve(cache, rp.pt, rp.y, rp.p, C, alpha,
+                                 solver_options(par, stop, nullptr));
       alpha = r.alpha;
-      BinaryMachine& m = machines[c][0];
-      for (int i = 0; i < n; ++i) {
-        const double v = r.alpha[i] - r.alpha[i + n];
-        if (v != 0.0) {
-          m.sv.push_back(train[i]);
-          m.coef.push_back(v);
-        }
-      }
-      m.rho = r.rho;
-      m.converged = r.converged;
+      fill_regression(machines[c][0], train, r);
     }
   }, cb);
   if (converged) {
