@@ -9,7 +9,7 @@
 #        columns (original predictor columns), features (matrix column names),
 #        min, scale (1 / range, 0 for constant columns))
 
-.kl_input_formula <- function(formula, data, caller, subset_rows = NULL) {
+.kl_input_formula <- function(formula, data, caller, subset_rows = NULL, scale = TRUE) {
   if (!inherits(formula, "formula"))
     stop(sprintf("%s: 'formula' must be a formula such as y ~ .", caller), call. = FALSE)
   if (missing(data) || is.null(data))
@@ -38,10 +38,10 @@
   enc <- .encode_frame(data, tt, caller, "data")
   .kl_finish_input(enc$x, y, caller,
                    spec = list(kind = "formula", terms = enc$terms, xlevels = enc$xlevels,
-                               columns = all.vars(tt)))
+                               columns = all.vars(tt)), scale = scale)
 }
 
-.kl_input_xy <- function(x, y, caller) {
+.kl_input_xy <- function(x, y, caller, scale = TRUE) {
   if (missing(y) || is.null(y))
     stop(sprintf("%s: 'y' is required when 'x' is not a formula", caller), call. = FALSE)
   if (is.data.frame(x)) {
@@ -58,14 +58,16 @@
     enc <- .encode_frame(x, tt, caller, "x")
     return(.kl_finish_input(enc$x, y, caller,
                             spec = list(kind = "data.frame", terms = enc$terms,
-                                        xlevels = enc$xlevels, columns = names(x))))
+                                        xlevels = enc$xlevels, columns = names(x)),
+                            scale = scale))
   }
   x <- .check_numeric_matrix(x, caller, "x")
   if (length(y) != nrow(x))
     stop(sprintf("%s: 'x' has %d rows but 'y' has length %d", caller, nrow(x), length(y)),
          call. = FALSE)
   y <- .kl_check_y(y, caller, "y")
-  .kl_finish_input(x, y, caller, spec = list(kind = "matrix", columns = colnames(x)))
+  .kl_finish_input(x, y, caller, spec = list(kind = "matrix", columns = colnames(x)),
+                   scale = scale)
 }
 
 # A numeric matrix with column names and finite values, or an error naming the problem.
@@ -187,12 +189,18 @@
   y
 }
 
-# Scales the matrix to [0, 1] with its own column min / max and stores how.
-.kl_finish_input <- function(x, y, caller, spec) {
+# Scales the matrix to [0, 1] with its own column min / max and stores how (with
+# scale = FALSE the identity map is stored instead).
+.kl_finish_input <- function(x, y, caller, spec, scale = TRUE) {
   if (nrow(x) == 0L) stop(sprintf("%s: no rows", caller), call. = FALSE)
-  mn <- apply(x, 2L, min)
-  rg <- apply(x, 2L, max) - mn
-  sc <- ifelse(rg > 0, 1 / rg, 0)
+  if (isTRUE(scale)) {
+    mn <- apply(x, 2L, min)
+    rg <- apply(x, 2L, max) - mn
+    sc <- ifelse(rg > 0, 1 / rg, 0)
+  } else {
+    mn <- rep(0, ncol(x))
+    sc <- rep(1, ncol(x))
+  }
   spec$features <- colnames(x)
   spec$min <- unname(mn)
   spec$scale <- unname(sc)

@@ -11,9 +11,123 @@ Rcpp::Rostream<true>&  Rcpp::Rcout = Rcpp::Rcpp_cout_get();
 Rcpp::Rostream<false>& Rcpp::Rcerr = Rcpp::Rcpp_cerr_get();
 #endif
 
+// cpp_gem_directions
+Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K, Rcpp::IntegerVector num, Rcpp::IntegerVector den, double ridge, bool relative, int top, double threshold, int method, double tol, int threads, Rcpp::IntegerVector seed, SEXP progress);
+RcppExport SEXP _kernlearn_cpp_gem_directions(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP numSEXP, SEXP denSEXP, SEXP ridgeSEXP, SEXP relativeSEXP, SEXP topSEXP, SEXP thresholdSEXP, SEXP methodSEXP, SEXP tolSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP progressSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type y(ySEXP);
+    Rcpp::traits::input_parameter< int >::type K(KSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type num(numSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type den(denSEXP);
+    Rcpp::traits::input_parameter< double >::type ridge(ridgeSEXP);
+    Rcpp::traits::input_parameter< bool >::type relative(relativeSEXP);
+    Rcpp::traits::input_parameter< int >::type top(topSEXP);
+    Rcpp::traits::input_parameter< double >::type threshold(thresholdSEXP);
+    Rcpp::traits::input_parameter< int >::type method(methodSEXP);
+    Rcpp::traits::input_parameter< double >::type tol(tolSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type seed(seedSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_gem_directions(x, y, K, num, den, ridge, relative, top, threshold, method, tol, threads, seed, progress));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_gem_features
+Rcpp::NumericMatrix cpp_gem_features(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> V, int base, int degree, bool keep_input, bool ones, bool standardize, SEXP center, SEXP scale, int threads, SEXP progress);
+RcppExport SEXP _kernlearn_cpp_gem_features(SEXP xSEXP, SEXP VSEXP, SEXP baseSEXP, SEXP degreeSEXP, SEXP keep_inputSEXP, SEXP onesSEXP, SEXP standardizeSEXP, SEXP centerSEXP, SEXP scaleSEXP, SEXP threadsSEXP, SEXP progressSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type V(VSEXP);
+    Rcpp::traits::input_parameter< int >::type base(baseSEXP);
+    Rcpp::traits::input_parameter< int >::type degree(degreeSEXP);
+    Rcpp::traits::input_parameter< bool >::type keep_input(keep_inputSEXP);
+    Rcpp::traits::input_parameter< bool >::type ones(onesSEXP);
+    Rcpp::traits::input_parameter< bool >::type standardize(standardizeSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type center(centerSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type scale(scaleSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_gem_features(x, V, base, degree, keep_input, ones, standardize, center, scale, threads, progress));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_rff_map
+Rcpp::NumericMatrix cpp_rff_map(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> W, const Eigen::Map<Eigen::VectorXd> b, int threads);
+RcppExport SEXP _kernlearn_cpp_rff_map(SEXP xSEXP, SEXP WSEXP, SEXP bSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type W(WSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type b(bSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_rff_map(x, W, b, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_linear_predictor
+Rcpp::NumericMatrix cpp_linear_predictor(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> B, const Eigen::Map<Eigen::VectorXd> b, int threads);
+RcppExport SEXP _kernlearn_cpp_linear_predictor(SEXP xSEXP, SEXP BSEXP, SEXP bSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type B(BSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type b(bSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_linear_predictor(x, B, b, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_gem_head
+Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Eigen::MatrixXd> V, int base, int degree, bool keep_input, bool ones, bool standardize, Rcpp::IntegerVector y, int K, double lambda, int maxit, double tol, int threads, SEXP sub, bool single, SEXP progress);
+RcppExport SEXP _kernlearn_cpp_gem_head(SEXP zSEXP, SEXP VSEXP, SEXP baseSEXP, SEXP degreeSEXP, SEXP keep_inputSEXP, SEXP onesSEXP, SEXP standardizeSEXP, SEXP ySEXP, SEXP KSEXP, SEXP lambdaSEXP, SEXP maxitSEXP, SEXP tolSEXP, SEXP threadsSEXP, SEXP subSEXP, SEXP singleSEXP, SEXP progressSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type z(zSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type V(VSEXP);
+    Rcpp::traits::input_parameter< int >::type base(baseSEXP);
+    Rcpp::traits::input_parameter< int >::type degree(degreeSEXP);
+    Rcpp::traits::input_parameter< bool >::type keep_input(keep_inputSEXP);
+    Rcpp::traits::input_parameter< bool >::type ones(onesSEXP);
+    Rcpp::traits::input_parameter< bool >::type standardize(standardizeSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type y(ySEXP);
+    Rcpp::traits::input_parameter< int >::type K(KSEXP);
+    Rcpp::traits::input_parameter< double >::type lambda(lambdaSEXP);
+    Rcpp::traits::input_parameter< int >::type maxit(maxitSEXP);
+    Rcpp::traits::input_parameter< double >::type tol(tolSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type sub(subSEXP);
+    Rcpp::traits::input_parameter< bool >::type single(singleSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_gem_head(z, V, base, degree, keep_input, ones, standardize, y, K, lambda, maxit, tol, threads, sub, single, progress));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_gem_feature_count
+double cpp_gem_feature_count(double d, double F, int degree, bool keep_input, bool ones);
+RcppExport SEXP _kernlearn_cpp_gem_feature_count(SEXP dSEXP, SEXP FSEXP, SEXP degreeSEXP, SEXP keep_inputSEXP, SEXP onesSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< double >::type d(dSEXP);
+    Rcpp::traits::input_parameter< double >::type F(FSEXP);
+    Rcpp::traits::input_parameter< int >::type degree(degreeSEXP);
+    Rcpp::traits::input_parameter< bool >::type keep_input(keep_inputSEXP);
+    Rcpp::traits::input_parameter< bool >::type ones(onesSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_gem_feature_count(d, F, degree, keep_input, ones));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_logistic_fit
-Rcpp::List cpp_logistic_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K, double lambda, SEXP weights, int maxit, double tol, int threads, double ftol, int memory, SEXP progress);
-RcppExport SEXP _kernlearn_cpp_logistic_fit(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP lambdaSEXP, SEXP weightsSEXP, SEXP maxitSEXP, SEXP tolSEXP, SEXP threadsSEXP, SEXP ftolSEXP, SEXP memorySEXP, SEXP progressSEXP) {
+Rcpp::List cpp_logistic_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K, double lambda, SEXP weights, int maxit, double tol, int threads, double ftol, int memory, SEXP progress, SEXP init);
+RcppExport SEXP _kernlearn_cpp_logistic_fit(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP lambdaSEXP, SEXP weightsSEXP, SEXP maxitSEXP, SEXP tolSEXP, SEXP threadsSEXP, SEXP ftolSEXP, SEXP memorySEXP, SEXP progressSEXP, SEXP initSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -28,7 +142,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< double >::type ftol(ftolSEXP);
     Rcpp::traits::input_parameter< int >::type memory(memorySEXP);
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_logistic_fit(x, y, K, lambda, weights, maxit, tol, threads, ftol, memory, progress));
+    Rcpp::traits::input_parameter< SEXP >::type init(initSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_logistic_fit(x, y, K, lambda, weights, maxit, tol, threads, ftol, memory, progress, init));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -387,7 +502,13 @@ END_RCPP
 }
 
 static const R_CallMethodDef CallEntries[] = {
-    {"_kernlearn_cpp_logistic_fit", (DL_FUNC) &_kernlearn_cpp_logistic_fit, 11},
+    {"_kernlearn_cpp_gem_directions", (DL_FUNC) &_kernlearn_cpp_gem_directions, 14},
+    {"_kernlearn_cpp_gem_features", (DL_FUNC) &_kernlearn_cpp_gem_features, 11},
+    {"_kernlearn_cpp_rff_map", (DL_FUNC) &_kernlearn_cpp_rff_map, 4},
+    {"_kernlearn_cpp_linear_predictor", (DL_FUNC) &_kernlearn_cpp_linear_predictor, 4},
+    {"_kernlearn_cpp_gem_head", (DL_FUNC) &_kernlearn_cpp_gem_head, 16},
+    {"_kernlearn_cpp_gem_feature_count", (DL_FUNC) &_kernlearn_cpp_gem_feature_count, 5},
+    {"_kernlearn_cpp_logistic_fit", (DL_FUNC) &_kernlearn_cpp_logistic_fit, 12},
     {"_kernlearn_cpp_logistic_objective", (DL_FUNC) &_kernlearn_cpp_logistic_objective, 8},
     {"_kernlearn_cpp_logistic_predict", (DL_FUNC) &_kernlearn_cpp_logistic_predict, 4},
     {"_kernlearn_cpp_linear_svm_fit", (DL_FUNC) &_kernlearn_cpp_linear_svm_fit, 12},

@@ -32,8 +32,14 @@ Rcpp::LogicalVector to_logical(const std::vector<bool>& v) {
 // [[Rcpp::export]]
 Rcpp::List cpp_logistic_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K,
                             double lambda, SEXP weights, int maxit, double tol, int threads,
-                            double ftol = 1e-14, int memory = 10, SEXP progress = R_NilValue) {
+                            double ftol = 1e-14, int memory = 10, SEXP progress = R_NilValue,
+                            SEXP init = R_NilValue) {
   kl::LogisticOptions opt;
+  if (!Rf_isNull(init)) {
+    Rcpp::List il(init);
+    opt.init_coef = Rcpp::as<Eigen::MatrixXd>(il["coefficients"]);
+    opt.init_intercept = Rcpp::as<Eigen::VectorXd>(il["intercept"]);
+  }
   opt.lambda = lambda;
   opt.max_iter = maxit;
   opt.gtol = tol;

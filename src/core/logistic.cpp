@@ -149,7 +149,14 @@ LogisticFit logistic_fit(const CMatRef& x, const IVec& y, int K, const Vec& w,
 
   const Eigen::Index npar = p * K + K;
   Vec theta = Vec::Zero(npar);
-  {
+  if (opt.init_coef.size() || opt.init_intercept.size()) {
+    if (opt.init_coef.rows() != p || opt.init_coef.cols() != K || opt.init_intercept.size() != K)
+      throw Error("logistic: the starting coefficients do not match x and K");
+    if (!opt.init_coef.allFinite() || !opt.init_intercept.allFinite())
+      throw Error("logistic: the starting coefficients are not finite");
+    Eigen::Map<Mat>(theta.data(), p, K) = opt.init_coef;
+    theta.tail(K) = opt.init_intercept;
+  } else {
     Vec b0 = freq.array().log().matrix();
     b0.array() -= b0.mean();
     theta.tail(K) = b0;

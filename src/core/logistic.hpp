@@ -16,6 +16,10 @@ struct LogisticOptions {
   double ftol = 1e-14;   // or when the relative change in the objective is below this
   int memory = 10;       // L-BFGS memory
   int threads = 1;
+  // Optional starting point (p x K and K); empty means B = 0 and b = centred log class
+  // frequencies.
+  Mat init_coef;
+  Vec init_intercept;
 };
 
 struct LogisticFit {

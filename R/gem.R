@@ -1,0 +1,717 @@
+#' Generalized eigenvector features (GEM)
+#'
+#' Learns discriminative features from the class-conditional second moments
+#' and fits a multinomial logistic regression on them (Karampatziakis and
+#' Mineiro, 2014). For each selected ordered pair of classes \eqn{(i, j)}, the
+#' directions \eqn{v} maximising
+#' \eqn{v' C_i v / v' (C_j + r_j I) v}{v'C_i v / v'(C_j + r_j I)v}, with
+#' \eqn{C_m = E[x x' \mid y = m]}{C_m = E[xx' | y = m]}, are the top
+#' generalized eigenvectors of \eqn{C_i v = \lambda (C_j + r_j I) v}{C_i v = lambda (C_j + r_j I) v};
+#' the projections \eqn{v'x} go through a nonlinear map and become the
+#' features of a linear classifier.
+#'
+#' @details
+#' \strong{Algorithm.} The second moments (not centred) of every class are
+#' accumulated in one pass over the data. For a pair \eqn{(i, j)} the
+#' denominator is regularised by \eqn{r_j = } \code{ridge}
+#' \eqn{\times \mathrm{tr}(C_j) / d}{x trace(C_j) / d} (\code{ridge_type =
+#' "relative"}, Algorithm 1 of the paper) or \eqn{r_j = } \code{ridge}
+#' (\code{"absolute"}). With the Cholesky factor \eqn{L_j L_j' = C_j + r_j I},
+#' the top \code{top} eigenvectors \eqn{u} of \eqn{L_j^{-1} C_i L_j^{-T}} are
+#' found by a block Krylov (Davidson) method that only multiplies by the
+#' matrix (the dense eigensolver is used for small \eqn{d}, and as a fallback
+#' when the iteration does not converge), and \eqn{v = L_j^{-T} u}. So
+#' \eqn{v'(C_j + r_j I)v = 1} and \eqn{v' C_i v = \lambda}: on average the
+#' squared projection is \eqn{\lambda} on class \eqn{i} and about 1 on class
+#' \eqn{j}. Eigenvectors with \eqn{\lambda \ge} \code{threshold} are kept. The
+#' sign of each \eqn{v} is chosen so that the mean projection of class \eqn{i}
+#' is positive.
+#'
+#' \strong{Feature map.} With \eqn{p = v'x},
+#' \code{nonlinearity = "smooth_sqrt"} (the paper's experiments) uses
+#' \eqn{p_+ = \sqrt{1 + \max(p, 0)} - 1}{p+ = sqrt(1 + max(p, 0)) - 1} and
+#' \eqn{p_- = \sqrt{1 + \max(-p, 0)} - 1}{p- = sqrt(1 + max(-p, 0)) - 1};
+#' \code{"relu_powers"} (Algorithm 1, line 6) uses
+#' \eqn{p_\pm = \max(0, \pm p)^{1/2}}{p+- = max(0, +-p)^(1/2)}. The raw
+#' representation is \eqn{[x, p_+, p_-]} (without \eqn{x} when
+#' \code{keep_input = FALSE}) and the features are its elementwise powers
+#' \eqn{1, \dots,} \code{degree}: a two-piece cubic in \eqn{|p|^{1/2}} for
+#' \code{"smooth_sqrt"}, and \eqn{\max(0, \pm p)^{\alpha/2}}{max(0, +-p)^(alpha/2)},
+#' \eqn{\alpha = 1, \dots,} \code{degree} for \code{"relu_powers"}. With
+#' \code{standardize = TRUE} every feature is centred and scaled to unit
+#' variance on the training rows before the classifier.
+#'
+#' \strong{Class pairs.} \code{pairs = "all"} uses all \eqn{k(k - 1)} ordered
+#' pairs. \code{"hypercube"} places the classes at random vertices of a
+#' hypercube of dimension \eqn{\lceil \log_2 k \rceil}{ceiling(log2 k)} and
+#' pairs immediate neighbours (both orders), \eqn{O(k \log k)} pairs; a class
+#' left without a neighbour is paired with a random other class. A two-column
+#' matrix (level names or numbers; numerator first) gives the pairs
+#' explicitly, and \code{"none"} uses no pairs at all (a logistic regression on
+#' the input representation, e.g. random Fourier features).
+#'
+#' \strong{Variants.} \code{depth = 2} is deep GEM: a first GEM layer
+#' (\code{first_layer}: by default relative ridge 0.1, top 20, threshold 0,
+#' features \eqn{[1, p_+, p_-]}) makes a representation to which the main
+#' settings are applied as a second layer. \code{rff = list(dim, gamma)} first
+#' maps \eqn{x} to \code{dim} random Fourier features
+#' \eqn{\sqrt{2/D} \cos(W'x + b)}{sqrt(2/D) cos(W'x + b)} of the Gaussian
+#' kernel \eqn{\exp(-\gamma \|x - x'\|^2)}{exp(-gamma ||x - x'||^2)} and
+#' applies GEM to them (GEM + RFF). \code{ensemble = m} fits \code{m} models
+#' on independent random hypercubes and predicts with the normalised geometric
+#' mean of their class probabilities.
+#'
+#' \strong{Classifier.} Multinomial logistic regression with the penalty
+#' \eqn{(\lambda / 2) \sum_k \|\beta_k\|^2} on the mean log-loss (glmnet's
+#' objective with \code{alpha = 0}), by L-BFGS.
+#'
+#' \strong{Invariance.} With \code{ridge = 0}, \code{scale = FALSE} and
+#' \code{keep_input = FALSE}, the projections \eqn{v'x}, hence the features
+#' and the fit, do not change when \eqn{x} is replaced by \eqn{Ax} for an
+#' invertible matrix \eqn{A} (Proposition 1 of the paper).
+#'
+#' @param x A formula with \code{data}, or a numeric matrix / data.frame of
+#'   predictors.
+#' @param formula A model formula.
+#' @param data A data.frame holding the variables of \code{formula}.
+#' @param y A factor of class labels (a numeric vector is treated as labels).
+#' @param ridge Regularisation of the denominator moments (\eqn{\ge 0}).
+#' @param ridge_type \code{"relative"} (\code{ridge} times the mean
+#'   eigenvalue \eqn{\mathrm{tr}(C_j)/d}{trace(C_j)/d}) or \code{"absolute"}.
+#' @param top Number of eigenvectors computed per pair.
+#' @param threshold Eigenvectors with eigenvalue below this are dropped.
+#' @param pairs \code{"all"}, \code{"hypercube"}, \code{"none"} or a two-column
+#'   matrix of ordered class pairs (numerator, denominator).
+#' @param nonlinearity \code{"smooth_sqrt"} or \code{"relu_powers"}.
+#' @param degree Highest power of the raw representation.
+#' @param keep_input Include the input (or the representation the layer
+#'   receives) in the raw representation.
+#' @param lambda L2 penalty of the logistic regression (\eqn{\ge 0}).
+#' @param depth 1 (GEM) or 2 (deep GEM).
+#' @param first_layer Settings of the first layer when \code{depth = 2}: a
+#'   list with any of \code{ridge}, \code{ridge_type}, \code{top},
+#'   \code{threshold}, \code{nonlinearity}, \code{degree}, \code{keep_input}.
+#' @param rff \code{NULL}, or \code{list(dim = , gamma = )} for GEM on random
+#'   Fourier features.
+#' @param ensemble Number of models on independent random hypercubes
+#'   (\code{pairs = "hypercube"}).
+#' @param standardize Centre and scale the features before the classifier.
+#' @param scale Scale the inputs to \eqn{[0, 1]} with the training range (the
+#'   kernlearn convention); \code{FALSE} uses them as they are.
+#' @param max_pairs Largest number of class pairs allowed (a guard against
+#'   \code{pairs = "all"} with many classes).
+#' @param maxit,tol Iteration cap and gradient tolerance of the logistic
+#'   regression.
+#' @param eigen_method \code{"auto"}, \code{"dense"} or \code{"iterative"}.
+#' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
+#' @param ... Not used; unknown arguments are an error.
+#' @return An object of class \code{c("gem", "kl_model")}: a list with
+#'   \code{members} (one per ensemble member, each with its \code{layers}:
+#'   the class \code{pairs}, the directions \code{V} (one column per kept
+#'   eigenvector), the eigenvalue \code{spectra} per pair and the feature-map
+#'   settings; the random Fourier map \code{rff}; the feature standardisation;
+#'   and the logistic \code{head}), \code{levels}, the input specification and
+#'   the call.
+#' @references
+#' Karampatziakis, N. and Mineiro, P. (2014). Discriminative features via
+#' generalized eigenvectors. ICML.
+#' @seealso \code{\link{predict.gem}}, \code{\link{features}},
+#'   \code{\link{plot.gem}}, \code{\link{kl_tune}}.
+#' @examples
+#' fit <- gem(Species ~ ., data = iris, top = 2, threshold = 1, lambda = 1e-3)
+#' fit
+#' table(predict(fit, iris), iris$Species)
+#' head(predict(fit, iris, type = "prob"))
+#' dim(features(fit, iris))
+#'
+#' # deep GEM and GEM on random Fourier features
+#' set.seed(1)
+#' deep <- gem(Species ~ ., data = iris, depth = 2, top = 3, threshold = 2,
+#'             degree = 2, lambda = 1e-3)
+#' rf <- gem(Species ~ ., data = iris, rff = list(dim = 50, gamma = 1), top = 5,
+#'           threshold = 2, lambda = 1e-3)
+#' mean(predict(rf, iris) == iris$Species)
+#' @export
+gem <- function(x, ...) UseMethod("gem")
+
+#' @rdname gem
+#' @export
+gem.formula <- function(formula, data, ridge = 0.1, ridge_type = c("relative", "absolute"),
+                        top = 30, threshold = 2, pairs = "all",
+                        nonlinearity = c("smooth_sqrt", "relu_powers"), degree = 3,
+                        keep_input = TRUE, lambda = 1e-4, depth = 1, first_layer = list(),
+                        rff = NULL, ensemble = 1, standardize = TRUE, scale = TRUE,
+                        max_pairs = 1000, maxit = 500, tol = 1e-6,
+                        eigen_method = c("auto", "dense", "iterative"), threads = NULL, ...) {
+  caller <- "gem()"
+  .no_dots(..., caller = caller)
+  if (!is.logical(scale) || length(scale) != 1L || is.na(scale))
+    stop(sprintf("%s: 'scale' must be TRUE or FALSE", caller), call. = FALSE)
+  inp <- .kl_input_formula(formula, data, caller, scale = scale)
+  .gem_fit(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree, keep_input,
+           lambda, depth, first_layer, rff, ensemble, standardize, max_pairs, maxit, tol,
+           eigen_method, threads, match.call())
+}
+
+#' @rdname gem
+#' @export
+gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"),
+                        top = 30, threshold = 2, pairs = "all",
+                        nonlinearity = c("smooth_sqrt", "relu_powers"), degree = 3,
+                        keep_input = TRUE, lambda = 1e-4, depth = 1, first_layer = list(),
+                        rff = NULL, ensemble = 1, standardize = TRUE, scale = TRUE,
+                        max_pairs = 1000, maxit = 500, tol = 1e-6,
+                        eigen_method = c("auto", "dense", "iterative"), threads = NULL, ...) {
+  caller <- "gem()"
+  .no_dots(..., caller = caller)
+  if (inherits(x, "formula"))
+    stop(sprintf("%s: use gem(formula, data = ) with a formula", caller), call. = FALSE)
+  if (!is.logical(scale) || length(scale) != 1L || is.na(scale))
+    stop(sprintf("%s: 'scale' must be TRUE or FALSE", caller), call. = FALSE)
+  if (is.numeric(y) && !is.factor(y)) y <- factor(y)
+  inp <- .kl_input_xy(x, y, caller, scale = scale)
+  .gem_fit(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree, keep_input,
+           lambda, depth, first_layer, rff, ensemble, standardize, max_pairs, maxit, tol,
+           eigen_method, threads, match.call())
+}
+
+.gem_choice <- function(v, choices, name, caller) {
+  if (!is.character(v) || length(v) < 1L || anyNA(v) || !(v[1L] %in% choices))
+    stop(sprintf("%s: '%s' must be one of %s", caller, name,
+                 paste0("\"", choices, "\"", collapse = ", ")), call. = FALSE)
+  v[1L]
+}
+
+.gem_flag <- function(v, name, caller) {
+  if (!is.logical(v) || length(v) != 1L || is.na(v))
+    stop(sprintf("%s: '%s' must be TRUE or FALSE", caller, name), call. = FALSE)
+  v
+}
+
+# One layer's settings, checked. `prefix` names the argument in error messages.
+.gem_layer_settings <- function(ridge, ridge_type, top, threshold, nonlinearity, degree,
+                                keep_input, ones, caller, prefix = "") {
+  nm <- function(a) paste0(prefix, a)
+  .check_number(ridge, nm("ridge"), lower = 0)
+  ridge_type <- .gem_choice(ridge_type, c("relative", "absolute"), nm("ridge_type"), caller)
+  .check_number(top, nm("top"), lower = 1, upper = 1e6, integer = TRUE)
+  .check_number(threshold, nm("threshold"))
+  nonlinearity <- .gem_choice(nonlinearity, c("smooth_sqrt", "relu_powers"), nm("nonlinearity"),
+                              caller)
+  .check_number(degree, nm("degree"), lower = 1, upper = 10, integer = TRUE)
+  .gem_flag(keep_input, nm("keep_input"), caller)
+  list(ridge = as.numeric(ridge), ridge_type = ridge_type, top = as.integer(top),
+       threshold = as.numeric(threshold), nonlinearity = nonlinearity,
+       degree = as.integer(degree), keep_input = keep_input, ones = ones)
+}
+
+# Ordered class pairs (1-based, numerator first) as a two-column integer matrix.
+.gem_pairs <- function(pairs, levels, max_pairs, caller) {
+  k <- length(levels)
+  if (is.character(pairs) && length(pairs) == 1L && !is.matrix(pairs)) {
+    kind <- .gem_choice(pairs, c("all", "hypercube", "none"), "pairs", caller)
+    if (kind == "none") return(matrix(integer(), 0L, 2L))
+    if (kind == "all") {
+      if (k * (k - 1) > max_pairs)
+        stop(sprintf("%s: pairs = \"all\" with %d classes gives %d ordered pairs, more than max_pairs = %d; use pairs = \"hypercube\" or raise 'max_pairs'",
+                     caller, k, k * (k - 1), as.integer(max_pairs)), call. = FALSE)
+      g <- expand.grid(num = seq_len(k), den = seq_len(k))
+      g <- g[g$num != g$den, , drop = FALSE]
+      return(unname(as.matrix(g[order(g$num, g$den), ])))
+    }
+    return(.gem_hypercube(k))
+  }
+  if (!is.matrix(pairs) || ncol(pairs) != 2L || nrow(pairs) == 0L)
+    stop(sprintf("%s: 'pairs' must be \"all\", \"hypercube\", \"none\" or a two-column matrix of class pairs",
+                 caller), call. = FALSE)
+  if (is.character(pairs)) {
+    bad <- setdiff(as.vector(pairs), levels)
+    if (length(bad))
+      stop(sprintf("%s: 'pairs' names %s, not a class (levels %s)", caller, .name_list(bad),
+                   .name_list(levels)), call. = FALSE)
+    pm <- matrix(match(pairs, levels), ncol = 2L)
+  } else if (is.numeric(pairs)) {
+    if (anyNA(pairs) || any(pairs != round(pairs)) || any(pairs < 1) || any(pairs > k))
+      stop(sprintf("%s: numeric 'pairs' must be class numbers between 1 and %d", caller, k),
+           call. = FALSE)
+    pm <- matrix(as.integer(pairs), ncol = 2L)
+  } else {
+    stop(sprintf("%s: 'pairs' must be a character or numeric matrix", caller), call. = FALSE)
+  }
+  if (any(pm[, 1L] == pm[, 2L]))
+    stop(sprintf("%s: 'pairs' has a class paired with itself (row %d)", caller,
+                 which(pm[, 1L] == pm[, 2L])[1L]), call. = FALSE)
+  pm <- unique(pm)
+  if (nrow(pm) > max_pairs)
+    stop(sprintf("%s: %d class pairs, more than max_pairs = %d", caller, nrow(pm),
+                 as.integer(max_pairs)), call. = FALSE)
+  unname(pm)
+}
+
+# Classes at random vertices of a hypercube; ordered pairs of immediate neighbours. A class
+# without a neighbour is paired (both ways) with a random other class.
+.gem_hypercube <- function(k) {
+  D <- max(1L, as.integer(ceiling(log2(k))))
+  vert <- sample.int(2L^D, k) - 1L
+  at <- rep(NA_integer_, 2L^D)
+  at[vert + 1L] <- seq_len(k)
+  out <- list()
+  for (a in seq_len(k)) {
+    nb <- at[bitwXor(vert[a], 2L^(0:(D - 1L))) + 1L]
+    nb <- nb[!is.na(nb)]
+    if (length(nb)) out[[length(out) + 1L]] <- cbind(a, nb)
+  }
+  pm <- if (length(out)) do.call(rbind, out) else matrix(integer(), 0L, 2L)
+  lonely <- setdiff(seq_len(k), pm[, 1L])
+  for (a in lonely) {
+    b <- sample(setdiff(seq_len(k), a), 1L)
+    pm <- rbind(pm, c(a, b), c(b, a))
+  }
+  pm <- unique(pm)
+  unname(pm[order(pm[, 1L], pm[, 2L]), , drop = FALSE])
+}
+
+.gem_fit <- function(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree,
+                     keep_input, lambda, depth, first_layer, rff, ensemble, standardize,
+                     max_pairs, maxit, tol, eigen_method, threads, call) {
+  caller <- "gem()"
+  if (inp$task != "classification")
+    stop(sprintf("%s: GEM is a classifier; 'y' must be a factor of class labels", caller),
+         call. = FALSE)
+  threads <- .kl_threads(threads)
+  last <- .gem_layer_settings(ridge, ridge_type, top, threshold, nonlinearity, degree,
+                              keep_input, ones = FALSE, caller)
+  .check_number(depth, "depth", lower = 1, upper = 2, integer = TRUE)
+  .check_number(lambda, "lambda", lower = 0)
+  .check_number(ensemble, "ensemble", lower = 1, upper = 1000, integer = TRUE)
+  .check_number(max_pairs, "max_pairs", lower = 1, integer = TRUE)
+  .check_number(maxit, "maxit", lower = 0, upper = 1e7, integer = TRUE)
+  .check_number(tol, "tol", lower = 0)
+  .gem_flag(standardize, "standardize", caller)
+  eigen_method <- .gem_choice(eigen_method, c("auto", "dense", "iterative"), "eigen_method",
+                              caller)
+  layers <- list(last)
+  if (depth == 2) {
+    if (!is.list(first_layer))
+      stop(sprintf("%s: 'first_layer' must be a list of layer settings", caller), call. = FALSE)
+    known <- c("ridge", "ridge_type", "top", "threshold", "nonlinearity", "degree",
+               "keep_input")
+    unknown <- setdiff(names(first_layer), known)
+    if (length(unknown) || (length(first_layer) && is.null(names(first_layer))))
+      stop(sprintf("%s: 'first_layer' has unknown setting(s) %s (known: %s)", caller,
+                   .name_list(if (length(unknown)) unknown else "<unnamed>"),
+                   .name_list(known, 10L)), call. = FALSE)
+    fl <- utils::modifyList(list(ridge = 0.1, ridge_type = "relative", top = 20,
+                                 threshold = 0, nonlinearity = "smooth_sqrt", degree = 1,
+                                 keep_input = FALSE), first_layer)
+    layers <- list(.gem_layer_settings(fl$ridge, fl$ridge_type, fl$top, fl$threshold,
+                                       fl$nonlinearity, fl$degree, fl$keep_input,
+                                       ones = TRUE, caller, prefix = "first_layer$"),
+                   last)
+  } else if (length(first_layer)) {
+    stop(sprintf("%s: 'first_layer' applies only with depth = 2", caller), call. = FALSE)
+  }
+  if (!is.null(rff)) {
+    if (!is.list(rff) || is.null(rff$dim) || is.null(rff$gamma) ||
+        length(setdiff(names(rff), c("dim", "gamma"))))
+      stop(sprintf("%s: 'rff' must be NULL or list(dim = , gamma = )", caller), call. = FALSE)
+    .check_number(rff$dim, "rff$dim", lower = 1, upper = 1e6, integer = TRUE)
+    .check_number(rff$gamma, "rff$gamma", lower = 0, lower_open = TRUE)
+  }
+  lev <- inp$levels
+  k <- length(lev)
+  hyper <- is.character(pairs) && length(pairs) == 1L && identical(pairs, "hypercube")
+  if (ensemble > 1 && !hyper)
+    stop(sprintf("%s: ensemble = %d needs pairs = \"hypercube\" (other pair choices give identical members)",
+                 caller, as.integer(ensemble)), call. = FALSE)
+  counts <- tabulate(as.integer(inp$y), k)
+  x <- inp$x
+  progress <- .kl_progressor()
+  members <- vector("list", ensemble)
+  for (m in seq_len(ensemble)) {
+    pm <- .gem_pairs(pairs, lev, max_pairs, caller)
+    members[[m]] <- .gem_member(x, inp$y, lev, pm, layers, rff, standardize, lambda, maxit,
+                                tol, eigen_method, threads, counts, caller,
+                                if (m == 1L) progress else NULL)
+  }
+  structure(list(members = members, levels = lev, task = "classification", spec = inp$spec,
+                 n = nrow(x), params = list(lambda = lambda, depth = depth, ensemble = ensemble,
+                                            standardize = standardize, pairs = if (is.character(pairs)) pairs else "matrix"),
+                 call = call),
+            class = c("gem", "kl_model"))
+}
+
+# Feature matrices with more entries than this are held in single precision.
+.gem_single_cells <- function() getOption("kernlearn.gem_single_cells", 2.5e7)
+
+.gem_method_code <- function(m) switch(m, auto = 0L, dense = 1L, iterative = 2L)
+
+# One GEM layer: directions for the pairs pm on the representation z.
+.gem_layer_fit <- function(z, y, lev, pm, st, eigen_method, threads, counts, caller,
+                           progress) {
+  K <- length(lev)
+  d <- ncol(z)
+  if (nrow(pm) == 0L) {
+    return(c(st, list(pairs = pm, V = matrix(0, d, 0L), spectra = list(), values = numeric(),
+                      pair_of = integer())))
+  }
+  if (st$ridge == 0) {
+    small <- unique(pm[, 2L][counts[pm[, 2L]] < d])
+    if (length(small))
+      stop(sprintf("%s: with ridge = 0 each denominator class needs at least as many rows as features (%d); class(es) %s have fewer (%s); use ridge > 0",
+                   caller, d, .name_list(lev[small]), paste(counts[small], collapse = ", ")),
+           call. = FALSE)
+  }
+  res <- tryCatch(
+    cpp_gem_directions(z, as.integer(y) - 1L, K, pm[, 1L] - 1L, pm[, 2L] - 1L, st$ridge,
+                       st$ridge_type == "relative", st$top, st$threshold,
+                       .gem_method_code(eigen_method), 1e-8, threads, .kl_seed(), progress),
+    error = function(e) {
+      msg <- conditionMessage(e)
+      hit <- regmatches(msg, regexpr("class [0-9]+", msg))
+      if (length(hit)) {
+        j <- as.integer(sub("class ", "", hit))
+        msg <- sub("class [0-9]+", sprintf("class '%s'", lev[j]), msg)
+      }
+      stop(sprintf("%s: %s", caller, sub("^gem: ", "", msg)), call. = FALSE)
+    })
+  spectra <- lapply(res, function(r) as.vector(r$spectrum))
+  kept <- vapply(res, function(r) ncol(r$vectors), integer(1))
+  V <- do.call(cbind, lapply(res, function(r) r$vectors))
+  if (is.null(V)) V <- matrix(0, d, 0L)
+  if (sum(kept) == 0L) {
+    top_val <- max(vapply(spectra, function(s) if (length(s)) max(s) else -Inf, numeric(1)))
+    stop(sprintf("%s: no eigenvalue reaches threshold = %s (the largest is %s); lower 'threshold'",
+                 caller, format(st$threshold), format(signif(top_val, 4))), call. = FALSE)
+  }
+  values <- unlist(lapply(seq_along(res), function(q) spectra[[q]][seq_len(kept[q])]))
+  c(st, list(pairs = pm, V = V, spectra = spectra, values = values,
+             pair_of = rep(seq_len(nrow(pm)), kept),
+             dense = vapply(res, function(r) r$dense, logical(1)),
+             applications = vapply(res, function(r) r$applications, integer(1))))
+}
+
+.gem_base_code <- function(nl) if (nl == "smooth_sqrt") 0L else 1L
+
+.gem_layer_map <- function(z, L, threads, standardize = FALSE, center = NULL, scale = NULL) {
+  cpp_gem_features(z, L$V, .gem_base_code(L$nonlinearity), L$degree, L$keep_input, L$ones,
+                   standardize, center, scale, threads)
+}
+
+.gem_rff_map <- function(x, rff, threads) cpp_rff_map(x, rff$W, rff$b, threads)
+
+.gem_member <- function(x, y, lev, pm, layers, rff, standardize, lambda, maxit, tol,
+                        eigen_method, threads, counts, caller, progress) {
+  rmap <- NULL
+  z <- x
+  t_start <- proc.time()[["elapsed"]]
+  if (!is.null(rff)) {
+    D <- as.integer(rff$dim)
+    rmap <- list(W = matrix(stats::rnorm(ncol(x) * D, sd = sqrt(2 * rff$gamma)), ncol(x), D),
+                 b = stats::runif(D, 0, 2 * pi), gamma = rff$gamma)
+    z <- .gem_rff_map(x, rmap, threads)
+  }
+  clock <- function() proc.time()[["elapsed"]]
+  timing <- c(rff = 0, directions = 0, features = 0, logistic = 0)
+  # "logistic" includes building the single-precision features of the last layer.
+  t0 <- clock()
+  timing[["rff"]] <- if (is.null(rff)) 0 else t0 - t_start
+  fitted <- vector("list", length(layers))
+  for (l in seq_along(layers)) {
+    L <- .gem_layer_fit(z, y, lev, pm, layers[[l]], eigen_method, threads, counts, caller,
+                        progress)
+    t1 <- clock()
+    timing[["directions"]] <- timing[["directions"]] + (t1 - t0)
+    fitted[[l]] <- L
+    if (l < length(layers)) {
+      z <- .gem_layer_map(z, L, threads)
+    }
+    t0 <- clock()
+    timing[["features"]] <- timing[["features"]] + (t0 - t1)
+  }
+  last <- fitted[[length(fitted)]]
+  if (ncol(last$V) == 0L && !last$keep_input)
+    stop(sprintf("%s: with pairs = \"none\" the input must be kept (keep_input = TRUE)", caller),
+         call. = FALSE)
+  K <- length(lev)
+  yi <- as.integer(y) - 1L
+  n <- nrow(z)
+  m0 <- max(10000L, n %/% 5L)
+  # Continuation for large n: the optimum on a random fifth of the rows starts the full fit
+  # (the objective is a mean, so both optima are close); the result is the full-data optimum.
+  sub <- NULL
+  if (n >= 3L * m0 && maxit > 0) {
+    idx <- sort(sample.int(n, m0))
+    if (all(tabulate(yi[idx] + 1L, K) > 0L)) sub <- idx
+  }
+  # Large feature matrices are held in single precision (half the memory, twice the speed).
+  p_out <- cpp_gem_feature_count(ncol(z), ncol(last$V), last$degree, last$keep_input, last$ones)
+  single <- as.numeric(n) * p_out > .gem_single_cells()
+  .check_memory(as.numeric(n) * p_out * (if (single) 4 else 8), "the feature matrix", caller,
+                "; lower 'top', raise 'threshold', use a lower 'degree' or fewer rows")
+  h <- cpp_gem_head(z, last$V, .gem_base_code(last$nonlinearity), last$degree, last$keep_input,
+                    last$ones, standardize, yi, K, as.double(lambda), as.integer(maxit),
+                    as.double(tol), threads, sub, single, progress)
+  rm(z)
+  timing[["logistic"]] <- clock() - t0
+  center <- h$center
+  scl <- h$scale
+  # In single precision the line search ends when the objective cannot decrease any more in
+  # float arithmetic: that is convergence to the precision of the features.
+  if (!isTRUE(h$converged) && !(isTRUE(h$single) && grepl("line search", h$message)))
+    warning(sprintf("%s: the logistic regression stopped before converging (%s); raise 'maxit' or 'lambda'",
+                    caller, h$message), call. = FALSE)
+  coef <- h$coefficients
+  colnames(coef) <- lev
+  intercept <- as.vector(h$intercept)
+  names(intercept) <- lev
+  list(layers = fitted, rff = rmap, center = center, scale = scl, p = as.integer(h$p),
+       timing = timing,
+       head = list(coefficients = coef, intercept = intercept, objective = h$objective,
+                   iterations = h$iterations, sub_iterations = h$sub_iterations,
+                   converged = h$converged, grad_norm = h$grad_norm,
+                   single = h$single, vectorised = h$vectorised))
+}
+
+# The final features of one member for prepared (scaled) inputs x.
+.gem_member_features <- function(mem, x, threads, standardize) {
+  z <- x
+  if (!is.null(mem$rff)) z <- .gem_rff_map(x, mem$rff, threads)
+  nl <- length(mem$layers)
+  for (l in seq_len(nl - 1L)) z <- .gem_layer_map(z, mem$layers[[l]], threads)
+  Z <- .gem_layer_map(z, mem$layers[[nl]], threads, standardize = standardize,
+                      center = mem$center, scale = mem$scale)
+  attr(Z, "center") <- NULL
+  attr(Z, "scale") <- NULL
+  Z
+}
+
+.gem_feature_names <- function(mem, input_names) {
+  L <- mem$layers[[length(mem$layers)]]
+  lev_pairs <- if (nrow(L$pairs)) paste0(L$pairs[L$pair_of, 1L], "|", L$pairs[L$pair_of, 2L])
+               else character()
+  rank <- if (length(L$pair_of)) stats::ave(L$pair_of, L$pair_of, FUN = seq_along) else integer()
+  dirs <- paste0(lev_pairs, "#", rank)
+  inp <- if (L$keep_input) {
+    if (length(mem$layers) > 1L || !is.null(mem$rff)) paste0("z", seq_len(nrow(L$V)))
+    else input_names
+  } else character()
+  raw <- c(inp, paste0(dirs, "+"), paste0(dirs, "-"))
+  nm <- raw
+  if (L$degree > 1L) for (a in 2:L$degree) nm <- c(nm, paste0(raw, "^", a))
+  if (L$ones) nm <- c("(one)", nm)
+  nm
+}
+
+#' Features learned by a model
+#'
+#' The representation a feature-learning model feeds to its final predictor,
+#' for new data.
+#'
+#' @param object A fitted model with a learned representation (\code{\link{gem}}).
+#' @param newdata New data, in the form the model was fitted with.
+#' @param ... Further arguments of the methods.
+#' @return A numeric matrix with one row per row of \code{newdata}.
+#' @examples
+#' fit <- gem(Species ~ ., data = iris, top = 2, threshold = 1)
+#' f <- features(fit, iris[1:5, ])
+#' dim(f)
+#' @export
+features <- function(object, ...) UseMethod("features")
+
+#' @rdname features
+#' @param member For an ensemble of GEM models, which member's features.
+#' @param threads Number of threads.
+#' @export
+features.gem <- function(object, newdata, member = 1, threads = NULL, ...) {
+  caller <- "features()"
+  .no_dots(..., caller = caller)
+  .check_number(member, "member", lower = 1, upper = length(object$members), integer = TRUE)
+  x <- .kl_newdata(object$spec, newdata, caller)
+  mem <- object$members[[member]]
+  Z <- .gem_member_features(mem, x, .kl_threads(threads), object$params$standardize)
+  colnames(Z) <- .gem_feature_names(mem, object$spec$features)
+  rownames(Z) <- rownames(newdata)
+  Z
+}
+
+#' Predict with a GEM model
+#'
+#' @param object A \code{gem} model.
+#' @param newdata New data, in the form the model was fitted with.
+#' @param type \code{"class"} (a factor), \code{"prob"} (a matrix of class
+#'   probabilities, rows summing to 1; for an ensemble the normalised
+#'   geometric mean of the members' probabilities) or \code{"decision"} (the
+#'   linear predictors of the logistic regression, averaged over an ensemble).
+#' @param threads Number of threads.
+#' @param ... Not used.
+#' @return A factor, or a matrix with one column per class.
+#' @examples
+#' fit <- gem(Species ~ ., data = iris, top = 2, threshold = 1)
+#' head(predict(fit, iris, type = "prob"))
+#' @export
+predict.gem <- function(object, newdata, type = "class", threads = NULL, ...) {
+  caller <- "predict.gem()"
+  .no_dots(..., caller = caller)
+  type <- .kl_predict_type(type, "classification", caller)
+  threads <- .kl_threads(threads)
+  x <- .kl_newdata(object$spec, newdata, caller)
+  lev <- object$levels
+  n <- nrow(x)
+  logp <- matrix(0, n, length(lev))
+  for (mem in object$members) {
+    Z <- .gem_member_features(mem, x, threads, object$params$standardize)
+    eta <- cpp_linear_predictor(Z, mem$head$coefficients, mem$head$intercept, threads)
+    if (type == "decision") {
+      logp <- logp + eta
+    } else {
+      mx <- apply(eta, 1L, max)
+      lse <- mx + log(rowSums(exp(eta - mx)))
+      logp <- logp + (eta - lse)
+    }
+  }
+  logp <- logp / length(object$members)
+  dimnames(logp) <- list(rownames(newdata), lev)
+  if (type == "decision") return(logp)
+  mx <- apply(logp, 1L, max)
+  P <- exp(logp - mx)
+  P <- P / rowSums(P)
+  if (type == "prob") return(P)
+  factor(lev[max.col(P, ties.method = "first")], levels = lev)
+}
+
+#' @export
+print.gem <- function(x, ...) {
+  mem <- x$members[[1L]]
+  L <- mem$layers[[length(mem$layers)]]
+  cat(sprintf("GEM classifier (%s%s%s): %d classes, %d training rows\n",
+              if (x$params$depth == 2) "deep, 2 layers" else "1 layer",
+              if (!is.null(mem$rff)) sprintf(", on %d random Fourier features", ncol(mem$rff$W)) else "",
+              if (length(x$members) > 1L) sprintf(", ensemble of %d", length(x$members)) else "",
+              length(x$levels), x$n))
+  for (l in seq_along(mem$layers)) {
+    Ll <- mem$layers[[l]]
+    cat(sprintf("  layer %d: %d class pairs, %d eigenvectors kept (ridge %s %s, top %d, threshold %s), %s, degree %d%s\n",
+                l, nrow(Ll$pairs), ncol(Ll$V), format(Ll$ridge), Ll$ridge_type, Ll$top,
+                format(Ll$threshold), Ll$nonlinearity, Ll$degree,
+                if (Ll$keep_input) ", input kept" else ""))
+  }
+  cat(sprintf("  logistic regression: %d features, lambda %s, %d iterations%s\n", mem$p,
+              format(x$params$lambda), mem$head$iterations,
+              if (isTRUE(mem$head$converged)) "" else " (not converged)"))
+  invisible(x)
+}
+
+#' @export
+summary.gem <- function(object, ...) {
+  mem <- object$members[[1L]]
+  L <- mem$layers[[length(mem$layers)]]
+  lev <- object$levels
+  pairs <- data.frame(numerator = lev[L$pairs[, 1L]], denominator = lev[L$pairs[, 2L]],
+                      kept = tabulate(L$pair_of, nrow(L$pairs)),
+                      largest = vapply(L$spectra, function(s) if (length(s)) s[1L] else NA_real_,
+                                       numeric(1)),
+                      stringsAsFactors = FALSE)
+  structure(list(model = object, pairs = pairs), class = "summary.gem")
+}
+
+#' @export
+print.summary.gem <- function(x, ...) {
+  print(x$model)
+  cat("\nEigenvectors kept per class pair (last layer of the first member):\n")
+  print(utils::head(x$pairs, 20L), row.names = FALSE)
+  if (nrow(x$pairs) > 20L) cat(sprintf("  ... and %d more pairs\n", nrow(x$pairs) - 20L))
+  invisible(x)
+}
+
+#' Plot a GEM model
+#'
+#' Draws the generalized eigenvalues of every class pair (the paper's
+#' guide to feature selection), or the eigenvectors as images when the inputs
+#' are images (the paper's Figure 1 on MNIST).
+#'
+#' @param x A \code{gem} model.
+#' @param type \code{"spectrum"} or \code{"vectors"}.
+#' @param pairs Which class pairs to draw: row numbers of \code{summary(x)$pairs}
+#'   or a two-column character matrix of levels; by default all (spectrum) or
+#'   the first five (vectors).
+#' @param image_dim For \code{type = "vectors"}: the image size, e.g.
+#'   \code{c(28, 28)}; the number of inputs must equal its product.
+#' @param n Eigenvectors drawn per pair.
+#' @param layer Which layer (deep GEM).
+#' @param member Which ensemble member.
+#' @param ... Passed to the plotting functions.
+#' @return \code{x}, invisibly.
+#' @examples
+#' fit <- gem(Species ~ ., data = iris, top = 4, threshold = 1)
+#' plot(fit)
+#' @export
+plot.gem <- function(x, type = c("spectrum", "vectors"), pairs = NULL, image_dim = NULL, n = 5,
+                     layer = NULL, member = 1, ...) {
+  caller <- "plot.gem()"
+  type <- .gem_choice(type, c("spectrum", "vectors"), "type", caller)
+  .check_number(member, "member", lower = 1, upper = length(x$members), integer = TRUE)
+  mem <- x$members[[member]]
+  if (is.null(layer)) layer <- length(mem$layers)
+  .check_number(layer, "layer", lower = 1, upper = length(mem$layers), integer = TRUE)
+  L <- mem$layers[[layer]]
+  lev <- x$levels
+  np <- nrow(L$pairs)
+  if (np == 0L) stop(sprintf("%s: the model has no class pairs", caller), call. = FALSE)
+  if (is.null(pairs)) {
+    sel <- if (type == "spectrum") seq_len(np) else seq_len(min(5L, np))
+  } else if (is.character(pairs) && is.matrix(pairs) && ncol(pairs) == 2L) {
+    key <- paste(lev[L$pairs[, 1L]], lev[L$pairs[, 2L]], sep = "\r")
+    sel <- match(paste(pairs[, 1L], pairs[, 2L], sep = "\r"), key)
+    if (anyNA(sel))
+      stop(sprintf("%s: pair(s) %s are not in the model", caller,
+                   .name_list(paste(pairs[is.na(sel), 1L], pairs[is.na(sel), 2L], sep = "/"))),
+           call. = FALSE)
+  } else {
+    if (!is.numeric(pairs) || anyNA(pairs) || any(pairs < 1 | pairs > np | pairs != round(pairs)))
+      stop(sprintf("%s: 'pairs' must be row numbers between 1 and %d, or a two-column matrix of levels",
+                   caller, np), call. = FALSE)
+    sel <- as.integer(pairs)
+  }
+  lab <- paste(lev[L$pairs[sel, 1L]], lev[L$pairs[sel, 2L]], sep = " / ")
+  if (type == "spectrum") {
+    sp <- L$spectra[sel]
+    len <- max(lengths(sp))
+    M <- vapply(sp, function(s) c(s, rep(NA_real_, len - length(s))), numeric(len))
+    M <- matrix(M, nrow = len)
+    pos <- M
+    pos[!is.finite(pos) | pos <= 0] <- NA
+    graphics::matplot(seq_len(len), pos, type = "l", lty = 1, log = "y",
+                      col = grDevices::hcl.colors(max(2L, ncol(M)), "Dark 3"),
+                      xlab = "eigenvector rank", ylab = "generalized eigenvalue",
+                      main = sprintf("GEM spectra, layer %d (%d pairs)", layer, length(sel)), ...)
+    if (L$threshold > 0) graphics::abline(h = L$threshold, lty = 2, col = "grey40")
+    if (length(sel) <= 10L)
+      graphics::legend("topright", legend = lab, lty = 1, bty = "n", cex = 0.8,
+                       col = grDevices::hcl.colors(max(2L, ncol(M)), "Dark 3")[seq_along(sel)])
+    return(invisible(x))
+  }
+  if (is.null(image_dim) || !is.numeric(image_dim) || length(image_dim) != 2L ||
+      prod(image_dim) != nrow(L$V))
+    stop(sprintf("%s: type = \"vectors\" needs 'image_dim' with prod(image_dim) equal to the layer's input dimension (%d)",
+                 caller, nrow(L$V)), call. = FALSE)
+  .check_number(n, "n", lower = 1, upper = 50, integer = TRUE)
+  op <- graphics::par(mfrow = c(length(sel), n), mar = c(0.2, 0.2, 1.2, 0.2))
+  on.exit(graphics::par(op))
+  pal <- grDevices::hcl.colors(64L, "Blue-Red 3")
+  for (q in seq_along(sel)) {
+    cols <- which(L$pair_of == sel[q])
+    for (r in seq_len(n)) {
+      if (r > length(cols)) {
+        graphics::plot.new()
+        next
+      }
+      v <- L$V[, cols[r]]
+      lim <- max(abs(v))
+      img <- matrix(v, image_dim[1L], image_dim[2L], byrow = TRUE)
+      graphics::image(t(img[nrow(img):1L, , drop = FALSE]), col = pal, zlim = c(-lim, lim),
+                      axes = FALSE, main = if (r == 1L) lab[q] else "", cex.main = 0.8, ...)
+    }
+  }
+  invisible(x)
+}

@@ -1,0 +1,36 @@
+// Multinomial logistic regression on a large row-major single-precision design matrix: the
+// objective of logistic.hpp (unit weights), with the data term computed by one fused pass
+// over each row block (linear predictors, softmax, gradient) so that the matrix is read from
+// memory once per evaluation. On x86-64 processors with AVX2 and FMA a vectorised kernel is
+// chosen at run time; elsewhere a portable one. Block sums are accumulated in double in a fixed
+// order, so results do not depend on the thread count.
+#pragma once
+
+#include <vector>
+
+#include "common.hpp"
+#include "logistic.hpp"
+
+namespace kl {
+
+struct RowMajorF32 {
+  std::vector<float> data;  // n x p, row i at data[i * p]
+  Eigen::Index n = 0, p = 0;
+  const float* row(Eigen::Index i) const { return data.data() + i * p; }
+  float* row(Eigen::Index i) { return data.data() + i * p; }
+};
+
+// Column means and 1 / standard deviations (0 for constant columns), then the columns
+// standardised in place.
+void standardize_f32(RowMajorF32& X, Vec& center, Vec& scale, int threads);
+
+// Fits on the rows `rows` (all rows when empty). y: classes 0..K-1 for every row of X.
+// opt.init_coef / init_intercept give an optional starting point.
+LogisticFit logistic_fit_f32(const RowMajorF32& X, const IVec& y, int K,
+                             const std::vector<Eigen::Index>& rows, const LogisticOptions& opt,
+                             const Callbacks& cb = Callbacks());
+
+// True when the vectorised kernel is in use on this processor.
+bool logistic_f32_vectorised();
+
+}  // namespace kl

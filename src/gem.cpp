@@ -1,0 +1,227 @@
+// Glue: generalized eigenvector features (moments, eigenproblems, feature map).
+#include "glue.hpp"
+#include "core/gem.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace {
+
+kl::IVec to_ivec0(const Rcpp::IntegerVector& y) {
+  kl::IVec out(y.size());
+  for (R_xlen_t i = 0; i < y.size(); ++i) {
+    if (y[i] == NA_INTEGER) Rcpp::stop("internal error: missing class label");
+    out[static_cast<Eigen::Index>(i)] = y[i];
+  }
+  return out;
+}
+
+// Progress of a stage that covers [from, to] of the whole fit.
+kl::Callbacks stage(const kl::Callbacks& cb, double from, double to) {
+  kl::Callbacks s;
+  s.interrupted = cb.interrupted;
+  if (cb.progress) {
+    auto f = cb.progress;
+    s.progress = [f, from, to](double frac) { f(from + (to - from) * frac); };
+  }
+  return s;
+}
+
+}  // namespace
+
+// Second moments of x by class (0-based y), then for every pair (num[q], den[q]) (0-based) the
+// top generalized eigenvectors. Returns one list per pair.
+// [[Rcpp::export]]
+Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K,
+                              Rcpp::IntegerVector num, Rcpp::IntegerVector den, double ridge,
+                              bool relative, int top, double threshold, int method, double tol,
+                              int threads, Rcpp::IntegerVector seed,
+                              SEXP progress = R_NilValue) {
+  kl::GemOptions opt;
+  opt.ridge = ridge;
+  opt.relative = relative;
+  opt.top = top;
+  opt.threshold = threshold;
+  opt.method = method;
+  opt.tol = tol;
+  opt.threads = kl::clamp_threads(threads);
+  opt.seed = klr::seed_from_r(seed);
+  kl::Callbacks cb = klr::make_callbacks(progress);
+  std::vector<int> nu(num.begin(), num.end()), de(den.begin(), den.end());
+  std::vector<kl::GemPair> pairs = klr::with_eigen_threads(1, [&]() {
+    kl::ClassMoments M = kl::class_moments(x, to_ivec0(y), K, opt.threads, stage(cb, 0.0, 0.5));
+    for (int m = 0; m < K; ++m)
+      if (M.count[m] == 0) Rcpp::stop("internal error: a class without rows");
+    return kl::gem_directions(M, nu, de, opt, stage(cb, 0.5, 1.0));
+  });
+  Rcpp::List out(pairs.size());
+  for (std::size_t q = 0; q < pairs.size(); ++q) {
+    const kl::GemPair& g = pairs[q];
+    out[q] = Rcpp::List::create(Rcpp::Named("spectrum") = Rcpp::wrap(g.spectrum),
+                                Rcpp::Named("vectors") = Rcpp::wrap(g.vectors),
+                                Rcpp::Named("dense") = g.dense,
+                                Rcpp::Named("applications") = g.applications);
+  }
+  return out;
+}
+
+// The feature map of x through the directions V. With standardize, the columns are centred
+// and scaled: by the training statistics in center / scale when given, else by their own
+// (returned as attributes).
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_gem_features(const Eigen::Map<Eigen::MatrixXd> x,
+                                     const Eigen::Map<Eigen::MatrixXd> V, int base, int degree,
+                                     bool keep_input, bool ones, bool standardize,
+                                     SEXP center, SEXP scale, int threads,
+                                     SEXP progress = R_NilValue) {
+  const Eigen::Index p = kl::gem_feature_count(x.cols(), V.cols(), degree, keep_input, ones);
+  if (static_cast<double>(x.rows()) * static_cast<double>(p) > 4.5e15)
+    Rcpp::stop("the feature matrix would be too large");
+  Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(p));
+  Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), p);
+  kl::Callbacks cb = klr::make_callbacks(progress);
+  klr::with_eigen_threads(1, [&]() {
+    kl::gem_features(x, V, base, degree, keep_input, ones, Z, threads, cb);
+  });
+  if (standardize) {
+    const bool compute = Rf_isNull(center);
+    kl::Vec c, s;
+    if (!compute) {
+      Rcpp::NumericVector cv(center), sv(scale);
+      c = Eigen::Map<const Eigen::VectorXd>(cv.begin(), cv.size());
+      s = Eigen::Map<const Eigen::VectorXd>(sv.begin(), sv.size());
+    }
+    kl::standardize_columns(Z, c, s, compute, kl::clamp_threads(threads));
+    out.attr("center") = Rcpp::wrap(c);
+    out.attr("scale") = Rcpp::wrap(s);
+  }
+  return out;
+}
+
+// Random Fourier features sqrt(2 / D) cos(x W + b), rows in parallel.
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_rff_map(const Eigen::Map<Eigen::MatrixXd> x,
+                                const Eigen::Map<Eigen::MatrixXd> W,
+                                const Eigen::Map<Eigen::VectorXd> b, int threads) {
+  if (W.rows() != x.cols() || b.size() != W.cols())
+    Rcpp::stop("internal error: random Fourier map of the wrong shape");
+  Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(W.cols()));
+  Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), W.cols());
+  const double s = std::sqrt(2.0 / static_cast<double>(W.cols()));
+  const Eigen::Index n = x.rows(), block = 512, nb = (n + block - 1) / block;
+  klr::with_eigen_threads(1, [&]() {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(kl::clamp_threads(threads))
+#endif
+    for (Eigen::Index bi = 0; bi < nb; ++bi) {
+      const Eigen::Index r0 = bi * block, len = std::min(block, n - r0);
+      Eigen::MatrixXd P = x.middleRows(r0, len) * W;
+      P.rowwise() += b.transpose();
+      Z.middleRows(r0, len) = s * P.array().cos().matrix();
+    }
+  });
+  return out;
+}
+
+// Linear predictors x B + 1 b' of a linear head, rows in parallel.
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_linear_predictor(const Eigen::Map<Eigen::MatrixXd> x,
+                                         const Eigen::Map<Eigen::MatrixXd> B,
+                                         const Eigen::Map<Eigen::VectorXd> b, int threads) {
+  if (B.rows() != x.cols() || b.size() != B.cols())
+    Rcpp::stop("internal error: coefficients of the wrong shape");
+  Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(B.cols()));
+  Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), B.cols());
+  const Eigen::Index n = x.rows(), block = 512, nb = (n + block - 1) / block;
+  klr::with_eigen_threads(1, [&]() {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(kl::clamp_threads(threads))
+#endif
+    for (Eigen::Index bi = 0; bi < nb; ++bi) {
+      const Eigen::Index r0 = bi * block, len = std::min(block, n - r0);
+      Z.middleRows(r0, len).noalias() = x.middleRows(r0, len) * B;
+      Z.middleRows(r0, len).rowwise() += b.transpose();
+    }
+  });
+  return out;
+}
+
+// Features of z through V, standardised, and the multinomial logistic regression on them. With
+// `single`, the feature matrix is held in single precision, row-major, for the fused kernel of
+// logistic_f32.hpp; otherwise in double precision. `sub` (1-based rows, or NULL) first fits on
+// those rows to start the full fit.
+// [[Rcpp::export]]
+Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Eigen::MatrixXd> V,
+                        int base, int degree, bool keep_input, bool ones, bool standardize,
+                        Rcpp::IntegerVector y, int K, double lambda, int maxit, double tol,
+                        int threads, SEXP sub, bool single, SEXP progress = R_NilValue) {
+  kl::Callbacks cb = klr::make_callbacks(progress);
+  const kl::IVec yy = to_ivec0(y);
+  kl::LogisticOptions opt;
+  opt.lambda = lambda;
+  opt.max_iter = maxit;
+  opt.gtol = tol;
+  opt.ftol = single ? 1e-12 : 1e-14;
+  opt.threads = kl::clamp_threads(threads);
+  std::vector<Eigen::Index> rows;
+  if (!Rf_isNull(sub)) {
+    Rcpp::IntegerVector s(sub);
+    rows.resize(static_cast<std::size_t>(s.size()));
+    for (R_xlen_t i = 0; i < s.size(); ++i) rows[static_cast<std::size_t>(i)] = s[i] - 1;
+  }
+  kl::Vec center, scale;
+  kl::LogisticFit f;
+  int sub_iter = 0;
+  Eigen::Index p = 0;
+  klr::with_eigen_threads(1, [&]() {
+    if (single) {
+      kl::RowMajorF32 X;
+      kl::gem_features_f32(z, V, base, degree, keep_input, ones, X, threads, stage(cb, 0.0, 0.1));
+      if (standardize) kl::standardize_f32(X, center, scale, opt.threads);
+      p = X.p;
+      if (!rows.empty()) {
+        kl::LogisticFit f0 = kl::logistic_fit_f32(X, yy, K, rows, opt, cb);
+        opt.init_coef = f0.coef;
+        opt.init_intercept = f0.intercept;
+        sub_iter = f0.iterations;
+      }
+      f = kl::logistic_fit_f32(X, yy, K, {}, opt, cb);
+    } else {
+      p = kl::gem_feature_count(z.cols(), V.cols(), degree, keep_input, ones);
+      kl::Mat X(z.rows(), p);
+      kl::gem_features(z, V, base, degree, keep_input, ones, X, threads, stage(cb, 0.0, 0.1));
+      if (standardize) kl::standardize_columns(X, center, scale, true, opt.threads);
+      if (!rows.empty()) {
+        kl::Mat Xs(static_cast<Eigen::Index>(rows.size()), p);
+        kl::IVec ys(static_cast<Eigen::Index>(rows.size()));
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+          Xs.row(static_cast<Eigen::Index>(i)) = X.row(rows[i]);
+          ys[static_cast<Eigen::Index>(i)] = yy[rows[i]];
+        }
+        kl::LogisticFit f0 = kl::logistic_fit(Xs, ys, K, kl::Vec(), opt, cb);
+        opt.init_coef = f0.coef;
+        opt.init_intercept = f0.intercept;
+        sub_iter = f0.iterations;
+      }
+      f = kl::logistic_fit(X, yy, K, kl::Vec(), opt, cb);
+    }
+  });
+  return Rcpp::List::create(
+      Rcpp::Named("coefficients") = Rcpp::wrap(f.coef),
+      Rcpp::Named("intercept") = Rcpp::wrap(f.intercept),
+      Rcpp::Named("center") = standardize ? Rcpp::wrap(center) : R_NilValue,
+      Rcpp::Named("scale") = standardize ? Rcpp::wrap(scale) : R_NilValue,
+      Rcpp::Named("objective") = f.objective, Rcpp::Named("grad_norm") = f.grad_norm,
+      Rcpp::Named("iterations") = f.iterations, Rcpp::Named("sub_iterations") = sub_iter,
+      Rcpp::Named("converged") = f.converged, Rcpp::Named("message") = f.message,
+      Rcpp::Named("p") = static_cast<double>(p),
+      Rcpp::Named("single") = single,
+      Rcpp::Named("vectorised") = single && kl::logistic_f32_vectorised());
+}
+
+// [[Rcpp::export]]
+double cpp_gem_feature_count(double d, double F, int degree, bool keep_input, bool ones) {
+  return static_cast<double>(kl::gem_feature_count(static_cast<Eigen::Index>(d),
+                                                   static_cast<Eigen::Index>(F), degree,
+                                                   keep_input, ones));
+}

@@ -1,0 +1,323 @@
+# Generalized eigenvector features: eigenproblems, the paper's propositions, feature map,
+# classifier, variants and bad input.
+
+gem_toy <- function(n = 600, d = 6, k = 3, seed = 1) {
+  set.seed(seed)
+  y <- factor(sample(letters[seq_len(k)], n, TRUE))
+  x <- matrix(rnorm(n * d), n, d)
+  # Classes differ in their second moments, not only in their means.
+  for (m in seq_len(k)) {
+    rows <- y == levels(y)[m]
+    A <- diag(d) + matrix(rnorm(d * d, sd = 0.4), d, d)
+    x[rows, ] <- x[rows, ] %*% A + 0.3 * m
+  }
+  colnames(x) <- paste0("x", seq_len(d))
+  list(x = x, y = y)
+}
+
+class_moment <- function(x, y, lev) {
+  xi <- x[y == lev, , drop = FALSE]
+  crossprod(xi) / nrow(xi)
+}
+
+test_that("directions solve the regularised generalized eigenproblem", {
+  dat <- gem_toy()
+  fit <- gem(dat$x, dat$y, ridge = 0.2, top = 4, threshold = 0, scale = FALSE, lambda = 1e-3)
+  L <- fit$members[[1]]$layers[[1]]
+  d <- ncol(dat$x)
+  expect_equal(nrow(L$pairs), 6L)
+  for (q in seq_len(nrow(L$pairs))) {
+    i <- levels(dat$y)[L$pairs[q, 1]]
+    j <- levels(dat$y)[L$pairs[q, 2]]
+    Ci <- class_moment(dat$x, dat$y, i)
+    Cj <- class_moment(dat$x, dat$y, j)
+    Bj <- Cj + 0.2 * sum(diag(Cj)) / d * diag(d)
+    V <- L$V[, L$pair_of == q, drop = FALSE]
+    lam <- L$spectra[[q]][seq_len(ncol(V))]
+    expect_equal(ncol(V), 4L)
+    # residual, B-orthonormality, Rayleigh quotients and the full spectrum
+    res <- Ci %*% V - Bj %*% V %*% diag(lam, ncol(V))
+    expect_lt(max(abs(res)), 1e-8 * max(abs(Ci)))
+    expect_equal(crossprod(V, Bj %*% V), diag(ncol(V)), tolerance = 1e-8)
+    expect_equal(diag(crossprod(V, Ci %*% V)), lam, tolerance = 1e-8)
+    Lc <- t(chol(Bj))
+    M <- solve(Lc, t(solve(Lc, Ci)))
+    ev <- eigen((M + t(M)) / 2, symmetric = TRUE, only.values = TRUE)$values
+    expect_equal(lam, ev[1:4], tolerance = 1e-8)
+    # sign convention: positive mean projection on the numerator class
+    mu <- colMeans(dat$x[dat$y == i, , drop = FALSE])
+    expect_true(all(drop(mu %*% V) >= 0))
+  }
+})
+
+test_that("the iterative eigensolver agrees with the dense one", {
+  set.seed(3)
+  n <- 2500
+  d <- 300
+  x <- matrix(rnorm(n * d), n, d) + matrix(rnorm(n * d), n, d) %*% matrix(rnorm(d * d, sd = 0.05), d, d)
+  y <- factor(sample(c("u", "v"), n, TRUE))
+  x[y == "v", 1:12] <- x[y == "v", 1:12] %*% diag(seq(1.5, 4, length.out = 12))
+  a <- suppressWarnings(gem(x, y, top = 8, threshold = 0, eigen_method = "dense", scale = FALSE,
+                            maxit = 5))
+  b <- suppressWarnings(gem(x, y, top = 8, threshold = 0, eigen_method = "iterative",
+                            scale = FALSE, maxit = 5))
+  La <- a$members[[1]]$layers[[1]]
+  Lb <- b$members[[1]]$layers[[1]]
+  expect_true(all(La$dense))
+  # the pair with a well-separated top spectrum converges well before d applications (the
+  # other may fall back to the dense solver)
+  expect_false(Lb$dense[Lb$pairs[, 1] == 2])
+  expect_lt(Lb$applications[Lb$pairs[, 1] == 2], d / 2)
+  for (q in 1:2) expect_equal(Lb$spectra[[q]], La$spectra[[q]], tolerance = 1e-9)
+  expect_equal(Lb$V, La$V, tolerance = 1e-6)
+})
+
+test_that("Proposition 1: projections are invariant to invertible linear maps of x", {
+  dat <- gem_toy(n = 900, d = 5)
+  set.seed(11)
+  A <- diag(5) + matrix(rnorm(25, sd = 0.3), 5, 5)
+  expect_lt(kappa(A, exact = TRUE), 20)
+  xa <- dat$x %*% t(A)        # each row x becomes A x
+  colnames(xa) <- colnames(dat$x)
+  args <- list(ridge = 0, top = 3, threshold = 0, scale = FALSE, keep_input = FALSE,
+               lambda = 1e-3, tol = 1e-9, maxit = 2000)
+  f1 <- do.call(gem, c(list(dat$x, dat$y), args))
+  f2 <- do.call(gem, c(list(xa, dat$y), args))
+  P1 <- dat$x %*% f1$members[[1]]$layers[[1]]$V
+  P2 <- xa %*% f2$members[[1]]$layers[[1]]$V
+  expect_equal(P2, P1, tolerance = 1e-8)
+  expect_equal(features(f2, xa), features(f1, dat$x), tolerance = 1e-8)
+  expect_equal(predict(f2, xa, type = "prob"), predict(f1, dat$x, type = "prob"),
+               tolerance = 1e-4)
+  # with the input kept (or a ridge) the representation is not invariant
+  f3 <- do.call(gem, utils::modifyList(c(list(xa, dat$y), args), list(ridge = 0.5)))
+  P3 <- xa %*% f3$members[[1]]$layers[[1]]$V
+  expect_gt(max(abs(P3 - P1)), 1e-3)
+})
+
+test_that("Proposition 2: responses of one pair are uncorrelated on the denominator class", {
+  dat <- gem_toy(n = 900, d = 6)
+  fit <- gem(dat$x, dat$y, ridge = 0, top = 5, threshold = 0, scale = FALSE, lambda = 1e-3)
+  L <- fit$members[[1]]$layers[[1]]
+  for (q in seq_len(nrow(L$pairs))) {
+    V <- L$V[, L$pair_of == q, drop = FALSE]
+    Pj <- dat$x[dat$y == levels(dat$y)[L$pairs[q, 2]], , drop = FALSE] %*% V
+    E <- crossprod(Pj) / nrow(Pj)        # E[(v_a'x)(v_b'x) | y = j]
+    expect_equal(E, diag(ncol(V)), tolerance = 1e-8)
+    Pi <- dat$x[dat$y == levels(dat$y)[L$pairs[q, 1]], , drop = FALSE] %*% V
+    expect_equal(colMeans(Pi^2), L$spectra[[q]][seq_len(ncol(V))], tolerance = 1e-8)
+  }
+})
+
+test_that("the feature maps match their definitions", {
+  dat <- gem_toy(n = 300, d = 4)
+  for (nl in c("smooth_sqrt", "relu_powers")) {
+    fit <- gem(dat$x, dat$y, top = 2, threshold = 0, nonlinearity = nl, degree = 3,
+               standardize = FALSE, lambda = 1e-3)
+    xs <- kernlearn:::.kl_newdata(fit$spec, dat$x[1:20, ], "test")
+    expect_true(all(xs >= 0 & xs <= 1))
+    p <- xs %*% fit$members[[1]]$layers[[1]]$V
+    if (nl == "smooth_sqrt") {
+      pos <- sqrt(1 + pmax(p, 0)) - 1
+      neg <- sqrt(1 + pmax(-p, 0)) - 1
+    } else {
+      pos <- sqrt(pmax(p, 0))
+      neg <- sqrt(pmax(-p, 0))
+    }
+    raw <- cbind(xs, pos, neg)
+    want <- cbind(raw, raw^2, raw^3)
+    got <- features(fit, dat$x[1:20, ])
+    expect_equal(unname(got), unname(want), tolerance = 1e-12)
+    expect_equal(ncol(got), fit$members[[1]]$p)
+    expect_equal(colnames(got)[1:4], colnames(dat$x))
+  }
+  # standardised features have mean 0 and sd 1 on the training rows (constant ones are 0)
+  fit <- gem(dat$x, dat$y, top = 2, threshold = 0, lambda = 1e-3)
+  Z <- features(fit, dat$x)
+  live <- fit$members[[1]]$scale > 0   # constant columns (e.g. a sign never taken) map to 0
+  expect_gt(sum(live), ncol(Z) / 2)
+  expect_equal(unname(colMeans(Z)), rep(0, ncol(Z)), tolerance = 1e-10)
+  expect_equal(unname(apply(Z[, live], 2, sd)), rep(1, sum(live)), tolerance = 1e-10)
+  expect_true(all(Z[, !live] == 0))
+  # large feature matrices are held in single precision: the same statistics up to rounding
+  old <- options(kernlearn.gem_single_cells = 0)
+  on.exit(options(old))
+  fs <- gem(dat$x, dat$y, top = 2, threshold = 0, lambda = 1e-3)
+  expect_true(fs$members[[1]]$head$single)
+  Zs <- features(fs, dat$x)
+  expect_equal(unname(colMeans(Zs)), rep(0, ncol(Zs)), tolerance = 1e-6)
+  expect_identical(fs$members[[1]]$scale > 0, live)
+  expect_equal(unname(apply(Zs[, live], 2, sd)), rep(1, sum(live)), tolerance = 1e-6)
+  expect_equal(fs$members[[1]]$center, fit$members[[1]]$center, tolerance = 1e-6)
+})
+
+test_that("the classifier is the penalised logistic regression on the features", {
+  dat <- gem_toy(n = 400, d = 4)
+  fit <- gem(dat$x, dat$y, top = 2, threshold = 0, lambda = 1e-2, tol = 1e-9, maxit = 2000)
+  Z <- features(fit, dat$x)
+  ref <- kernlearn:::.logistic_fit(Z, dat$y, lambda = 1e-2, tol = 1e-9, maxit = 2000)
+  expect_equal(unname(fit$members[[1]]$head$coefficients), unname(ref$coefficients),
+               tolerance = 1e-5)
+  P <- predict(fit, dat$x, type = "prob")
+  expect_equal(unname(P), unname(kernlearn:::.logistic_predict(ref, Z)), tolerance = 1e-5)
+  expect_equal(unname(rowSums(P)), rep(1, nrow(P)))
+  # the single-precision head (fused kernel) reaches the same optimum up to float rounding
+  old <- options(kernlearn.gem_single_cells = 0)
+  on.exit(options(old))
+  fs <- gem(dat$x, dat$y, top = 2, threshold = 0, lambda = 1e-2, tol = 1e-6, maxit = 2000)
+  expect_true(fs$members[[1]]$head$single)
+  expect_equal(unname(predict(fs, dat$x, type = "prob")), unname(P), tolerance = 1e-3)
+  expect_gt(mean(predict(fs, dat$x) == predict(fit, dat$x)), 0.99)
+  cls <- predict(fit, dat$x)
+  expect_identical(levels(cls), levels(dat$y))
+  expect_identical(as.character(cls), colnames(P)[max.col(P, ties.method = "first")])
+  dec <- predict(fit, dat$x, type = "decision")
+  expect_equal(unname(P), unname(exp(dec) / rowSums(exp(dec))), tolerance = 1e-10)
+})
+
+test_that("gem separates classes that differ only in their second moments", {
+  set.seed(5)
+  n <- 1500
+  y <- factor(sample(c("narrow", "wide", "tilted"), n, TRUE))
+  x <- matrix(rnorm(n * 3), n, 3)
+  x[y == "wide", 1] <- 3 * x[y == "wide", 1]
+  x[y == "tilted", 2] <- x[y == "tilted", 2] + 2.5 * x[y == "tilted", 3]
+  tr <- 1:1000
+  fit <- gem(x[tr, ], y[tr], top = 3, threshold = 1, lambda = 1e-3)
+  err <- mean(predict(fit, x[-tr, ]) != y[-tr])
+  lin <- gem(x[tr, ], y[tr], pairs = "none", degree = 1, lambda = 1e-3)
+  err_lin <- mean(predict(lin, x[-tr, ]) != y[-tr])
+  expect_gt(err_lin, err + 0.2)
+  # close to quadratic discriminant analysis, the Bayes rule for these Gaussian classes
+  skip_if_not_installed("MASS")
+  q <- MASS::qda(x[tr, ], y[tr])
+  err_qda <- mean(predict(q, x[-tr, ])$class != y[-tr])
+  expect_lt(err, err_qda + 0.05)
+})
+
+test_that("hypercube pairs are O(k log k), cover every class and come in both orders", {
+  set.seed(2)
+  for (k in c(2L, 5L, 10L, 26L)) {
+    pm <- kernlearn:::.gem_hypercube(k)
+    expect_true(all(pm[, 1] != pm[, 2]))
+    expect_setequal(unique(pm[, 1]), seq_len(k))
+    expect_setequal(unique(pm[, 2]), seq_len(k))
+    rev <- paste(pm[, 2], pm[, 1])
+    expect_true(all(rev %in% paste(pm[, 1], pm[, 2])))
+    expect_lte(nrow(pm), 2 * k * ceiling(log2(k)) + 2 * k)
+  }
+})
+
+test_that("ensembles combine members by the geometric mean of probabilities", {
+  dat <- gem_toy(n = 600, d = 5, k = 5)
+  set.seed(4)
+  fit <- gem(dat$x, dat$y, pairs = "hypercube", ensemble = 3, top = 2, threshold = 0,
+             lambda = 1e-2)
+  expect_length(fit$members, 3L)
+  nd <- dat$x[1:30, ]
+  logp <- 0
+  for (m in 1:3) {
+    Z <- features(fit, nd, member = m)
+    h <- fit$members[[m]]$head
+    eta <- sweep(Z %*% h$coefficients, 2, h$intercept, `+`)
+    logp <- logp + (eta - log(rowSums(exp(eta))))
+  }
+  G <- exp(logp / 3)
+  G <- G / rowSums(G)
+  expect_equal(unname(predict(fit, nd, type = "prob")), unname(G), tolerance = 1e-10)
+  expect_error(gem(dat$x, dat$y, ensemble = 2), "hypercube")
+})
+
+test_that("deep GEM and GEM on random Fourier features fit and predict", {
+  dat <- gem_toy(n = 500, d = 4)
+  set.seed(7)
+  deep <- gem(dat$x, dat$y, depth = 2, top = 3, threshold = 1, degree = 2, lambda = 1e-2)
+  L1 <- deep$members[[1]]$layers[[1]]
+  L2 <- deep$members[[1]]$layers[[2]]
+  expect_equal(nrow(L2$V), 1L + 2L * ncol(L1$V))
+  expect_true(L1$ones)
+  single <- gem(dat$x, dat$y, top = 3, threshold = 1, lambda = 1e-2)
+  expect_gt(mean(predict(deep, dat$x) == dat$y), mean(predict(single, dat$x) == dat$y))
+  set.seed(8)
+  rf <- gem(dat$x, dat$y, rff = list(dim = 40, gamma = 2), top = 3, threshold = 1, lambda = 1e-2)
+  expect_equal(dim(rf$members[[1]]$rff$W), c(4L, 40L))
+  expect_equal(nrow(rf$members[[1]]$layers[[1]]$V), 40L)
+  set.seed(8)
+  rf2 <- gem(dat$x, dat$y, rff = list(dim = 40, gamma = 2), top = 3, threshold = 1, lambda = 1e-2)
+  expect_identical(predict(rf2, dat$x, type = "prob"), predict(rf, dat$x, type = "prob"))
+  base <- gem(dat$x, dat$y, rff = list(dim = 40, gamma = 2), pairs = "none", degree = 1,
+              lambda = 1e-2)
+  expect_equal(base$members[[1]]$p, 40L)
+  expect_error(gem(dat$x, dat$y, first_layer = list(top = 3)), "depth = 2")
+  expect_error(gem(dat$x, dat$y, depth = 2, first_layer = list(topp = 3)), "unknown setting")
+})
+
+test_that("formula interface, factors, saveRDS and thread counts", {
+  df <- data.frame(a = rnorm(300), b = runif(300), f = factor(sample(c("p", "q", "r"), 300, TRUE)))
+  df$cls <- factor(ifelse(df$a^2 + (df$f == "q") > 1, "out", "in"))
+  fit <- gem(cls ~ ., data = df, top = 3, threshold = 1, lambda = 1e-3)
+  expect_s3_class(fit, "gem")
+  p1 <- predict(fit, df, type = "prob")
+  f <- tempfile(fileext = ".rds")
+  saveRDS(fit, f)
+  expect_identical(predict(readRDS(f), df, type = "prob"), p1)
+  set.seed(1)
+  t1 <- gem(cls ~ ., data = df, top = 3, threshold = 1, threads = 1)
+  set.seed(1)
+  t2 <- gem(cls ~ ., data = df, top = 3, threshold = 1, threads = 2)
+  expect_identical(t1$members[[1]]$layers, t2$members[[1]]$layers)
+  expect_equal(predict(t1, df, type = "prob"), predict(t2, df, type = "prob"), tolerance = 1e-10)
+  expect_output(print(fit), "GEM classifier")
+  expect_output(print(summary(fit)), "numerator")
+  expect_error(predict(fit, df[, c("a", "b")]), "lacks column")
+  bad <- df
+  bad$f <- factor(ifelse(bad$f == "p", "zz", as.character(bad$f)))
+  expect_error(predict(fit, bad), "not seen in training")
+  expect_error(predict(fit, df, type = "response"), "regression")
+  pdf(NULL)
+  on.exit(dev.off())
+  expect_silent(plot(fit))
+  img <- gem(matrix(runif(400 * 16), 400, 16), factor(rep(1:2, 200)), top = 2, threshold = 0)
+  expect_silent(plot(img, type = "vectors", image_dim = c(4, 4), n = 2))
+  expect_error(plot(img, type = "vectors", image_dim = c(3, 3)), "image_dim")
+})
+
+test_that("bad input gets clear errors", {
+  dat <- gem_toy(n = 200, d = 4)
+  expect_error(gem(dat$x, factor(rep("a", 200))), "only one class")
+  num <- gem(dat$x, as.integer(dat$y), top = 1, threshold = 0)  # numeric labels are classes
+  expect_identical(num$levels, c("1", "2", "3"))
+  expect_error(gem(dat$x, seq_len(200)), "max_pairs")
+  expect_error(gem(y ~ ., data = data.frame(dat$x, y = rnorm(200))), "factor of class labels")
+  few <- factor(c(rep("a", 197), rep("b", 3)))
+  expect_error(gem(dat$x, few, ridge = 0), "class\\(es\\) 'b' have fewer")
+  expect_error(gem(dat$x, dat$y, threshold = 1e6), "no eigenvalue reaches threshold")
+  expect_error(gem(dat$x, dat$y, max_pairs = 3), "max_pairs")
+  expect_error(gem(dat$x, dat$y, ridge = -1), "ridge")
+  expect_error(gem(dat$x, dat$y, top = 0), "top")
+  expect_error(gem(dat$x, dat$y, degree = 0), "degree")
+  expect_error(gem(dat$x, dat$y, lambda = -1), "lambda")
+  expect_error(gem(dat$x, dat$y, depth = 3), "depth")
+  expect_error(gem(dat$x, dat$y, pairs = "some"), "pairs")
+  expect_error(gem(dat$x, dat$y, pairs = matrix(c("a", "zz"), 1)), "not a class")
+  expect_error(gem(dat$x, dat$y, pairs = matrix(c(1, 1), 1)), "itself")
+  expect_error(gem(dat$x, dat$y, rff = list(dim = 10)), "rff")
+  expect_error(gem(dat$x, dat$y, pairs = "none", keep_input = FALSE), "keep_input")
+  expect_error(gem(dat$x, dat$y, nonlinearity = "tanh"), "nonlinearity")
+  expect_error(gem(dat$x, dat$y, foo = 1), "foo")
+  xn <- dat$x
+  xn[3, 2] <- NA
+  expect_error(gem(xn, dat$y), "missing or infinite")
+  # a user-given pair matrix by level names
+  fit <- gem(dat$x, dat$y, pairs = matrix(c("a", "b", "b", "c"), 2, byrow = TRUE),
+             top = 2, threshold = 0)
+  expect_equal(nrow(fit$members[[1]]$layers[[1]]$pairs), 2L)
+})
+
+test_that("kl_tune can tune gem", {
+  dat <- gem_toy(n = 300, d = 4)
+  set.seed(1)
+  tn <- kl_tune(gem, dat$x, dat$y, folds = 3, grid = list(lambda = c(1e-3, 1e-1)),
+                top = 2, threshold = 0)
+  expect_true(tn$best$lambda %in% c(1e-3, 1e-1))
+})
