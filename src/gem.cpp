@@ -7,13 +7,17 @@
 
 namespace {
 
-kl::IVec to_ivec0(const Rcpp::IntegerVector& y) {
-  kl::IVec out(y.size());
-  for (R_xlen_t i = 0; i < y.size(); ++i) {
-    if (y[i] == NA_INTEGER) Rcpp::stop("internal error: missing class label");
-    out[static_cast<Eigen::Index>(i)] = y[i];
-  }
-  return out;
+// f(r0, len) over blocks of 512 rows of an n-row matrix, in parallel, with Eigen's own
+// threads off.
+template <class F>
+void row_blocks(Eigen::Index n, int threads, F f) {
+  const Eigen::Index block = 512, nb = (n + block - 1) / block;
+  klr::with_eigen_threads(1, [&]() {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(kl::clamp_threads(threads))
+#endif
+    for (Eigen::Index bi = 0; bi < nb; ++bi) f(bi * block, std::min(block, n - bi * block));
+  });
 }
 
 // Progress of a stage that covers [from, to] of the whole fit.
@@ -49,7 +53,7 @@ Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::Integer
   kl::Callbacks cb = klr::make_callbacks(progress);
   std::vector<int> nu(num.begin(), num.end()), de(den.begin(), den.end());
   std::vector<kl::GemPair> pairs = klr::with_eigen_threads(1, [&]() {
-    kl::ClassMoments M = kl::class_moments(x, to_ivec0(y), K, opt.threads, stage(cb, 0.0, 0.5));
+    kl::ClassMoments M = kl::class_moments(x, klr::labels_from_r(y), K, opt.threads, stage(cb, 0.0, 0.5));
     for (int m = 0; m < K; ++m)
       if (M.count[m] == 0) Rcpp::stop("internal error: a class without rows");
     return kl::gem_directions(M, nu, de, opt, stage(cb, 0.5, 1.0));
@@ -108,17 +112,10 @@ Rcpp::NumericMatrix cpp_rff_map(const Eigen::Map<Eigen::MatrixXd> x,
   Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(W.cols()));
   Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), W.cols());
   const double s = std::sqrt(2.0 / static_cast<double>(W.cols()));
-  const Eigen::Index n = x.rows(), block = 512, nb = (n + block - 1) / block;
-  klr::with_eigen_threads(1, [&]() {
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(kl::clamp_threads(threads))
-#endif
-    for (Eigen::Index bi = 0; bi < nb; ++bi) {
-      const Eigen::Index r0 = bi * block, len = std::min(block, n - r0);
-      Eigen::MatrixXd P = x.middleRows(r0, len) * W;
-      P.rowwise() += b.transpose();
-      Z.middleRows(r0, len) = s * P.array().cos().matrix();
-    }
+  row_blocks(x.rows(), threads, [&](Eigen::Index r0, Eigen::Index len) {
+    Eigen::MatrixXd P = x.middleRows(r0, len) * W;
+    P.rowwise() += b.transpose();
+    Z.middleRows(r0, len) = s * P.array().cos().matrix();
   });
   return out;
 }
@@ -132,16 +129,9 @@ Rcpp::NumericMatrix cpp_linear_predictor(const Eigen::Map<Eigen::MatrixXd> x,
     Rcpp::stop("internal error: coefficients of the wrong shape");
   Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(B.cols()));
   Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), B.cols());
-  const Eigen::Index n = x.rows(), block = 512, nb = (n + block - 1) / block;
-  klr::with_eigen_threads(1, [&]() {
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(kl::clamp_threads(threads))
-#endif
-    for (Eigen::Index bi = 0; bi < nb; ++bi) {
-      const Eigen::Index r0 = bi * block, len = std::min(block, n - r0);
-      Z.middleRows(r0, len).noalias() = x.middleRows(r0, len) * B;
-      Z.middleRows(r0, len).rowwise() += b.transpose();
-    }
+  row_blocks(x.rows(), threads, [&](Eigen::Index r0, Eigen::Index len) {
+    Z.middleRows(r0, len).noalias() = x.middleRows(r0, len) * B;
+    Z.middleRows(r0, len).rowwise() += b.transpose();
   });
   return out;
 }
@@ -156,7 +146,7 @@ Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Ei
                         Rcpp::IntegerVector y, int K, double lambda, int maxit, double tol,
                         int threads, SEXP sub, bool single, SEXP progress = R_NilValue) {
   kl::Callbacks cb = klr::make_callbacks(progress);
-  const kl::IVec yy = to_ivec0(y);
+  const kl::IVec yy = klr::labels_from_r(y);
   kl::LogisticOptions opt;
   opt.lambda = lambda;
   opt.max_iter = maxit;

@@ -45,6 +45,16 @@ inline kl::Callbacks make_callbacks(SEXP progress = R_NilValue) {
   return cb;
 }
 
+// Class labels from R (0-based integers, no NA) as the core's integer vector.
+inline kl::IVec labels_from_r(const Rcpp::IntegerVector& y) {
+  kl::IVec out(y.size());
+  for (R_xlen_t i = 0; i < y.size(); ++i) {
+    if (y[i] == NA_INTEGER) Rcpp::stop("internal error: missing class label");
+    out[static_cast<Eigen::Index>(i)] = y[i];
+  }
+  return out;
+}
+
 // Seeds come from R as two integers drawn with R's RNG (see .kl_seed() in R/utils.R).
 inline std::uint64_t seed_from_r(const Rcpp::IntegerVector& s) {
   if (s.size() != 2) Rcpp::stop("internal error: a seed is two integers");

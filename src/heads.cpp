@@ -6,15 +6,6 @@
 
 namespace {
 
-kl::IVec to_ivec(const Rcpp::IntegerVector& y) {
-  kl::IVec out(y.size());
-  for (R_xlen_t i = 0; i < y.size(); ++i) {
-    if (y[i] == NA_INTEGER) Rcpp::stop("internal error: missing class label");
-    out[static_cast<Eigen::Index>(i)] = y[i];
-  }
-  return out;
-}
-
 kl::Vec to_vec_or_empty(SEXP v) {
   if (Rf_isNull(v)) return kl::Vec();
   Rcpp::NumericVector nv(v);
@@ -48,7 +39,7 @@ Rcpp::List cpp_logistic_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVe
   opt.threads = kl::clamp_threads(threads);
   const kl::Vec w = to_vec_or_empty(weights);
   kl::Callbacks cb = klr::make_callbacks(progress);
-  kl::LogisticFit f = kl::logistic_fit(x, to_ivec(y), K, w, opt, cb);
+  kl::LogisticFit f = kl::logistic_fit(x, klr::labels_from_r(y), K, w, opt, cb);
   return Rcpp::List::create(
       Rcpp::Named("coefficients") = Rcpp::wrap(f.coef),
       Rcpp::Named("intercept") = Rcpp::wrap(f.intercept),
@@ -66,7 +57,7 @@ Rcpp::List cpp_logistic_objective(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::Int
   const kl::Vec w = to_vec_or_empty(weights);
   kl::Mat gB;
   kl::Vec gb;
-  const double f = kl::logistic_objective(x, to_ivec(y), K, w, lambda, B, b, &gB, &gb,
+  const double f = kl::logistic_objective(x, klr::labels_from_r(y), K, w, lambda, B, b, &gB, &gb,
                                           kl::clamp_threads(threads));
   return Rcpp::List::create(Rcpp::Named("value") = f, Rcpp::Named("grad_coef") = Rcpp::wrap(gB),
                             Rcpp::Named("grad_intercept") = Rcpp::wrap(gb));
@@ -101,7 +92,7 @@ Rcpp::List cpp_linear_svm_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::Integer
   const kl::Vec cw = to_vec_or_empty(class_weights);
   kl::Rng rng(klr::seed_from_r(seed));
   kl::Callbacks cb = klr::make_callbacks(progress);
-  kl::LinearSvmFit f = kl::linear_svm_fit(x, to_ivec(y), K, cw, opt, rng, cb);
+  kl::LinearSvmFit f = kl::linear_svm_fit(x, klr::labels_from_r(y), K, cw, opt, rng, cb);
   return Rcpp::List::create(
       Rcpp::Named("W") = Rcpp::wrap(f.W), Rcpp::Named("b") = Rcpp::wrap(f.b),
       Rcpp::Named("iterations") = Rcpp::wrap(f.iterations),

@@ -147,20 +147,7 @@ LogisticFit logistic_fit(const CMatRef& x, const IVec& y, int K, const Vec& w,
       throw Error("logistic: class " + std::to_string(k + 1) +
                   " has no observations with positive weight");
 
-  const Eigen::Index npar = p * K + K;
-  Vec theta = Vec::Zero(npar);
-  if (opt.init_coef.size() || opt.init_intercept.size()) {
-    if (opt.init_coef.rows() != p || opt.init_coef.cols() != K || opt.init_intercept.size() != K)
-      throw Error("logistic: the starting coefficients do not match x and K");
-    if (!opt.init_coef.allFinite() || !opt.init_intercept.allFinite())
-      throw Error("logistic: the starting coefficients are not finite");
-    Eigen::Map<Mat>(theta.data(), p, K) = opt.init_coef;
-    theta.tail(K) = opt.init_intercept;
-  } else {
-    Vec b0 = freq.array().log().matrix();
-    b0.array() -= b0.mean();
-    theta.tail(K) = b0;
-  }
+  const Vec theta = logistic_start(opt, freq, p, K);
 
   const double lambda = opt.lambda;
   const int threads = opt.threads;
@@ -177,6 +164,32 @@ LogisticFit logistic_fit(const CMatRef& x, const IVec& y, int K, const Vec& w,
     return f;
   };
 
+  LogisticFit fit = logistic_minimise(fg, theta, p, K, opt, cb);
+  fit.objective = logistic_objective(x, y, K, w, lambda, fit.coef, fit.intercept, &gB, &gb,
+                                     threads);
+  fit.grad_norm = std::max(gB.size() ? gB.cwiseAbs().maxCoeff() : 0.0, gb.cwiseAbs().maxCoeff());
+  return fit;
+}
+
+Vec logistic_start(const LogisticOptions& opt, const Vec& freq, Eigen::Index p, int K) {
+  Vec theta = Vec::Zero(p * K + K);
+  if (opt.init_coef.size() || opt.init_intercept.size()) {
+    if (opt.init_coef.rows() != p || opt.init_coef.cols() != K || opt.init_intercept.size() != K)
+      throw Error("logistic: the starting coefficients do not match x and K");
+    if (!opt.init_coef.allFinite() || !opt.init_intercept.allFinite())
+      throw Error("logistic: the starting coefficients are not finite");
+    Eigen::Map<Mat>(theta.data(), p, K) = opt.init_coef;
+    theta.tail(K) = opt.init_intercept;
+  } else {
+    Vec b0 = freq.array().log().matrix();
+    b0.array() -= b0.mean();
+    theta.tail(K) = b0;
+  }
+  return theta;
+}
+
+LogisticFit logistic_minimise(const ValueGradFn& fg, const Vec& theta, Eigen::Index p, int K,
+                              const LogisticOptions& opt, const Callbacks& cb) {
   LbfgsOptions lo;
   lo.memory = opt.memory;
   lo.max_iter = opt.max_iter;
@@ -184,16 +197,13 @@ LogisticFit logistic_fit(const CMatRef& x, const IVec& y, int K, const Vec& w,
   lo.ftol = opt.ftol;
   lo.line_search = LineSearchKind::wolfe;
   LbfgsResult r = lbfgs(fg, theta, lo, cb);
-
   LogisticFit fit;
   fit.coef = Eigen::Map<const Mat>(r.x.data(), p, K);
   fit.intercept = r.x.tail(K);
-  // Centring across classes leaves the probabilities unchanged and never increases the penalty.
   fit.intercept.array() -= fit.intercept.mean();
   for (Eigen::Index j = 0; j < p; ++j) fit.coef.row(j).array() -= fit.coef.row(j).mean();
-  fit.objective = logistic_objective(x, y, K, w, lambda, fit.coef, fit.intercept, &gB, &gb,
-                                     threads);
-  fit.grad_norm = std::max(gB.size() ? gB.cwiseAbs().maxCoeff() : 0.0, gb.cwiseAbs().maxCoeff());
+  fit.objective = r.value;
+  fit.grad_norm = r.grad.size() ? r.grad.cwiseAbs().maxCoeff() : 0.0;
   fit.iterations = r.iterations;
   fit.converged = r.converged;
   fit.message = r.message;

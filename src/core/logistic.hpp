@@ -6,6 +6,7 @@
 #pragma once
 
 #include "common.hpp"
+#include "optim.hpp"
 
 namespace kl {
 
@@ -42,6 +43,15 @@ double logistic_objective(const CMatRef& x, const IVec& y, int K, const Vec& w, 
 // frequencies. Calls cb.check() once per iteration.
 LogisticFit logistic_fit(const CMatRef& x, const IVec& y, int K, const Vec& w,
                          const LogisticOptions& opt, const Callbacks& cb = Callbacks());
+
+// Shared by the fitting routines. The starting point (p K coefficients, then K intercepts):
+// opt.init_coef / init_intercept when given, else B = 0 and b = centred log class frequencies.
+Vec logistic_start(const LogisticOptions& opt, const Vec& freq, Eigen::Index p, int K);
+// L-BFGS (strong Wolfe) on fg from theta with opt's settings; coefficients and intercepts are
+// centred across classes (which leaves the probabilities unchanged and never increases the
+// penalty). objective and grad_norm are those of the last L-BFGS iterate.
+LogisticFit logistic_minimise(const ValueGradFn& fg, const Vec& theta, Eigen::Index p, int K,
+                              const LogisticOptions& opt, const Callbacks& cb);
 
 // Class probabilities (n x K), by a stable softmax.
 Mat logistic_predict_prob(const CMatRef& x, const CMatRef& B, const CVecRef& b, int threads = 1);

@@ -291,37 +291,7 @@ LogisticFit logistic_fit_f32(const RowMajorF32& X, const IVec& y, int K,
     return f;
   };
 
-  const Eigen::Index npar = p * K + K;
-  Vec theta = Vec::Zero(npar);
-  if (opt.init_coef.size() || opt.init_intercept.size()) {
-    if (opt.init_coef.rows() != p || opt.init_coef.cols() != K || opt.init_intercept.size() != K)
-      throw Error("logistic: the starting coefficients do not match x and K");
-    Eigen::Map<Mat>(theta.data(), p, K) = opt.init_coef;
-    theta.tail(K) = opt.init_intercept;
-  } else {
-    Vec b0 = freq.array().log().matrix();
-    b0.array() -= b0.mean();
-    theta.tail(K) = b0;
-  }
-  LbfgsOptions lo;
-  lo.memory = opt.memory;
-  lo.max_iter = opt.max_iter;
-  lo.gtol = opt.gtol;
-  lo.ftol = opt.ftol;
-  lo.line_search = LineSearchKind::wolfe;
-  LbfgsResult r = lbfgs(fg, theta, lo, cb);
-
-  LogisticFit fit;
-  fit.coef = Eigen::Map<const Mat>(r.x.data(), p, K);
-  fit.intercept = r.x.tail(K);
-  fit.intercept.array() -= fit.intercept.mean();
-  for (Eigen::Index j = 0; j < p; ++j) fit.coef.row(j).array() -= fit.coef.row(j).mean();
-  fit.objective = r.value;
-  fit.grad_norm = r.grad.size() ? r.grad.cwiseAbs().maxCoeff() : 0.0;
-  fit.iterations = r.iterations;
-  fit.converged = r.converged;
-  fit.message = r.message;
-  return fit;
+  return logistic_minimise(fg, logistic_start(opt, freq, p, K), p, K, opt, cb);
 }
 
 }  // namespace kl
