@@ -3,7 +3,10 @@
 # 60000 training images), then the model is refitted on all 60000 and tested on the 10000
 # test images. Pixels are divided by 255, as in the paper.
 #
-#   KERNLEARN_DATA_DIR=/path/to/data Rscript inst/experiments/gem_mnist.R [single|deep|all]
+#   KERNLEARN_DATA_DIR=/path/to/data Rscript inst/experiments/gem_mnist.R [single|deep|all] [lambdas]
+#
+# lambdas: comma-separated penalties to validate (default 1e-5,1e-4,1e-3,1e-2). The final
+# refit uses the best validation result recorded in the output file so far.
 #
 # Writes inst/extdata/gem_mnist.csv (one row per fit: stage, settings, errors, seconds).
 library(kernlearn)
@@ -49,18 +52,23 @@ run <- function(stage, model, settings, args, train, test_x, test_y) {
 single_base <- list(ridge = 0.05, ridge_type = "absolute", top = 30, nonlinearity = "smooth_sqrt",
                     degree = 3, keep_input = TRUE, maxit = 400, tol = 1e-5)
 if (what %in% c("single", "all")) {
-  grid <- expand.grid(threshold = c(2.5), lambda = c(1e-5, 1e-4, 1e-3))
-  best <- NULL
+  lambdas <- if (length(args) > 1) as.numeric(strsplit(args[2], ",")[[1]]) else 10^(-5:-2)
+  grid <- expand.grid(threshold = c(2.5), lambda = lambdas)
   for (g in seq_len(nrow(grid))) {
     a <- utils::modifyList(single_base, as.list(grid[g, ]))
     s <- sprintf("threshold %g, lambda %g", a$threshold, a$lambda)
     r <- run("validation", "GEM", s, a, fit_rows, x[val_rows, ], y[val_rows])
     record("validation", "GEM", s, r$fit, r$err, NA, r$secs)
-    if (is.null(best) || r$err < best$err) best <- list(err = r$err, a = a, s = s)
     rm(r); gc()
   }
-  r <- run("final", "GEM", best$s, best$a, seq_len(nrow(x)), xt, yt)
-  record("final", "GEM", best$s, r$fit, NA, r$err, r$secs)
+  val <- utils::read.csv(out, stringsAsFactors = FALSE)
+  val <- val[val$stage == "validation" & val$model == "GEM", ]
+  s <- val$settings[which.min(val$val_errors)]
+  a <- utils::modifyList(single_base, list(
+    threshold = as.numeric(sub("threshold ([^,]+),.*", "\\1", s)),
+    lambda = as.numeric(sub(".*lambda ", "", s))))
+  r <- run("final", "GEM", s, a, seq_len(nrow(x)), xt, yt)
+  record("final", "GEM", s, r$fit, NA, r$err, r$secs)
   rm(r); gc()
 }
 if (what %in% c("deep", "all")) {
