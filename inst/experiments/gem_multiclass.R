@@ -93,7 +93,7 @@ if (what %in% c("covtype", "all")) {
           gem_grid = list(g3(ridge = 0.1, top = 30, threshold = 1.5, lambda = 1e-4),
                           g3(ridge = 0.01, top = 30, threshold = 1.5, lambda = 1e-4),
                           g3(ridge = 0.1, top = 30, threshold = 3, lambda = 1e-3)),
-          svm_grid = list(cost = 2^c(2, 4, 6, 8), gamma = 2^c(0, 2, 3, 4)),
+          svm_grid = list(cost = 2^c(2, 4, 6), gamma = 2^c(1, 3, 5)),
           rff_grid = list(g3(rff = list(dim = 1000, gamma = 4), lambda = 1e-4),
                           g3(rff = list(dim = 1000, gamma = 16), lambda = 1e-4)))
 }
