@@ -3,10 +3,11 @@
 # 60000 training images), then the model is refitted on all 60000 and tested on the 10000
 # test images. Pixels are divided by 255, as in the paper.
 #
-#   KERNLEARN_DATA_DIR=/path/to/data Rscript inst/experiments/gem_mnist.R [single|deep|all] [lambdas]
+#   KERNLEARN_DATA_DIR=/path/to/data Rscript inst/experiments/gem_mnist.R [single|validate|deep|all] [lambdas]
 #
 # lambdas: comma-separated penalties to validate (default 1e-5,1e-4,1e-3,1e-2). The final
-# refit uses the best validation result recorded in the output file so far.
+# refit uses the best validation result recorded in the output file so far; "validate"
+# only adds validation runs.
 #
 # Writes inst/extdata/gem_mnist.csv (one row per fit: stage, settings, errors, seconds).
 library(kernlearn)
@@ -51,7 +52,7 @@ run <- function(stage, model, settings, args, train, test_x, test_y) {
 
 single_base <- list(ridge = 0.05, ridge_type = "absolute", top = 30, nonlinearity = "smooth_sqrt",
                     degree = 3, keep_input = TRUE, maxit = 400, tol = 1e-5)
-if (what %in% c("single", "all")) {
+if (what %in% c("single", "validate", "all")) {
   lambdas <- if (length(args) > 1) as.numeric(strsplit(args[2], ",")[[1]]) else 10^(-5:-2)
   grid <- expand.grid(threshold = c(2.5), lambda = lambdas)
   for (g in seq_len(nrow(grid))) {
@@ -61,6 +62,8 @@ if (what %in% c("single", "all")) {
     record("validation", "GEM", s, r$fit, r$err, NA, r$secs)
     rm(r); gc()
   }
+}
+if (what %in% c("single", "all")) {
   val <- utils::read.csv(out, stringsAsFactors = FALSE)
   val <- val[val$stage == "validation" & val$model == "GEM", ]
   s <- val$settings[which.min(val$val_errors)]
