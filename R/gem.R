@@ -145,8 +145,7 @@ gem.formula <- function(formula, data, ridge = 0.1, ridge_type = c("relative", "
                         eigen_method = c("auto", "dense", "iterative"), threads = NULL, ...) {
   caller <- "gem()"
   .no_dots(..., caller = caller)
-  if (!is.logical(scale) || length(scale) != 1L || is.na(scale))
-    stop(sprintf("%s: 'scale' must be TRUE or FALSE", caller), call. = FALSE)
+  .heads_flag(scale, "scale", caller)
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
   .gem_fit(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree, keep_input,
            lambda, depth, first_layer, rff, ensemble, standardize, max_pairs, maxit, tol,
@@ -166,8 +165,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   .no_dots(..., caller = caller)
   if (inherits(x, "formula"))
     stop(sprintf("%s: use gem(formula, data = ) with a formula", caller), call. = FALSE)
-  if (!is.logical(scale) || length(scale) != 1L || is.na(scale))
-    stop(sprintf("%s: 'scale' must be TRUE or FALSE", caller), call. = FALSE)
+  .heads_flag(scale, "scale", caller)
   if (is.numeric(y) && !is.factor(y)) y <- factor(y)
   inp <- .kl_input_xy(x, y, caller, scale = scale)
   .gem_fit(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree, keep_input,
@@ -182,12 +180,6 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   v[1L]
 }
 
-.gem_flag <- function(v, name, caller) {
-  if (!is.logical(v) || length(v) != 1L || is.na(v))
-    stop(sprintf("%s: '%s' must be TRUE or FALSE", caller, name), call. = FALSE)
-  v
-}
-
 # One layer's settings, checked. `prefix` names the argument in error messages.
 .gem_layer_settings <- function(ridge, ridge_type, top, threshold, nonlinearity, degree,
                                 keep_input, ones, caller, prefix = "") {
@@ -199,7 +191,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   nonlinearity <- .gem_choice(nonlinearity, c("smooth_sqrt", "relu_powers"), nm("nonlinearity"),
                               caller)
   .check_number(degree, nm("degree"), lower = 1, upper = 10, integer = TRUE)
-  .gem_flag(keep_input, nm("keep_input"), caller)
+  .heads_flag(keep_input, nm("keep_input"), caller)
   list(ridge = as.numeric(ridge), ridge_type = ridge_type, top = as.integer(top),
        threshold = as.numeric(threshold), nonlinearity = nonlinearity,
        degree = as.integer(degree), keep_input = keep_input, ones = ones)
@@ -287,7 +279,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   .check_number(max_pairs, "max_pairs", lower = 1, integer = TRUE)
   .check_number(maxit, "maxit", lower = 0, upper = 1e7, integer = TRUE)
   .check_number(tol, "tol", lower = 0)
-  .gem_flag(standardize, "standardize", caller)
+  .heads_flag(standardize, "standardize", caller)
   eigen_method <- .gem_choice(eigen_method, c("auto", "dense", "iterative"), "eigen_method",
                               caller)
   layers <- list(last)

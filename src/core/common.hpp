@@ -44,6 +44,24 @@ struct Callbacks {
   }
 };
 
+// A fixed partition of n rows into contiguous blocks (about 512 rows, at most 64 blocks) that
+// depends on n only, so sums accumulated per block and then in block order do not depend on
+// the thread count.
+struct RowBlocks {
+  Eigen::Index n = 0;
+  int count = 0;
+  Eigen::Index start(int j) const { return (n * j) / count; }
+  Eigen::Index size(int j) const { return start(j + 1) - start(j); }
+};
+
+inline RowBlocks make_row_blocks(Eigen::Index n) {
+  RowBlocks bl;
+  bl.n = n;
+  const Eigen::Index c = (n + 511) / 512;
+  bl.count = static_cast<int>(c < 1 ? 1 : (c > 64 ? 64 : c));
+  return bl;
+}
+
 // Thread count to use: at least 1.
 inline int clamp_threads(int threads) { return threads < 1 ? 1 : threads; }
 

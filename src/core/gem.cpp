@@ -365,6 +365,23 @@ void check_feature_args(const CMatRef& x, const CMatRef& V, int degree) {
   if (degree < 1) throw Error("gem: 'degree' must be at least 1");
 }
 
+// f(r0, len) over blocks of `block` rows, in parallel, in rounds between which the calling
+// thread checks for interrupts and reports progress.
+template <class F>
+void blocks_in_rounds(Eigen::Index n, Eigen::Index block, int threads, const Callbacks& cb, F f) {
+  const Eigen::Index nblocks = (n + block - 1) / block;
+  const Eigen::Index round = 8 * clamp_threads(threads);
+  for (Eigen::Index b0 = 0; b0 < nblocks; b0 += round) {
+    const Eigen::Index b1 = std::min(nblocks, b0 + round);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads))
+#endif
+    for (Eigen::Index bi = b0; bi < b1; ++bi) f(bi * block, std::min(block, n - bi * block));
+    cb.check();
+    cb.report(static_cast<double>(b1) / static_cast<double>(nblocks));
+  }
+}
+
 }  // namespace
 
 void gem_features(const CMatRef& x, const CMatRef& V, int base, int degree, bool keep_input,
@@ -373,22 +390,10 @@ void gem_features(const CMatRef& x, const CMatRef& V, int base, int degree, bool
   const Eigen::Index n = x.rows();
   if (out.rows() != n || out.cols() != gem_feature_count(x.cols(), V.cols(), degree, keep_input, ones))
     throw Error("gem: feature matrix has the wrong shape");
-  const Eigen::Index block = 512;
-  const Eigen::Index nblocks = (n + block - 1) / block;
-  const Eigen::Index round = 8 * clamp_threads(threads);
-  for (Eigen::Index b0 = 0; b0 < nblocks; b0 += round) {
-    const Eigen::Index b1 = std::min(nblocks, b0 + round);
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads))
-#endif
-    for (Eigen::Index bi = b0; bi < b1; ++bi) {
-      const Eigen::Index r0 = bi * block, len = std::min(block, n - r0);
-      feature_block(x.middleRows(r0, len), V, base, degree, keep_input, ones,
-                    out.middleRows(r0, len));
-    }
-    cb.check();
-    cb.report(static_cast<double>(b1) / static_cast<double>(nblocks));
-  }
+  blocks_in_rounds(n, 512, threads, cb, [&](Eigen::Index r0, Eigen::Index len) {
+    feature_block(x.middleRows(r0, len), V, base, degree, keep_input, ones,
+                  out.middleRows(r0, len));
+  });
 }
 
 void gem_features_f32(const CMatRef& x, const CMatRef& V, int base, int degree, bool keep_input,
@@ -399,25 +404,13 @@ void gem_features_f32(const CMatRef& x, const CMatRef& V, int base, int degree, 
   out.n = n;
   out.p = p;
   out.data.assign(static_cast<std::size_t>(n * p), 0.0f);
-  const Eigen::Index block = 256;
-  const Eigen::Index nblocks = (n + block - 1) / block;
-  const Eigen::Index round = 8 * clamp_threads(threads);
-  for (Eigen::Index b0 = 0; b0 < nblocks; b0 += round) {
-    const Eigen::Index b1 = std::min(nblocks, b0 + round);
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads))
-#endif
-    for (Eigen::Index bi = b0; bi < b1; ++bi) {
-      const Eigen::Index r0 = bi * block, len = std::min(block, n - r0);
-      Mat tmp(len, p);
-      feature_block(x.middleRows(r0, len), V, base, degree, keep_input, ones, tmp);
-      Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> dst(
-          out.row(r0), len, p);
-      dst = tmp.cast<float>();
-    }
-    cb.check();
-    cb.report(static_cast<double>(b1) / static_cast<double>(nblocks));
-  }
+  blocks_in_rounds(n, 256, threads, cb, [&](Eigen::Index r0, Eigen::Index len) {
+    Mat tmp(len, p);
+    feature_block(x.middleRows(r0, len), V, base, degree, keep_input, ones, tmp);
+    Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> dst(
+        out.row(r0), len, p);
+    dst = tmp.cast<float>();
+  });
 }
 
 void standardize_columns(MatRef z, Vec& center, Vec& scale, bool compute, int threads) {

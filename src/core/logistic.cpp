@@ -11,24 +11,6 @@ namespace kl {
 
 namespace {
 
-// A fixed partition of n rows into contiguous blocks that depends on n only.
-struct Blocks {
-  Eigen::Index n = 0;
-  int count = 0;
-  Eigen::Index start(int j) const { return (n * j) / count; }
-  Eigen::Index size(int j) const { return start(j + 1) - start(j); }
-};
-
-Blocks make_blocks(Eigen::Index n) {
-  const Eigen::Index target_rows = 512;
-  const int max_blocks = 64;
-  Blocks bl;
-  bl.n = n;
-  Eigen::Index c = (n + target_rows - 1) / target_rows;
-  bl.count = static_cast<int>(std::max<Eigen::Index>(1, std::min<Eigen::Index>(c, max_blocks)));
-  return bl;
-}
-
 void check_data(const CMatRef& x, const IVec& y, int K, const Vec& w) {
   if (K < 2) throw Error("logistic: at least two classes are needed");
   if (x.rows() < 1) throw Error("logistic: x has no rows");
@@ -55,7 +37,7 @@ Vec normalised_weights(const Vec& w, Eigen::Index n) {
 double data_term(const CMatRef& x, const IVec& y, int K, const Vec& wn, const CMatRef& B,
                  const CVecRef& b, Mat* gB, Vec* gb, int threads) {
   const Eigen::Index n = x.rows(), p = x.cols();
-  const Blocks bl = make_blocks(n);
+  const RowBlocks bl = make_row_blocks(n);
   const bool want_grad = gB != nullptr || gb != nullptr;
   std::vector<double> loss(static_cast<std::size_t>(bl.count), 0.0);
   std::vector<Mat> gBb(want_grad ? bl.count : 0);
@@ -217,7 +199,7 @@ Mat logistic_predict_prob(const CMatRef& x, const CMatRef& B, const CVecRef& b, 
   if (K < 1) throw Error("logistic: no classes");
   const Eigen::Index n = x.rows();
   Mat P(n, K);
-  const Blocks bl = make_blocks(n);
+  const RowBlocks bl = make_row_blocks(n);
   if (n == 0) return P;
   (void)threads;
 #ifdef _OPENMP

@@ -113,28 +113,13 @@ bool use_avx2() {
 #endif
 }
 
-struct Blocks {
-  Eigen::Index n = 0;
-  int count = 0;
-  Eigen::Index start(int j) const { return (n * j) / count; }
-  Eigen::Index size(int j) const { return start(j + 1) - start(j); }
-};
-
-Blocks make_blocks(Eigen::Index n) {
-  Blocks bl;
-  bl.n = n;
-  const Eigen::Index c = (n + 511) / 512;
-  bl.count = static_cast<int>(std::max<Eigen::Index>(1, std::min<Eigen::Index>(c, 64)));
-  return bl;
-}
-
 }  // namespace
 
 bool logistic_f32_vectorised() { return use_avx2(); }
 
 void standardize_f32(RowMajorF32& X, Vec& center, Vec& scale, int threads) {
   const Eigen::Index n = X.n, p = X.p;
-  const Blocks bl = make_blocks(n);
+  const RowBlocks bl = make_row_blocks(n);
   std::vector<Vec> s1(static_cast<std::size_t>(bl.count)), s2(static_cast<std::size_t>(bl.count));
   // Shifted sums (by the first row) keep the variance accurate.
   Vec shift(p);
@@ -203,7 +188,7 @@ LogisticFit logistic_fit_f32(const RowMajorF32& X, const IVec& y, int K,
       throw Error("logistic: class " + std::to_string(k + 1) + " has no observations");
   const int Kp = ((K + 7) / 8) * 8;
   const bool avx = use_avx2();
-  const Blocks bl = make_blocks(n);
+  const RowBlocks bl = make_row_blocks(n);
   const double lambda = opt.lambda;
   const int threads = clamp_threads(opt.threads);
 
