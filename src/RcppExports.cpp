@@ -11,6 +11,113 @@ Rcpp::Rostream<true>&  Rcpp::Rcout = Rcpp::Rcpp_cout_get();
 Rcpp::Rostream<false>& Rcpp::Rcerr = Rcpp::Rcpp_cerr_get();
 #endif
 
+// cpp_dikl_objective
+Rcpp::List cpp_dikl_objective(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> y, SEXP classes, int map, double gamma, const Eigen::Map<Eigen::MatrixXd> P, Rcpp::NumericVector b, int objective, double rho, double jitter, const Eigen::Map<Eigen::MatrixXd> V, Rcpp::NumericVector c, bool gradient, int threads, Rcpp::List backend);
+RcppExport SEXP _kernlearn_cpp_dikl_objective(SEXP xSEXP, SEXP ySEXP, SEXP classesSEXP, SEXP mapSEXP, SEXP gammaSEXP, SEXP PSEXP, SEXP bSEXP, SEXP objectiveSEXP, SEXP rhoSEXP, SEXP jitterSEXP, SEXP VSEXP, SEXP cSEXP, SEXP gradientSEXP, SEXP threadsSEXP, SEXP backendSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type y(ySEXP);
+    Rcpp::traits::input_parameter< SEXP >::type classes(classesSEXP);
+    Rcpp::traits::input_parameter< int >::type map(mapSEXP);
+    Rcpp::traits::input_parameter< double >::type gamma(gammaSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type P(PSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type b(bSEXP);
+    Rcpp::traits::input_parameter< int >::type objective(objectiveSEXP);
+    Rcpp::traits::input_parameter< double >::type rho(rhoSEXP);
+    Rcpp::traits::input_parameter< double >::type jitter(jitterSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type V(VSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type c(cSEXP);
+    Rcpp::traits::input_parameter< bool >::type gradient(gradientSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dikl_objective(x, y, classes, map, gamma, P, b, objective, rho, jitter, V, c, gradient, threads, backend));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dikl_train
+Rcpp::List cpp_dikl_train(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> y, SEXP classes, int map, double gamma, const Eigen::Map<Eigen::MatrixXd> P, Rcpp::NumericVector b, int objective, double rho, double jitter, int batch_size, double lr, int max_epochs, int patience, double rel_tol, double factor, int threads, Rcpp::IntegerVector seed, Rcpp::List backend, SEXP progress);
+RcppExport SEXP _kernlearn_cpp_dikl_train(SEXP xSEXP, SEXP ySEXP, SEXP classesSEXP, SEXP mapSEXP, SEXP gammaSEXP, SEXP PSEXP, SEXP bSEXP, SEXP objectiveSEXP, SEXP rhoSEXP, SEXP jitterSEXP, SEXP batch_sizeSEXP, SEXP lrSEXP, SEXP max_epochsSEXP, SEXP patienceSEXP, SEXP rel_tolSEXP, SEXP factorSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP backendSEXP, SEXP progressSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type y(ySEXP);
+    Rcpp::traits::input_parameter< SEXP >::type classes(classesSEXP);
+    Rcpp::traits::input_parameter< int >::type map(mapSEXP);
+    Rcpp::traits::input_parameter< double >::type gamma(gammaSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type P(PSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type b(bSEXP);
+    Rcpp::traits::input_parameter< int >::type objective(objectiveSEXP);
+    Rcpp::traits::input_parameter< double >::type rho(rhoSEXP);
+    Rcpp::traits::input_parameter< double >::type jitter(jitterSEXP);
+    Rcpp::traits::input_parameter< int >::type batch_size(batch_sizeSEXP);
+    Rcpp::traits::input_parameter< double >::type lr(lrSEXP);
+    Rcpp::traits::input_parameter< int >::type max_epochs(max_epochsSEXP);
+    Rcpp::traits::input_parameter< int >::type patience(patienceSEXP);
+    Rcpp::traits::input_parameter< double >::type rel_tol(rel_tolSEXP);
+    Rcpp::traits::input_parameter< double >::type factor(factorSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type seed(seedSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dikl_train(x, y, classes, map, gamma, P, b, objective, rho, jitter, batch_size, lr, max_epochs, patience, rel_tol, factor, threads, seed, backend, progress));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dikl_ridge_head
+Rcpp::List cpp_dikl_ridge_head(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> y, int map, double gamma, const Eigen::Map<Eigen::MatrixXd> P, Rcpp::NumericVector b, double rho, double jitter, int threads, Rcpp::List backend);
+RcppExport SEXP _kernlearn_cpp_dikl_ridge_head(SEXP xSEXP, SEXP ySEXP, SEXP mapSEXP, SEXP gammaSEXP, SEXP PSEXP, SEXP bSEXP, SEXP rhoSEXP, SEXP jitterSEXP, SEXP threadsSEXP, SEXP backendSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type y(ySEXP);
+    Rcpp::traits::input_parameter< int >::type map(mapSEXP);
+    Rcpp::traits::input_parameter< double >::type gamma(gammaSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type P(PSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type b(bSEXP);
+    Rcpp::traits::input_parameter< double >::type rho(rhoSEXP);
+    Rcpp::traits::input_parameter< double >::type jitter(jitterSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dikl_ridge_head(x, y, map, gamma, P, b, rho, jitter, threads, backend));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_nystrom_whitener
+Rcpp::List cpp_nystrom_whitener(const Eigen::Map<Eigen::MatrixXd> P, double gamma, int threads, Rcpp::List backend);
+RcppExport SEXP _kernlearn_cpp_nystrom_whitener(SEXP PSEXP, SEXP gammaSEXP, SEXP threadsSEXP, SEXP backendSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type P(PSEXP);
+    Rcpp::traits::input_parameter< double >::type gamma(gammaSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_nystrom_whitener(P, gamma, threads, backend));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dikl_features
+Rcpp::NumericMatrix cpp_dikl_features(const Eigen::Map<Eigen::MatrixXd> x, int map, double gamma, const Eigen::Map<Eigen::MatrixXd> P, Rcpp::NumericVector b, SEXP T, int threads, Rcpp::List backend);
+RcppExport SEXP _kernlearn_cpp_dikl_features(SEXP xSEXP, SEXP mapSEXP, SEXP gammaSEXP, SEXP PSEXP, SEXP bSEXP, SEXP TSEXP, SEXP threadsSEXP, SEXP backendSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< int >::type map(mapSEXP);
+    Rcpp::traits::input_parameter< double >::type gamma(gammaSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type P(PSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type b(bSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type T(TSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dikl_features(x, map, gamma, P, b, T, threads, backend));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_gem_directions
 Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K, Rcpp::IntegerVector num, Rcpp::IntegerVector den, double ridge, bool relative, int top, double threshold, int method, double tol, int threads, Rcpp::IntegerVector seed, SEXP progress);
 RcppExport SEXP _kernlearn_cpp_gem_directions(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP numSEXP, SEXP denSEXP, SEXP ridgeSEXP, SEXP relativeSEXP, SEXP topSEXP, SEXP thresholdSEXP, SEXP methodSEXP, SEXP tolSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP progressSEXP) {
@@ -502,6 +609,11 @@ END_RCPP
 }
 
 static const R_CallMethodDef CallEntries[] = {
+    {"_kernlearn_cpp_dikl_objective", (DL_FUNC) &_kernlearn_cpp_dikl_objective, 15},
+    {"_kernlearn_cpp_dikl_train", (DL_FUNC) &_kernlearn_cpp_dikl_train, 20},
+    {"_kernlearn_cpp_dikl_ridge_head", (DL_FUNC) &_kernlearn_cpp_dikl_ridge_head, 10},
+    {"_kernlearn_cpp_nystrom_whitener", (DL_FUNC) &_kernlearn_cpp_nystrom_whitener, 4},
+    {"_kernlearn_cpp_dikl_features", (DL_FUNC) &_kernlearn_cpp_dikl_features, 8},
     {"_kernlearn_cpp_gem_directions", (DL_FUNC) &_kernlearn_cpp_gem_directions, 14},
     {"_kernlearn_cpp_gem_features", (DL_FUNC) &_kernlearn_cpp_gem_features, 11},
     {"_kernlearn_cpp_rff_map", (DL_FUNC) &_kernlearn_cpp_rff_map, 4},

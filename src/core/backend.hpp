@@ -22,6 +22,8 @@ class Backend {
                              const Callbacks& cb) = 0;
   // C (n x m) = A (n x k) * B' (m x k).
   virtual void gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) = 0;
+  // C (k x m) = A' (k x n) * B (n x m).
+  virtual void gemm_tn(CMatRef A, CMatRef B, MatRef C, int threads) = 0;
 };
 
 class CpuBackend final : public Backend {
@@ -31,6 +33,7 @@ class CpuBackend final : public Backend {
   void kernel_matrix(const KernelSpec& spec, CMatRef X, CMatRef Z, MatRef K, int threads,
                      const Callbacks& cb) override;
   void gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) override;
+  void gemm_tn(CMatRef A, CMatRef B, MatRef C, int threads) override;
 };
 
 CpuBackend& cpu_backend();

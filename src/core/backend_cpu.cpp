@@ -18,6 +18,15 @@ void CpuBackend::gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) {
   Eigen::setNbThreads(old);
 }
 
+void CpuBackend::gemm_tn(CMatRef A, CMatRef B, MatRef C, int threads) {
+  if (A.rows() != B.rows() || C.rows() != A.cols() || C.cols() != B.cols())
+    throw Error("gemm_tn: shapes do not conform");
+  const int old = Eigen::nbThreads();
+  Eigen::setNbThreads(clamp_threads(threads));
+  C.noalias() = A.transpose() * B;
+  Eigen::setNbThreads(old);
+}
+
 CpuBackend& cpu_backend() {
   static CpuBackend backend;
   return backend;

@@ -66,6 +66,10 @@ class GpuBackend final : public Backend {
     cpu_backend().gemm_nt(A, B, C, threads);
   }
 
+  void gemm_tn(CMatRef A, CMatRef B, MatRef C, int threads) override {
+    cpu_backend().gemm_tn(A, B, C, threads);
+  }
+
  private:
   fn_gauss gauss_;
   fn_release release_;

@@ -1,0 +1,527 @@
+#' Discriminant Information learning of kernel feature maps
+#'
+#' Learns a Nystrom or random Fourier feature map of the Gaussian kernel by
+#' maximising the Discriminant Information (DI) of its features on
+#' mini-batches (Alper and Kung's DI kernel learning), then fits a linear
+#' predictor (linear SVM, ridge regression or multinomial logistic regression)
+#' on the learned features. The paper's baselines come from the same function:
+#' least-squares training (\code{objective = "ls"}), joint cross-entropy
+#' training (\code{"ce"}) and untrained maps (\code{"none"}: standard
+#' Nystrom, k-means Nystrom, standard random features).
+#'
+#' @details
+#' \strong{Maps.} With \eqn{J =} \code{dim} features and
+#' \eqn{k(x, z) = \exp(-\gamma \|x - z\|^2)}{k(x, z) = exp(-gamma ||x - z||^2)}:
+#' \code{map = "nystrom"} uses \eqn{F = k(X, Z)} for landmarks \eqn{Z}
+#' (\eqn{J \times d}{J x d}; initialised as random training rows, or k-means
+#' centres with \code{init = "kmeans"}); \code{map = "fourier"} uses
+#' \eqn{F = \sqrt{2/J} \cos(XW + 1b')}{F = sqrt(2/J) cos(XW + 1b')} with
+#' \eqn{W_{ij} \sim N(0, 2\gamma)}{W_ij ~ N(0, 2 gamma)} and
+#' \eqn{b_j \sim U[0, 2\pi]}{b_j ~ U[0, 2 pi]} initially. After training, a
+#' Nystrom map is whitened: the features are \eqn{k(x, Z) U L^{-1/2}}{k(x, Z) U L^(-1/2)}
+#' with \eqn{U L U' = k(Z, Z)}, dropping eigenvalues below
+#' \eqn{J \epsilon \max L}{J * eps * max(L)}, so that inner products of the
+#' features approximate the kernel.
+#'
+#' \strong{Objectives.} On a batch with centred features \eqn{\bar F}{Fbar}
+#' and targets \eqn{Y} (one-hot classes, or the standardised response),
+#' \eqn{DI = \mathrm{tr}(M' S^{-1} M)}{DI = trace(M' S^-1 M)} with
+#' \eqn{M = \bar F' Y}{M = Fbar'Y} and \eqn{S = \bar F'\bar F + \rho R}{S = Fbar'Fbar + rho R},
+#' \eqn{R = k(Z, Z)} (Nystrom, the paper's NysDI) or \eqn{I} (Fourier, RFDI).
+#' DI is the decrease of the ridge-regression loss that the features allow, so
+#' maximising it on mini-batches searches for the map whose best linear
+#' predictor fits best. \code{"ls"} alternates between the ridge head fitted on
+#' all training rows (at the start of every epoch) and gradient steps on the
+#' map with that head fixed. \code{"ce"} trains a softmax layer jointly with
+#' the map on the cross-entropy. Gradients are analytic (checked against
+#' finite differences in the package tests).
+#'
+#' \strong{Training.} Adam with learning rate \code{lr}; each epoch visits the
+#' rows in a new random order in batches of \code{batch_size} rows (default
+#' 1000, or \code{2 * dim} when \code{dim > 500}, as in the paper; at most the
+#' number of rows). When the epoch mean of the objective has not improved by
+#' a relative \code{tol} for \code{patience} epochs, the learning rate is
+#' multiplied by 0.1; training stops when it has not improved since the
+#' previous decay, or after \code{max_epochs} epochs.
+#'
+#' \strong{Heads.} \code{"svm"}: linear SVM (squared hinge, one-vs-rest for
+#' more than two classes, cost \code{cost}); \code{"krr"}: ridge regression
+#' with penalty \code{lambda} on the one-hot classes or the response, which is
+#' kernel ridge regression with the learned (approximate) kernel;
+#' \code{"logistic"}: multinomial logistic regression with L2 penalty
+#' \code{lambda} (the only head with class probabilities).
+#'
+#' \strong{gamma.} By default \eqn{\gamma = 1 / \mathrm{median} \|x_i - x_j\|^2}{gamma = 1 / median ||x_i - x_j||^2}
+#' over pairs of at most 1000 training rows. \code{gamma = "cv"} chooses it as
+#' the paper did: 3-fold cross-validation of a linear SVM (or ridge regression)
+#' on standard Nystrom features of dimension \code{min(1000, 2/3} of the rows
+#' used\code{)}, over the median value times \eqn{2^{-3}, \dots, 2^3}{2^-3, ..., 2^3}, on at
+#' most 5000 training rows; the table is kept in \code{fit$gamma_cv}.
+#'
+#' @param x A formula with \code{data}, or a numeric matrix / data.frame of
+#'   predictors.
+#' @param formula A model formula.
+#' @param data A data.frame holding the variables of \code{formula}.
+#' @param y A factor (classification) or numeric vector (regression).
+#' @param map \code{"nystrom"} or \code{"fourier"}.
+#' @param dim Number of features \eqn{J}.
+#' @param gamma Gaussian kernel parameter: \code{NULL} (the median rule), a
+#'   positive number, or \code{"cv"}.
+#' @param rho Ridge parameter of the DI objective (and of the LS baseline).
+#' @param objective \code{"di"}, \code{"ls"}, \code{"ce"} (classification only)
+#'   or \code{"none"} (no training).
+#' @param init Nystrom landmarks to start from: \code{"random"} training rows or
+#'   \code{"kmeans"} centres (k-means with at most 20 iterations on at most
+#'   \code{20 * dim} rows).
+#' @param head \code{"svm"}, \code{"krr"} or \code{"logistic"}; default
+#'   \code{"svm"} for classification and \code{"krr"} (the only choice) for
+#'   regression.
+#' @param cost Cost of the linear SVM head.
+#' @param lambda Penalty of the \code{"krr"} and \code{"logistic"} heads.
+#' @param batch_size Rows per mini-batch; \code{NULL} for the paper's rule.
+#' @param lr Initial learning rate of Adam.
+#' @param max_epochs,patience,tol The stopping and decay rule (see Details).
+#' @param scale Scale the inputs to \eqn{[0, 1]} with the training range (the
+#'   kernlearn convention); \code{FALSE} uses them as they are.
+#' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
+#' @param ... Not used; unknown arguments are an error.
+#' @return An object of class \code{c("dikl", "kl_model")}: a list with the
+#'   learned \code{map} (\code{type}, \code{gamma}, the landmarks \code{Z} or
+#'   the frequencies \code{W} (\eqn{d \times J}{d x J}) and phases \code{b}, and
+#'   for Nystrom the whitening matrix \code{T}), the \code{head}, the training
+#'   \code{trace} (a data.frame with the epoch mean of the objective and the
+#'   learning rate), \code{training} (epochs, steps, why it stopped, seconds),
+#'   the input specification and the call.
+#' @references
+#' Alper, M. A. and Kung, S. Y. (2020). Discriminant information based kernel
+#' learning for scalable kernel machines (Nystrom and random Fourier features
+#' trained by DI).
+#' @seealso \code{\link{predict.dikl}}, \code{\link{features}},
+#'   \code{\link{plot.dikl}}, \code{\link{kl_tune}}.
+#' @examples
+#' set.seed(1)
+#' fit <- dikl(Species ~ ., data = iris, dim = 20, max_epochs = 30)
+#' fit
+#' table(predict(fit, iris), iris$Species)
+#' dim(features(fit, iris))
+#' plot(fit)
+#'
+#' # random Fourier features with a logistic head, and the untrained baseline
+#' rf <- dikl(Species ~ ., data = iris, map = "fourier", dim = 50,
+#'            head = "logistic", max_epochs = 20)
+#' head(predict(rf, iris, type = "prob"))
+#' std <- dikl(Species ~ ., data = iris, dim = 20, objective = "none")
+#' mean(predict(std, iris) == iris$Species)
+#' @export
+dikl <- function(x, ...) UseMethod("dikl")
+
+#' @rdname dikl
+#' @export
+dikl.formula <- function(formula, data, map = c("nystrom", "fourier"), dim = 100, gamma = NULL,
+                         rho = 1e-4, objective = c("di", "ls", "ce", "none"),
+                         init = c("random", "kmeans"), head = NULL, cost = 1, lambda = 1e-4,
+                         batch_size = NULL, lr = 1e-3, max_epochs = 100, patience = 3,
+                         tol = 1e-4, scale = TRUE, threads = NULL, ...) {
+  caller <- "dikl()"
+  .no_dots(..., caller = caller)
+  .heads_flag(scale, "scale", caller)
+  inp <- .kl_input_formula(formula, data, caller, scale = scale)
+  .dikl_fit(inp, map, dim, gamma, rho, objective, init, head, cost, lambda, batch_size, lr,
+            max_epochs, patience, tol, threads, match.call())
+}
+
+#' @rdname dikl
+#' @export
+dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma = NULL,
+                         rho = 1e-4, objective = c("di", "ls", "ce", "none"),
+                         init = c("random", "kmeans"), head = NULL, cost = 1, lambda = 1e-4,
+                         batch_size = NULL, lr = 1e-3, max_epochs = 100, patience = 3,
+                         tol = 1e-4, scale = TRUE, threads = NULL, ...) {
+  caller <- "dikl()"
+  .no_dots(..., caller = caller)
+  if (inherits(x, "formula"))
+    stop(sprintf("%s: use dikl(formula, data = ) with a formula", caller), call. = FALSE)
+  .heads_flag(scale, "scale", caller)
+  inp <- .kl_input_xy(x, y, caller, scale = scale)
+  .dikl_fit(inp, map, dim, gamma, rho, objective, init, head, cost, lambda, batch_size, lr,
+            max_epochs, patience, tol, threads, match.call())
+}
+
+.dikl_map_code <- function(map) if (map == "nystrom") 0L else 1L
+.dikl_objective_code <- function(obj) switch(obj, di = 0L, ls = 1L, ce = 2L)
+
+# Training targets: one-hot classes, or the standardised response (DI is invariant to the
+# response's scale up to a constant factor; standardising keeps the numbers moderate).
+.dikl_targets <- function(y, task) {
+  if (task == "classification") {
+    k <- nlevels(y)
+    Y <- matrix(0, length(y), k)
+    Y[cbind(seq_along(y), as.integer(y))] <- 1
+    return(Y)
+  }
+  s <- stats::sd(y)
+  matrix((y - mean(y)) / if (is.finite(s) && s > 0) s else 1, ncol = 1L)
+}
+
+# gamma = 1 / median squared distance between pairs of (at most 1000) rows.
+.dikl_median_gamma <- function(x, caller) {
+  idx <- if (nrow(x) > 1000L) sample.int(nrow(x), 1000L) else seq_len(nrow(x))
+  d2 <- as.vector(stats::dist(x[idx, , drop = FALSE]))^2
+  m <- stats::median(d2[d2 > 0])
+  if (!is.finite(m) || m <= 0)
+    stop(sprintf("%s: all rows are identical; the kernel width cannot be chosen", caller),
+         call. = FALSE)
+  1 / m
+}
+
+.dikl_choice <- function(v, choices, name, caller) {
+  if (!is.character(v) || length(v) < 1L || anyNA(v) || !(v[1L] %in% choices))
+    stop(sprintf("%s: '%s' must be one of %s", caller, name,
+                 paste0("\"", choices, "\"", collapse = ", ")), call. = FALSE)
+  v[1L]
+}
+
+.dikl_fit <- function(inp, map, dim, gamma, rho, objective, init, head, cost, lambda,
+                      batch_size, lr, max_epochs, patience, tol, threads, call) {
+  caller <- "dikl()"
+  t_start <- proc.time()[["elapsed"]]
+  map <- .dikl_choice(map, c("nystrom", "fourier"), "map", caller)
+  objective <- .dikl_choice(objective, c("di", "ls", "ce", "none"), "objective", caller)
+  init <- .dikl_choice(init, c("random", "kmeans"), "init", caller)
+  task <- inp$task
+  if (is.null(head)) head <- if (task == "classification") "svm" else "krr"
+  head <- .dikl_choice(head, c("svm", "krr", "logistic"), "head", caller)
+  if (task == "regression" && head != "krr")
+    stop(sprintf("%s: head = \"%s\" is for classification; a regression uses head = \"krr\"",
+                 caller, head), call. = FALSE)
+  if (task == "regression" && objective == "ce")
+    stop(sprintf("%s: objective = \"ce\" (cross-entropy) is for classification", caller),
+         call. = FALSE)
+  if (init == "kmeans" && map == "fourier")
+    stop(sprintf("%s: init = \"kmeans\" applies to the Nystrom map only", caller), call. = FALSE)
+  x <- inp$x
+  n <- nrow(x)
+  .check_number(dim, "dim", lower = 1, upper = 1e5, integer = TRUE)
+  dim <- as.integer(dim)
+  if (map == "nystrom" && dim > n)
+    stop(sprintf("%s: dim = %d landmarks but only %d training rows; a Nystrom map needs dim <= rows",
+                 caller, dim, n), call. = FALSE)
+  .check_number(rho, "rho", lower = 0)
+  .check_number(cost, "cost", lower = 0, lower_open = TRUE)
+  .check_number(lambda, "lambda", lower = 0)
+  .check_number(lr, "lr", lower = 0, lower_open = TRUE)
+  .check_number(max_epochs, "max_epochs", lower = 1, upper = 1e6, integer = TRUE)
+  .check_number(patience, "patience", lower = 1, upper = 1e6, integer = TRUE)
+  .check_number(tol, "tol", lower = 0)
+  threads <- .kl_threads(threads)
+  if (task == "classification" && n < 2L)
+    stop(sprintf("%s: need at least two training rows", caller), call. = FALSE)
+
+  if (is.null(batch_size)) {
+    batch_size <- if (dim > 500L) 2L * dim else 1000L
+    batch_size <- min(batch_size, n)
+  } else {
+    .check_number(batch_size, "batch_size", lower = 2, upper = .Machine$integer.max,
+                  integer = TRUE)
+    batch_size <- min(as.integer(batch_size), n)
+  }
+  if (objective %in% c("di", "ls") && batch_size < dim)
+    stop(sprintf("%s: batch_size = %d is smaller than dim = %d; a DI batch needs at least as many rows as features (use fewer features or more rows per batch)",
+                 caller, as.integer(batch_size), dim), call. = FALSE)
+
+  gamma_cv <- NULL
+  if (is.null(gamma)) {
+    gamma <- .dikl_median_gamma(x, caller)
+  } else if (identical(gamma, "cv")) {
+    gamma_cv <- .dikl_gamma_cv(x, inp$y, task, threads, caller)
+    gamma <- gamma_cv$gamma[which.min(gamma_cv$error)]
+  } else {
+    .check_number(gamma, "gamma", lower = 0, lower_open = TRUE)
+  }
+  Y <- .dikl_targets(inp$y, task)
+  classes <- if (task == "classification") as.integer(inp$y) - 1L else NULL
+  d <- ncol(x)
+
+  # Initial map.
+  kmeans_note <- NULL
+  if (map == "nystrom") {
+    idx <- sample.int(n, dim)
+    P <- x[idx, , drop = FALSE]
+    if (init == "kmeans") {
+      km <- .dikl_kmeans(x, P, dim)
+      P <- km$centers
+      kmeans_note <- km$note
+    }
+    b <- numeric()
+  } else {
+    P <- matrix(stats::rnorm(dim * d, sd = sqrt(2 * gamma)), dim, d)
+    b <- stats::runif(dim, 0, 2 * pi)
+  }
+  dimnames(P) <- NULL
+  backend <- .kl_backend_arg()
+  trace <- data.frame(epoch = integer(), objective = numeric(), lr = numeric())
+  training <- list(objective = objective, epochs = 0L, steps = 0L, best_epoch = 0L,
+                   stop = "not trained", batch_size = as.integer(batch_size))
+  t_train <- proc.time()[["elapsed"]]
+  if (objective != "none") {
+    r <- tryCatch(
+      cpp_dikl_train(x, Y, classes, .dikl_map_code(map), gamma, P, b,
+                     .dikl_objective_code(objective), rho, 1e-10, as.integer(batch_size), lr,
+                     as.integer(max_epochs), as.integer(patience), tol, 0.1, threads,
+                     .kl_seed(), backend, .kl_progressor()),
+      error = function(e) stop(sprintf("%s: %s", caller, sub("^dikl: ", "", conditionMessage(e))),
+                               call. = FALSE))
+    P <- r$P
+    if (map == "fourier") b <- as.vector(r$b)
+    trace <- data.frame(epoch = seq_along(r$trace), objective = r$trace, lr = r$lr)
+    training <- list(objective = objective, epochs = r$epochs, steps = r$steps,
+                     best_epoch = r$best_epoch, stop = r$stop,
+                     batch_size = as.integer(batch_size))
+  }
+  training$seconds_map <- proc.time()[["elapsed"]] - t_train
+  mp <- list(type = map, gamma = gamma, dim = dim)
+  if (map == "nystrom") {
+    wh <- cpp_nystrom_whitener(P, gamma, threads, backend)
+    mp$Z <- P
+    mp$T <- wh$T
+    mp$eigenvalues <- as.vector(wh$values)
+  } else {
+    mp$W <- t(P)
+    mp$b <- b
+  }
+  colnames(mp[[if (map == "nystrom") "Z" else "W"]]) <- NULL
+  Fx <- .dikl_features(mp, x, threads)
+  t_head <- proc.time()[["elapsed"]]
+  hd <- .dikl_head_fit(head, Fx, inp$y, task, cost, lambda, threads)
+  training$seconds_head <- proc.time()[["elapsed"]] - t_head
+  training$seconds <- proc.time()[["elapsed"]] - t_start
+  structure(list(map = mp, head = hd, trace = trace, training = training, gamma_cv = gamma_cv,
+                 kmeans = kmeans_note, levels = inp$levels, task = task, spec = inp$spec, n = n,
+                 params = list(map = map, dim = dim, gamma = gamma, rho = rho,
+                               objective = objective, init = init, head = head, cost = cost,
+                               lambda = lambda, batch_size = as.integer(batch_size), lr = lr,
+                               max_epochs = as.integer(max_epochs),
+                               patience = as.integer(patience), tol = tol),
+                 call = call),
+            class = c("dikl", "kl_model"))
+}
+
+# k-means centres started from the given rows: at most 20 iterations (Hartigan-Wong) on at
+# most 20 * dim rows (the start rows included).
+.dikl_kmeans <- function(x, start, dim) {
+  n <- nrow(x)
+  rows <- if (n > 20L * dim) sample.int(n, 20L * dim) else seq_len(n)
+  xs <- rbind(start, x[rows, , drop = FALSE])
+  note <- NULL
+  km <- withCallingHandlers(
+    stats::kmeans(xs, centers = start, iter.max = 20L),
+    warning = function(w) {
+      note <<- conditionMessage(w)
+      invokeRestart("muffleWarning")
+    })
+  list(centers = unname(km$centers), note = list(iterations = km$iter, message = note))
+}
+
+# Features of scaled inputs x for a fitted map.
+.dikl_features <- function(mp, x, threads) {
+  backend <- .kl_backend_arg(message = FALSE)
+  if (mp$type == "nystrom")
+    return(cpp_dikl_features(x, 0L, mp$gamma, mp$Z, numeric(), mp$T, threads, backend))
+  cpp_dikl_features(x, 1L, 1, t(mp$W), mp$b, NULL, threads, backend)
+}
+
+.dikl_head_fit <- function(head, Fx, y, task, cost, lambda, threads) {
+  if (head == "svm")
+    return(c(list(type = "svm"), .linear_svm_fit(Fx, y, cost = cost, loss = "l2")))
+  if (head == "logistic")
+    return(c(list(type = "logistic"), .logistic_fit(Fx, y, lambda, threads = threads)))
+  Y <- if (task == "classification") .dikl_targets(y, task) else matrix(y, ncol = 1L)
+  r <- cpp_ridge_fit(Fx, Y, lambda, TRUE, threads)
+  list(type = "krr", coef = r$coef, intercept = as.vector(r$intercept), lambda = lambda)
+}
+
+# Decision values of the head: n x 1 (binary SVM, regression) or n x K.
+.dikl_decision <- function(object, Fx, threads) {
+  hd <- object$head
+  if (hd$type == "svm") return(.linear_svm_predict(hd, Fx, type = "decision"))
+  if (hd$type == "logistic")
+    return(cpp_linear_predictor(Fx, hd$coefficients, hd$intercept, threads))
+  D <- Fx %*% hd$coef
+  D <- sweep(D, 2L, hd$intercept, `+`)
+  if (object$task == "classification") colnames(D) <- object$levels
+  D
+}
+
+# gamma by 3-fold CV of a linear SVM (ridge for regression) on standard Nystrom features.
+.dikl_gamma_cv <- function(x, y, task, threads, caller) {
+  n <- nrow(x)
+  rows <- if (n > 5000L) sample.int(n, 5000L) else seq_len(n)
+  xs <- x[rows, , drop = FALSE]
+  ys <- y[rows]
+  if (task == "classification") ys <- droplevels(ys)
+  m <- length(rows)
+  if (m < 6L) stop(sprintf("%s: gamma = \"cv\" needs at least 6 rows", caller), call. = FALSE)
+  fold <- sample(rep_len(1:3, m))
+  J <- max(1L, min(1000L, floor(2 * m / 3) - 1L))
+  g0 <- .dikl_median_gamma(xs, caller)
+  grid <- g0 * 2^(-3:3)
+  backend <- .kl_backend_arg(message = FALSE)
+  err <- vapply(grid, function(g) {
+    e <- 0
+    for (f in 1:3) {
+      tr <- which(fold != f)
+      te <- which(fold == f)
+      if (task == "classification" && nlevels(droplevels(ys[tr])) < 2L) next
+      Z <- xs[tr[sample.int(length(tr), min(J, length(tr)))], , drop = FALSE]
+      wh <- cpp_nystrom_whitener(Z, g, threads, backend)
+      mp <- list(type = "nystrom", gamma = g, Z = Z, T = wh$T)
+      Ftr <- .dikl_features(mp, xs[tr, , drop = FALSE], threads)
+      Fte <- .dikl_features(mp, xs[te, , drop = FALSE], threads)
+      if (task == "classification") {
+        h <- .linear_svm_fit(Ftr, droplevels(ys[tr]), loss = "l2")
+        e <- e + sum(as.character(.linear_svm_predict(h, Fte)) != as.character(ys[te]))
+      } else {
+        r <- cpp_ridge_fit(Ftr, matrix(ys[tr], ncol = 1L), 1e-4, TRUE, threads)
+        e <- e + sum((Fte %*% r$coef + r$intercept[1L] - ys[te])^2)
+      }
+    }
+    e / m
+  }, numeric(1))
+  data.frame(gamma = grid, error = err)
+}
+
+#' @rdname features
+#' @export
+features.dikl <- function(object, newdata, threads = NULL, ...) {
+  caller <- "features()"
+  .no_dots(..., caller = caller)
+  x <- .kl_newdata(object$spec, newdata, caller)
+  Fx <- .dikl_features(object$map, x, .kl_threads(threads))
+  colnames(Fx) <- paste0("f", seq_len(ncol(Fx)))
+  rownames(Fx) <- rownames(newdata)
+  Fx
+}
+
+#' Predict with a DI-learned kernel feature map
+#'
+#' @param object A \code{dikl} model.
+#' @param newdata New data, in the form the model was fitted with.
+#' @param type \code{"class"} (default for classification), \code{"prob"}
+#'   (class probabilities; \code{head = "logistic"} only), \code{"response"}
+#'   (regression) or \code{"decision"} (the head's decision values: one column
+#'   per class, or one column for a two-class SVM, positive for the second
+#'   level).
+#' @param threads Number of threads.
+#' @param ... Not used.
+#' @return A factor, a probability matrix, a numeric vector or a decision
+#'   matrix.
+#' @examples
+#' set.seed(1)
+#' fit <- dikl(Species ~ ., data = iris, dim = 20, head = "logistic", max_epochs = 20)
+#' head(predict(fit, iris, type = "prob"))
+#' @export
+predict.dikl <- function(object, newdata, type = NULL, threads = NULL, ...) {
+  caller <- "predict.dikl()"
+  .no_dots(..., caller = caller)
+  prob_ok <- if (object$head$type == "logistic") TRUE else
+    sprintf("the model's head is \"%s\"; fit with head = \"logistic\" for probabilities",
+            object$head$type)
+  type <- .kl_predict_type(type, object$task, caller, prob = prob_ok)
+  threads <- .kl_threads(threads)
+  x <- .kl_newdata(object$spec, newdata, caller)
+  Fx <- .dikl_features(object$map, x, threads)
+  D <- .dikl_decision(object, Fx, threads)
+  rownames(D) <- rownames(newdata)
+  if (object$task == "regression") {
+    if (type == "decision") return(D)
+    out <- as.vector(D)
+    names(out) <- rownames(newdata)
+    return(out)
+  }
+  lev <- object$levels
+  if (type == "decision") return(D)
+  if (type == "prob") {
+    mx <- apply(D, 1L, max)
+    P <- exp(D - mx)
+    P <- P / rowSums(P)
+    colnames(P) <- lev
+    return(P)
+  }
+  .kl_decision_to_class(D, lev)
+}
+
+#' @export
+print.dikl <- function(x, ...) {
+  p <- x$params
+  obj <- switch(p$objective, di = "DI-trained", ls = "LS-trained", ce = "CE-trained",
+                none = if (p$map == "nystrom" && p$init == "kmeans") "k-means" else "standard")
+  cat(sprintf("%s %s map (%s): %d features, gamma %s, %d training rows\n", obj,
+              if (p$map == "nystrom") "Nystrom" else "random Fourier",
+              if (x$task == "classification") sprintf("%d classes", length(x$levels)) else "regression",
+              p$dim, format(signif(p$gamma, 4)), x$n))
+  tr <- x$training
+  if (p$objective != "none") {
+    cat(sprintf("  training: %d epochs, %d steps of %d rows, final %s %s (%s)\n", tr$epochs,
+                tr$steps, tr$batch_size, if (p$objective == "di") "DI per row" else "loss per row",
+                format(signif(utils::tail(x$trace$objective, 1L), 5)), tr$stop))
+  }
+  if (p$map == "nystrom" && ncol(x$map$T) < p$dim)
+    cat(sprintf("  whitened: %d of %d eigenvalues of k(Z, Z) kept\n", ncol(x$map$T), p$dim))
+  hd <- switch(x$head$type, svm = sprintf("linear SVM (cost %s)", format(p$cost)),
+               krr = sprintf("ridge regression (lambda %s)", format(p$lambda)),
+               logistic = sprintf("logistic regression (lambda %s)", format(p$lambda)))
+  cat(sprintf("  head: %s\n", hd))
+  invisible(x)
+}
+
+#' @export
+summary.dikl <- function(object, ...) {
+  structure(list(model = object, trace = object$trace, gamma_cv = object$gamma_cv),
+            class = "summary.dikl")
+}
+
+#' @export
+print.summary.dikl <- function(x, ...) {
+  print(x$model)
+  tr <- x$model$training
+  cat(sprintf("\nTime: %.2f s (map %.2f s, head %.2f s)\n", tr$seconds, tr$seconds_map,
+              tr$seconds_head))
+  if (nrow(x$trace)) {
+    cat("Objective by epoch (epoch mean):\n")
+    print(utils::tail(x$trace, 10L), row.names = FALSE)
+  }
+  if (!is.null(x$gamma_cv)) {
+    cat("\ngamma chosen by 3-fold cross-validation:\n")
+    print(x$gamma_cv, row.names = FALSE)
+  }
+  invisible(x)
+}
+
+#' Plot the training trace of a DI-learned map
+#'
+#' Draws the epoch mean of the training objective (DI per row, or the loss
+#' per row for the LS and CE baselines), with the learning-rate decays marked.
+#'
+#' @param x A \code{dikl} model fitted with a training objective.
+#' @param ... Passed to \code{plot}.
+#' @return \code{x}, invisibly.
+#' @examples
+#' set.seed(1)
+#' fit <- dikl(Species ~ ., data = iris, dim = 20, max_epochs = 30)
+#' plot(fit)
+#' @export
+plot.dikl <- function(x, ...) {
+  tr <- x$trace
+  if (!nrow(tr))
+    stop("plot.dikl(): the map was not trained (objective = \"none\"); there is no trace to draw",
+         call. = FALSE)
+  lab <- switch(x$params$objective, di = "DI per row (epoch mean)",
+                ls = "least-squares loss per row (epoch mean)",
+                ce = "cross-entropy per row (epoch mean)")
+  graphics::plot(tr$epoch, tr$objective, type = "b", pch = 20, xlab = "epoch", ylab = lab,
+                 main = sprintf("%s training, %s map, %d features", toupper(x$params$objective),
+                                x$params$map, x$params$dim), ...)
+  dec <- which(diff(tr$lr) < 0) + 0.5
+  if (length(dec)) graphics::abline(v = dec, lty = 2, col = "grey50")
+  invisible(x)
+}

@@ -1,0 +1,294 @@
+be <- function() kernlearn:::.kl_backend_arg(message = FALSE)
+obj_fn <- function(x, Y, cl, map, gamma, P, b, obj, rho, V, cc, grad = FALSE, jitter = 0,
+                   threads = 1L)
+  kernlearn:::cpp_dikl_objective(x, Y, cl, map, gamma, P, b, obj, rho, jitter, V, cc, grad,
+                                 threads, be())
+
+toy <- function(n = 40, d = 3, L = 3, seed = 1) {
+  set.seed(seed)
+  x <- matrix(runif(n * d), n)
+  cl <- as.integer((x[, 1] + x[, 2] > 1) + (x[, 3] > 0.6))
+  cl <- pmin(cl, L - 1L)
+  list(x = x, cl = cl, Y = diag(L)[cl + 1L, , drop = FALSE])
+}
+
+central_diff <- function(f, v, h = 1e-5) {
+  out <- v * 0
+  for (i in seq_along(v)) {
+    vp <- v
+    vm <- v
+    vp[i] <- vp[i] + h
+    vm[i] <- vm[i] - h
+    out[i] <- (f(vp) - f(vm)) / (2 * h)
+  }
+  out
+}
+
+rel_err <- function(a, b) max(abs(a - b)) / max(abs(b))
+
+test_that("DI, LS and CE gradients match central finite differences", {
+  t <- toy()
+  J <- 6; d <- 3; L <- 3
+  set.seed(2)
+  for (map in 0:1) {
+    P <- if (map == 0) matrix(runif(J * d), J) else matrix(rnorm(J * d, sd = 2), J)
+    b <- if (map == 0) numeric() else runif(J, 0, 2 * pi)
+    V <- matrix(rnorm(J * L), J)
+    cc <- rnorm(L)
+    gamma <- 1.7
+    for (obj in 0:2) {
+      rho <- 0.3  # large enough that the rho * k(Z, Z) term matters
+      g <- obj_fn(t$x, t$Y, t$cl, map, gamma, P, b, obj, rho, V, cc, grad = TRUE)
+      fP <- function(v) obj_fn(t$x, t$Y, t$cl, map, gamma, matrix(v, J), b, obj, rho, V, cc)$value
+      expect_lt(rel_err(g$gP, central_diff(fP, P)), 1e-6)
+      if (map == 1) {
+        fb <- function(v) obj_fn(t$x, t$Y, t$cl, map, gamma, P, v, obj, rho, V, cc)$value
+        expect_lt(rel_err(g$gb, central_diff(fb, b)), 1e-6)
+      }
+      if (obj == 2) {
+        fV <- function(v) obj_fn(t$x, t$Y, t$cl, map, gamma, P, b, obj, rho, matrix(v, J), cc)$value
+        fc <- function(v) obj_fn(t$x, t$Y, t$cl, map, gamma, P, b, obj, rho, V, v)$value
+        expect_lt(rel_err(g$gV, central_diff(fV, V)), 1e-6)
+        expect_lt(rel_err(g$gc, central_diff(fc, cc)), 1e-6)
+      }
+    }
+  }
+})
+
+test_that("the rho * k(Z, Z) term of the Nystrom DI gradient is needed", {
+  t <- toy()
+  set.seed(3)
+  P <- matrix(runif(18), 6)
+  g1 <- obj_fn(t$x, t$Y, t$cl, 0L, 1.7, P, numeric(), 0L, 0.3, matrix(0, 6, 3), numeric(3), TRUE)
+  fP <- function(v) obj_fn(t$x, t$Y, t$cl, 0L, 1.7, matrix(v, 6), numeric(), 0L, 0.3,
+                           matrix(0, 6, 3), numeric(3))$value
+  num <- central_diff(fP, P)
+  # The gradient of the data term alone, from a DI with the penalty held at the start value,
+  # differs from the full gradient: check the full one matches and the difference is sizeable.
+  expect_lt(rel_err(g1$gP, num), 1e-6)
+  g0 <- obj_fn(t$x, t$Y, t$cl, 0L, 1.7, P, numeric(), 0L, 1e-12, matrix(0, 6, 3), numeric(3), TRUE)
+  expect_gt(rel_err(g0$gP, g1$gP), 1e-3)
+})
+
+test_that("||Ybar||^2 - DI equals the minimum ridge loss with intercept (eq. 5)", {
+  t <- toy(n = 50)
+  J <- 8; rho <- 0.05; gamma <- 2
+  set.seed(4)
+  Yb <- scale(t$Y, scale = FALSE)
+  for (map in 0:1) {
+    P <- if (map == 0) t$x[sample(50, J), ] else matrix(rnorm(J * 3, sd = 2), J)
+    b <- if (map == 0) numeric() else runif(J, 0, 2 * pi)
+    F <- kernlearn:::cpp_dikl_features(t$x, map, gamma, P, b, NULL, 1L, be())
+    DI <- obj_fn(t$x, t$Y, t$cl, map, gamma, P, b, 0L, rho, matrix(0, J, 3), numeric(3))$value
+    # Independent: least squares on an augmented system, [1 F] with penalty rows.
+    R <- if (map == 0) chol(exp(-gamma * as.matrix(dist(P))^2)) else diag(J)
+    A <- rbind(cbind(1, F), cbind(0, sqrt(rho) * R))
+    B <- rbind(t$Y, matrix(0, J, 3))
+    coef <- qr.solve(A, B)
+    loss <- sum((B - A %*% coef)^2)
+    expect_equal(sum(Yb^2) - DI, loss, tolerance = 1e-8)
+  }
+})
+
+test_that("with landmarks equal to the training points KDI equals the kernel DCA value", {
+  t <- toy(n = 30)
+  gamma <- 1; rho <- 0.1
+  K <- exp(-gamma * as.matrix(dist(t$x))^2)
+  Kb <- scale(K, scale = FALSE)
+  Num <- t(Kb) %*% t$Y %*% t(t$Y) %*% Kb
+  Den <- t(Kb) %*% Kb + rho * K
+  U <- chol(Den)
+  Ui <- backsolve(U, diag(30))
+  ev <- eigen(t(Ui) %*% Num %*% Ui, symmetric = TRUE, only.values = TRUE)$values
+  kdca <- sum(ev[1:3])  # at most L nonzero generalized eigenvalues
+  kdi <- obj_fn(t$x, t$Y, t$cl, 0L, gamma, t$x, numeric(), 0L, rho, matrix(0, 30, 3),
+                numeric(3))$value
+  expect_equal(kdi, kdca, tolerance = 1e-8)
+})
+
+test_that("the ridge head on all rows is the batch-optimal solution and its DI", {
+  t <- toy(n = 60)
+  set.seed(5)
+  P <- t$x[sample(60, 7), ]
+  h <- kernlearn:::cpp_dikl_ridge_head(t$x, t$Y, 0L, 2, P, numeric(), 0.01, 0, 1L, be())
+  DI <- obj_fn(t$x, t$Y, t$cl, 0L, 2, P, numeric(), 0L, 0.01, matrix(0, 7, 3), numeric(3))$value
+  expect_equal(h$di, DI, tolerance = 1e-9)
+  # At the head that minimises it, the LS loss is ||Ybar||^2 - DI.
+  ls <- obj_fn(t$x, t$Y, t$cl, 0L, 2, P, numeric(), 1L, 0.01, h$V, as.vector(h$c))$value
+  expect_equal(ls, sum(scale(t$Y, scale = FALSE)^2) - DI, tolerance = 1e-8)
+})
+
+test_that("DI training moves a landmark to where the optimum is and increases the full-data DI", {
+  # One feature on one input: class "a" sits at 0.1 and 0.9, class "b" at 0.5. A landmark at
+  # 0.5 separates them (DI about 130 of at most ||Ybar||^2 = 133); started at 0.3 (DI about 32),
+  # the landmark has to travel to 0.5.
+  set.seed(6)
+  n <- 300
+  cls <- rep(0:1, c(200, 100))
+  x <- matrix(c(rnorm(100, 0.1, 0.04), rnorm(100, 0.9, 0.04), rnorm(100, 0.5, 0.04)), ncol = 1)
+  Y <- diag(2)[cls + 1L, ]
+  di <- function(P) kernlearn:::cpp_dikl_ridge_head(x, Y, 0L, 10, P, numeric(), 1e-4, 1e-10,
+                                                     1L, be())$di
+  r <- kernlearn:::cpp_dikl_train(x, Y, cls, 0L, 10, matrix(0.3), numeric(), 0L, 1e-4, 1e-10,
+                                  100L, 0.01, 300L, 5L, 1e-5, 0.1, 1L, c(1L, 2L), be())
+  expect_lt(abs(r$P[1, 1] - 0.5), 0.05)
+  expect_gt(di(r$P), di(matrix(0.3)) + 80)
+  expect_gt(utils::tail(r$trace, 1), r$trace[1] + 0.2)
+})
+
+test_that("dikl() fits from a formula and x/y, and predict types are consistent", {
+  set.seed(7)
+  fit <- dikl(Species ~ ., data = iris, dim = 15, max_epochs = 15)
+  expect_s3_class(fit, "dikl")
+  p <- predict(fit, iris)
+  expect_s3_class(p, "factor")
+  expect_identical(levels(p), levels(iris$Species))
+  expect_gt(mean(p == iris$Species), 0.9)
+  d <- predict(fit, iris, type = "decision")
+  expect_equal(dim(d), c(150L, 3L))
+  expect_identical(p, factor(levels(iris$Species)[max.col(d, "first")], levels(iris$Species)))
+  expect_error(predict(fit, iris, type = "prob"), "logistic")
+  expect_error(predict(fit, iris, type = "response"), "regression")
+  expect_equal(nrow(fit$trace), fit$training$epochs)
+  expect_true(all(diff(fit$trace$lr) <= 0))
+
+  set.seed(7)
+  fxy <- dikl(iris[, 1:4], iris$Species, dim = 15, max_epochs = 15)
+  expect_equal(fxy$map$Z, fit$map$Z)
+
+  set.seed(8)
+  lg <- dikl(Species ~ ., data = iris, map = "fourier", dim = 30, head = "logistic",
+             max_epochs = 10)
+  pr <- predict(lg, iris, type = "prob")
+  expect_equal(unname(rowSums(pr)), rep(1, 150), tolerance = 1e-12)
+  expect_identical(colnames(pr), levels(iris$Species))
+  expect_identical(predict(lg, iris), factor(levels(iris$Species)[max.col(pr, "first")],
+                                             levels(iris$Species)))
+  expect_equal(dim(lg$map$W), c(4L, 30L))
+})
+
+test_that("the krr head is ridge regression on the learned features", {
+  set.seed(9)
+  fit <- dikl(Species ~ ., data = iris, dim = 10, head = "krr", lambda = 0.1, max_epochs = 5)
+  F <- features(fit, iris)
+  Y <- diag(3)[as.integer(iris$Species), ]
+  Fc <- scale(F, scale = FALSE)
+  W <- solve(crossprod(Fc) + 0.1 * diag(ncol(F)), crossprod(Fc, scale(Y, scale = FALSE)))
+  b0 <- colMeans(Y) - colMeans(F) %*% W
+  dec <- sweep(F %*% W, 2, b0, `+`)
+  expect_equal(unname(predict(fit, iris, type = "decision")), unname(dec), tolerance = 1e-8)
+})
+
+test_that("whitened Nystrom features reproduce the Nystrom kernel approximation", {
+  set.seed(10)
+  fit <- dikl(Species ~ ., data = iris, dim = 8, objective = "none")
+  x <- kernlearn:::.kl_newdata(fit$spec, iris, "t")
+  Z <- fit$map$Z
+  g <- fit$map$gamma
+  Kxz <- exp(-g * outer(rowSums(x^2), rowSums(Z^2), `+`) + 2 * g * x %*% t(Z))
+  Bzz <- exp(-g * as.matrix(dist(Z))^2)
+  F <- features(fit, iris)
+  expect_equal(unname(F %*% t(F)), unname(Kxz %*% solve(Bzz, t(Kxz))), tolerance = 1e-6)
+  # Landmarks of an untrained map are training rows.
+  expect_true(all(apply(Z, 1, function(z) any(colSums(abs(t(x) - z)) < 1e-12))))
+})
+
+test_that("regression with the standardised response, and the k-means and CE baselines", {
+  set.seed(11)
+  r <- dikl(mpg ~ ., data = mtcars, dim = 10, max_epochs = 20)
+  expect_identical(r$task, "regression")
+  pr <- predict(r, mtcars)
+  expect_type(pr, "double")
+  expect_identical(names(pr), rownames(mtcars))
+  expect_lt(mean((pr - mtcars$mpg)^2), var(mtcars$mpg))
+  km <- dikl(Species ~ ., data = iris, dim = 10, objective = "none", init = "kmeans")
+  expect_equal(nrow(km$map$Z), 10L)
+  ce <- dikl(Species ~ ., data = iris, dim = 10, objective = "ce", max_epochs = 20)
+  expect_lt(utils::tail(ce$trace$objective, 1), ce$trace$objective[1])
+  ls <- dikl(Species ~ ., data = iris, dim = 10, objective = "ls", max_epochs = 20)
+  expect_lt(utils::tail(ls$trace$objective, 1), ls$trace$objective[1])
+})
+
+test_that("set.seed reproduces a fit and the thread count does not change it", {
+  set.seed(12)
+  a <- dikl(Species ~ ., data = iris, dim = 12, max_epochs = 8, batch_size = 50, threads = 1)
+  set.seed(12)
+  b <- dikl(Species ~ ., data = iris, dim = 12, max_epochs = 8, batch_size = 50, threads = 2)
+  expect_identical(a$map$Z, b$map$Z)
+  expect_identical(a$trace, b$trace)
+  set.seed(12)
+  f1 <- dikl(Species ~ ., data = iris, map = "fourier", dim = 20, max_epochs = 5, threads = 1)
+  set.seed(12)
+  f2 <- dikl(Species ~ ., data = iris, map = "fourier", dim = 20, max_epochs = 5, threads = 2)
+  expect_identical(f1$map$W, f2$map$W)
+  expect_identical(predict(f1, iris), predict(f2, iris))
+})
+
+test_that("saveRDS round-trips give identical predictions", {
+  set.seed(13)
+  fit <- dikl(Species ~ ., data = iris, dim = 10, max_epochs = 5)
+  f <- tempfile(fileext = ".rds")
+  saveRDS(fit, f)
+  back <- readRDS(f)
+  expect_identical(predict(back, iris, type = "decision"), predict(fit, iris, type = "decision"))
+})
+
+test_that("gamma = 'cv' picks from the grid around the median rule", {
+  set.seed(14)
+  fit <- dikl(Species ~ ., data = iris, dim = 10, gamma = "cv", max_epochs = 3)
+  expect_equal(nrow(fit$gamma_cv), 7L)
+  expect_equal(fit$params$gamma, fit$gamma_cv$gamma[which.min(fit$gamma_cv$error)])
+})
+
+test_that("bad input gets clear errors", {
+  expect_error(dikl(Species ~ ., data = iris[c(1:20, 51:60), ], dim = 50),
+               "dim = 50 landmarks but only 30")
+  expect_error(dikl(Species ~ ., data = iris, dim = 100, batch_size = 50),
+               "batch_size = 50 is smaller than dim = 100")
+  expect_error(dikl(Species ~ ., data = iris, gamma = 0), "gamma")
+  expect_error(dikl(Species ~ ., data = iris, gamma = -1), "gamma")
+  expect_error(dikl(Species ~ ., data = iris, gamma = "median"), "gamma")
+  expect_error(dikl(Species ~ ., data = iris, dim = 0), "dim")
+  expect_error(dikl(Species ~ ., data = iris, map = "laplace"), "'map' must be one of")
+  expect_error(dikl(Species ~ ., data = iris, objective = "mse"), "'objective' must be one of")
+  expect_error(dikl(Species ~ ., data = iris, lr = 0), "lr")
+  expect_error(dikl(mpg ~ ., data = mtcars, objective = "ce"), "classification")
+  expect_error(dikl(mpg ~ ., data = mtcars, head = "svm"), "krr")
+  expect_error(dikl(Species ~ ., data = iris, map = "fourier", init = "kmeans"), "Nystrom")
+  expect_error(dikl(Species ~ ., data = iris, foo = 1), "foo")
+  one <- iris[1:50, ]
+  one$Species <- droplevels(one$Species)
+  expect_error(dikl(Species ~ ., data = one, dim = 5), "class")
+  bad <- iris
+  bad$Sepal.Length[3] <- NA
+  expect_error(dikl(Species ~ ., data = bad, dim = 5), "Sepal.Length")
+  x <- as.matrix(iris[, 1:4])
+  x[2, 2] <- Inf
+  expect_error(dikl(x, iris$Species, dim = 5), "infinite values in column.*Sepal.Width")
+  set.seed(15)
+  fit <- dikl(Species ~ ., data = iris, dim = 5, max_epochs = 2)
+  expect_error(predict(fit, iris[, -1]), "Sepal.Length")
+  expect_error(plot(dikl(Species ~ ., data = iris, dim = 5, objective = "none")), "not trained")
+})
+
+test_that("factor predictors and kl_tune work with dikl", {
+  set.seed(16)
+  df <- data.frame(a = runif(120), b = factor(sample(c("u", "v", "w"), 120, TRUE)))
+  df$y <- factor(ifelse(df$a > 0.5 | df$b == "u", "p", "q"))
+  fit <- dikl(y ~ ., data = df, dim = 10, max_epochs = 10)
+  expect_gt(mean(predict(fit, df) == df$y), 0.8)
+  expect_error(predict(fit, transform(df, b = "z")), "not seen in training")
+  tn <- kl_tune(dikl, Species ~ ., data = iris, folds = 3, grid = list(cost = c(0.1, 10)),
+                dim = 8, max_epochs = 3)
+  expect_true(tn$best$cost %in% c(0.1, 10))
+})
+
+test_that("plot, print and summary run", {
+  set.seed(17)
+  fit <- dikl(Species ~ ., data = iris, dim = 8, max_epochs = 5)
+  pdf(NULL)
+  on.exit(dev.off())
+  expect_invisible(plot(fit))
+  expect_output(print(fit), "DI-trained Nystrom map")
+  expect_output(print(summary(fit)), "Objective by epoch")
+})
