@@ -72,7 +72,7 @@
 #'   or \code{"none"} (no training).
 #' @param init Nystrom landmarks to start from: \code{"random"} training rows or
 #'   \code{"kmeans"} centres (k-means with at most 20 iterations on at most
-#'   \code{20 * dim} rows).
+#'   \code{20 * dim} random rows, started from \code{dim} distinct ones).
 #' @param head \code{"svm"}, \code{"krr"} or \code{"logistic"}; default
 #'   \code{"svm"} for classification and \code{"krr"} (the only choice) for
 #'   regression.
@@ -245,12 +245,12 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
   # Initial map.
   kmeans_note <- NULL
   if (map == "nystrom") {
-    idx <- sample.int(n, dim)
-    P <- x[idx, , drop = FALSE]
     if (init == "kmeans") {
-      km <- .dikl_kmeans(x, P, dim)
+      km <- .dikl_kmeans(x, dim, caller)
       P <- km$centers
       kmeans_note <- km$note
+    } else {
+      P <- x[sample.int(n, dim), , drop = FALSE]
     }
     b <- numeric()
   } else {
@@ -306,15 +306,18 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
             class = c("dikl", "kl_model"))
 }
 
-# k-means centres started from the given rows: at most 20 iterations (Hartigan-Wong) on at
-# most 20 * dim rows (the start rows included).
-.dikl_kmeans <- function(x, start, dim) {
+# k-means centres (Hartigan-Wong, at most 20 iterations) on at most 20 * dim random rows,
+# started from the first dim distinct rows among them.
+.dikl_kmeans <- function(x, dim, caller) {
   n <- nrow(x)
-  rows <- if (n > 20L * dim) sample.int(n, 20L * dim) else seq_len(n)
-  xs <- rbind(start, x[rows, , drop = FALSE])
+  xs <- x[sample.int(n, min(n, 20L * dim)), , drop = FALSE]
+  xs <- xs[!duplicated(xs), , drop = FALSE]
+  if (nrow(xs) < dim)
+    stop(sprintf("%s: init = \"kmeans\" needs at least dim = %d distinct rows (found %d)",
+                 caller, dim, nrow(xs)), call. = FALSE)
   note <- NULL
   km <- withCallingHandlers(
-    stats::kmeans(xs, centers = start, iter.max = 20L),
+    stats::kmeans(xs, centers = xs[seq_len(dim), , drop = FALSE], iter.max = 20L),
     warning = function(w) {
       note <<- conditionMessage(w)
       invokeRestart("muffleWarning")

@@ -292,3 +292,13 @@ test_that("plot, print and summary run", {
   expect_output(print(fit), "DI-trained Nystrom map")
   expect_output(print(summary(fit)), "Objective by epoch")
 })
+
+test_that("k-means landmarks start from distinct rows when the data have duplicates", {
+  set.seed(18)
+  df <- iris[rep(1:150, 3), ]
+  km <- dikl(Species ~ ., data = df, dim = 30, objective = "none", init = "kmeans")
+  expect_equal(nrow(unique(km$map$Z)), 30L)
+  few <- df[c(1, 1, 1, 51, 51, 51), ]
+  expect_error(dikl(Species ~ ., data = few, dim = 4, objective = "none", init = "kmeans"),
+               "at least dim = 4 distinct rows")
+})
