@@ -174,23 +174,16 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
   1 / m
 }
 
-.dikl_choice <- function(v, choices, name, caller) {
-  if (!is.character(v) || length(v) < 1L || anyNA(v) || !(v[1L] %in% choices))
-    stop(sprintf("%s: '%s' must be one of %s", caller, name,
-                 paste0("\"", choices, "\"", collapse = ", ")), call. = FALSE)
-  v[1L]
-}
-
 .dikl_fit <- function(inp, map, dim, gamma, rho, objective, init, head, cost, lambda,
                       batch_size, lr, max_epochs, patience, tol, threads, call) {
   caller <- "dikl()"
   t_start <- proc.time()[["elapsed"]]
-  map <- .dikl_choice(map, c("nystrom", "fourier"), "map", caller)
-  objective <- .dikl_choice(objective, c("di", "ls", "ce", "none"), "objective", caller)
-  init <- .dikl_choice(init, c("random", "kmeans"), "init", caller)
+  map <- .kl_choice(map, c("nystrom", "fourier"), "map", caller)
+  objective <- .kl_choice(objective, c("di", "ls", "ce", "none"), "objective", caller)
+  init <- .kl_choice(init, c("random", "kmeans"), "init", caller)
   task <- inp$task
   if (is.null(head)) head <- if (task == "classification") "svm" else "krr"
-  head <- .dikl_choice(head, c("svm", "krr", "logistic"), "head", caller)
+  head <- .kl_choice(head, c("svm", "krr", "logistic"), "head", caller)
   if (task == "regression" && head != "krr")
     stop(sprintf("%s: head = \"%s\" is for classification; a regression uses head = \"krr\"",
                  caller, head), call. = FALSE)

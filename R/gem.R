@@ -173,22 +173,15 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
            eigen_method, threads, match.call())
 }
 
-.gem_choice <- function(v, choices, name, caller) {
-  if (!is.character(v) || length(v) < 1L || anyNA(v) || !(v[1L] %in% choices))
-    stop(sprintf("%s: '%s' must be one of %s", caller, name,
-                 paste0("\"", choices, "\"", collapse = ", ")), call. = FALSE)
-  v[1L]
-}
-
 # One layer's settings, checked. `prefix` names the argument in error messages.
 .gem_layer_settings <- function(ridge, ridge_type, top, threshold, nonlinearity, degree,
                                 keep_input, ones, caller, prefix = "") {
   nm <- function(a) paste0(prefix, a)
   .check_number(ridge, nm("ridge"), lower = 0)
-  ridge_type <- .gem_choice(ridge_type, c("relative", "absolute"), nm("ridge_type"), caller)
+  ridge_type <- .kl_choice(ridge_type, c("relative", "absolute"), nm("ridge_type"), caller)
   .check_number(top, nm("top"), lower = 1, upper = 1e6, integer = TRUE)
   .check_number(threshold, nm("threshold"))
-  nonlinearity <- .gem_choice(nonlinearity, c("smooth_sqrt", "relu_powers"), nm("nonlinearity"),
+  nonlinearity <- .kl_choice(nonlinearity, c("smooth_sqrt", "relu_powers"), nm("nonlinearity"),
                               caller)
   .check_number(degree, nm("degree"), lower = 1, upper = 10, integer = TRUE)
   .heads_flag(keep_input, nm("keep_input"), caller)
@@ -201,7 +194,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
 .gem_pairs <- function(pairs, levels, max_pairs, caller) {
   k <- length(levels)
   if (is.character(pairs) && length(pairs) == 1L && !is.matrix(pairs)) {
-    kind <- .gem_choice(pairs, c("all", "hypercube", "none"), "pairs", caller)
+    kind <- .kl_choice(pairs, c("all", "hypercube", "none"), "pairs", caller)
     if (kind == "none") return(matrix(integer(), 0L, 2L))
     if (kind == "all") {
       if (k * (k - 1) > max_pairs)
@@ -280,7 +273,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   .check_number(maxit, "maxit", lower = 0, upper = 1e7, integer = TRUE)
   .check_number(tol, "tol", lower = 0)
   .heads_flag(standardize, "standardize", caller)
-  eigen_method <- .gem_choice(eigen_method, c("auto", "dense", "iterative"), "eigen_method",
+  eigen_method <- .kl_choice(eigen_method, c("auto", "dense", "iterative"), "eigen_method",
                               caller)
   layers <- list(last)
   if (depth == 2) {
@@ -641,7 +634,7 @@ print.summary.gem <- function(x, ...) {
 plot.gem <- function(x, type = c("spectrum", "vectors"), pairs = NULL, image_dim = NULL, n = 5,
                      layer = NULL, member = 1, ...) {
   caller <- "plot.gem()"
-  type <- .gem_choice(type, c("spectrum", "vectors"), "type", caller)
+  type <- .kl_choice(type, c("spectrum", "vectors"), "type", caller)
   .check_number(member, "member", lower = 1, upper = length(x$members), integer = TRUE)
   mem <- x$members[[member]]
   if (is.null(layer)) layer <- length(mem$layers)

@@ -87,3 +87,12 @@
   p <- progressr::progressor(steps = 1000L, envir = envir)
   function(delta) p(amount = round(1000 * delta))
 }
+
+# One of a set of strings (the first element of v, as match.arg's default vectors give), or
+# an error listing the choices.
+.kl_choice <- function(v, choices, name, caller) {
+  if (!is.character(v) || length(v) < 1L || anyNA(v) || !(v[1L] %in% choices))
+    stop(sprintf("%s: '%s' must be one of %s", caller, name,
+                 paste0("\"", choices, "\"", collapse = ", ")), call. = FALSE)
+  v[1L]
+}
