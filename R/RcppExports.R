@@ -53,8 +53,16 @@ cpp_simplex_project <- function(S) {
     .Call(`_kernlearn_cpp_simplex_project`, S)
 }
 
-cpp_gram_with_intercept <- function(X, single, threads) {
-    .Call(`_kernlearn_cpp_gram_with_intercept`, X, single, threads)
+cpp_simd_level <- function() {
+    .Call(`_kernlearn_cpp_simd_level`)
+}
+
+cpp_gram_with_intercept <- function(X, single, threads, simd = 2L) {
+    .Call(`_kernlearn_cpp_gram_with_intercept`, X, single, threads, simd)
+}
+
+cpp_cholesky <- function(A, threads, simd = 2L) {
+    .Call(`_kernlearn_cpp_cholesky`, A, threads, simd)
 }
 
 cpp_logistic_fit <- function(x, y, K, lambda, weights, maxit, tol, threads, ftol = 1e-14, memory = 10L, progress = NULL, init = NULL) {

@@ -74,8 +74,12 @@
 #' simplex, and sets \eqn{S = P + F A^{-1} F'(Y - P)}. Steps stop when the
 #' root-mean-square change of \eqn{S} falls below \code{tol}, or after
 #' \code{maxit} steps. One Cholesky factorisation of \eqn{A} serves every
-#' step, so the cost is dominated by \eqn{F'F}. Class probabilities are the
-#' final scores projected onto the simplex (they can be exactly 0).
+#' step, so the cost is dominated by \eqn{F'F} and that factorisation. Both
+#' are blocked and parallel, with kernels vectorised for AVX2 or AVX-512 when
+#' the processor has them (chosen at run time); \eqn{F'F} of large feature
+#' matrices is computed in single precision and accumulated in double. Class
+#' probabilities are the final scores projected onto the simplex (they can be
+#' exactly 0).
 #'
 #' \strong{Invariance.} With \code{ridge = 0}, \code{scale = FALSE} and
 #' \code{keep_input = FALSE}, the projections \eqn{v'x}, hence the features

@@ -87,9 +87,9 @@ if (what %in% c("cls", "all")) {
     h <- fit$members[[1]]$head
     err <- sum(predict(fit, xt, threads = threads) != yt)
     add(stage = "full fit, cls head", tool = "kernlearn gem", run = r, seconds = total,
-        note = sprintf("directions %.1f s; head %.1f s (building the features, then Gram matrix %.1f s in single-precision products, Cholesky %.1f s, %d steps %.1f s); %d features; %d test errors",
+        note = sprintf("directions %.1f s; head %.1f s (building the features, then Gram matrix %.1f s in single-precision products (%s kernel), Cholesky %.1f s, %d steps %.1f s); %d features; %d test errors",
                        tm[["directions"]], tm[["logistic"]], h$seconds[["gram"]],
-                       h$seconds[["factor"]], h$iterations, h$seconds[["steps"]], fit$members[[1]]$p,
+                       kernlearn:::cpp_simd_level(), h$seconds[["factor"]], h$iterations, h$seconds[["steps"]], fit$members[[1]]$p,
                        err))
   }
   # The Gram matrix the plain-R way: crossprod() of the features of 2000 rows, scaled to all.

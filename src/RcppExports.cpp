@@ -259,16 +259,40 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_simd_level
+std::string cpp_simd_level();
+RcppExport SEXP _kernlearn_cpp_simd_level() {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    rcpp_result_gen = Rcpp::wrap(cpp_simd_level());
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_gram_with_intercept
-Rcpp::NumericMatrix cpp_gram_with_intercept(const Eigen::Map<Eigen::MatrixXd> X, bool single, int threads);
-RcppExport SEXP _kernlearn_cpp_gram_with_intercept(SEXP XSEXP, SEXP singleSEXP, SEXP threadsSEXP) {
+Rcpp::NumericMatrix cpp_gram_with_intercept(const Eigen::Map<Eigen::MatrixXd> X, bool single, int threads, int simd);
+RcppExport SEXP _kernlearn_cpp_gram_with_intercept(SEXP XSEXP, SEXP singleSEXP, SEXP threadsSEXP, SEXP simdSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
     Rcpp::traits::input_parameter< bool >::type single(singleSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_gram_with_intercept(X, single, threads));
+    Rcpp::traits::input_parameter< int >::type simd(simdSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_gram_with_intercept(X, single, threads, simd));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_cholesky
+SEXP cpp_cholesky(const Eigen::Map<Eigen::MatrixXd> A, int threads, int simd);
+RcppExport SEXP _kernlearn_cpp_cholesky(SEXP ASEXP, SEXP threadsSEXP, SEXP simdSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type A(ASEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< int >::type simd(simdSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_cholesky(A, threads, simd));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -662,7 +686,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_gem_feature_count", (DL_FUNC) &_kernlearn_cpp_gem_feature_count, 5},
     {"_kernlearn_cpp_cls_scores", (DL_FUNC) &_kernlearn_cpp_cls_scores, 5},
     {"_kernlearn_cpp_simplex_project", (DL_FUNC) &_kernlearn_cpp_simplex_project, 1},
-    {"_kernlearn_cpp_gram_with_intercept", (DL_FUNC) &_kernlearn_cpp_gram_with_intercept, 3},
+    {"_kernlearn_cpp_simd_level", (DL_FUNC) &_kernlearn_cpp_simd_level, 0},
+    {"_kernlearn_cpp_gram_with_intercept", (DL_FUNC) &_kernlearn_cpp_gram_with_intercept, 4},
+    {"_kernlearn_cpp_cholesky", (DL_FUNC) &_kernlearn_cpp_cholesky, 3},
     {"_kernlearn_cpp_logistic_fit", (DL_FUNC) &_kernlearn_cpp_logistic_fit, 12},
     {"_kernlearn_cpp_logistic_objective", (DL_FUNC) &_kernlearn_cpp_logistic_objective, 8},
     {"_kernlearn_cpp_logistic_predict", (DL_FUNC) &_kernlearn_cpp_logistic_predict, 4},

@@ -1,7 +1,9 @@
 // Glue: generalized eigenvector features (moments, eigenproblems, feature map).
 #include "glue.hpp"
+#include "core/chol.hpp"
 #include "core/cls.hpp"
 #include "core/gem.hpp"
+#include "core/simd.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -273,10 +275,17 @@ Rcpp::NumericMatrix cpp_simplex_project(const Eigen::Map<Eigen::MatrixXd> S) {
   return Rcpp::wrap(out);
 }
 
-// The Gram matrix [X 1]'[X 1], from double or single-precision storage.
+// The vectorised single-precision kernels this processor runs: "avx512", "avx2" or "none".
+// [[Rcpp::export]]
+std::string cpp_simd_level() { return kl::simd_level_name(kl::simd_level()); }
+
+// The Gram matrix [X 1]'[X 1], from double or single-precision storage; in single precision
+// through the widest vectorised kernel up to `simd` (0 none, 1 AVX2, 2 AVX-512) that the
+// processor has.
 // [[Rcpp::export]]
 Rcpp::NumericMatrix cpp_gram_with_intercept(const Eigen::Map<Eigen::MatrixXd> X, bool single,
-                                            int threads) {
+                                            int threads, int simd = 2) {
+  if (simd < 0 || simd > 2) Rcpp::stop("simd must be 0, 1 or 2");
   kl::Mat G = klr::with_eigen_threads(1, [&]() {
     if (!single) return kl::gram_with_intercept(X, threads);
     kl::RowMajorF32 F;
@@ -285,7 +294,21 @@ Rcpp::NumericMatrix cpp_gram_with_intercept(const Eigen::Map<Eigen::MatrixXd> X,
     F.data.resize(static_cast<std::size_t>(F.n * F.p));
     for (Eigen::Index i = 0; i < F.n; ++i)
       for (Eigen::Index j = 0; j < F.p; ++j) F.row(i)[j] = static_cast<float>(X(i, j));
-    return kl::gram_with_intercept(F, threads);
+    return kl::gram_with_intercept(F, threads, static_cast<kl::SimdLevel>(simd));
   });
   return Rcpp::wrap(G);
+}
+
+// The lower Cholesky factor of a symmetric positive definite matrix by the blocked parallel
+// factorisation (vectorised kernel up to `simd`: 0 none, 1 AVX2, 2 AVX-512); NULL when a pivot
+// is not positive.
+// [[Rcpp::export]]
+SEXP cpp_cholesky(const Eigen::Map<Eigen::MatrixXd> A, int threads, int simd = 2) {
+  if (simd < 0 || simd > 2) Rcpp::stop("simd must be 0, 1 or 2");
+  if (A.rows() != A.cols()) Rcpp::stop("the matrix must be square");
+  kl::Mat L = A;
+  const bool ok = klr::with_eigen_threads(
+      1, [&]() { return kl::cholesky_lower(L, threads, static_cast<kl::SimdLevel>(simd)); });
+  if (!ok) return R_NilValue;
+  return Rcpp::wrap(kl::Mat(L.triangularView<Eigen::Lower>()));
 }

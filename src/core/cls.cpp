@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <type_traits>
 #include <utility>
+
+#include "chol.hpp"
+#include "simd.hpp"
 
 namespace kl {
 namespace {
@@ -31,8 +35,10 @@ struct SourceF64 {
 const Eigen::Index kGramChunk = 2048;  // rows per accumulation step of the Gram matrix
 const Eigen::Index kGramTile = 512;    // columns of a Gram tile
 
+// Single-precision tiles go through the widest vectorised kernel of simd.hpp up to
+// `max_level` that the processor has; otherwise (and for double input) through Eigen.
 template <class Src>
-Mat gram_impl(const Src& s, int threads, const Callbacks& cb) {
+Mat gram_impl(const Src& s, int threads, SimdLevel max_level, const Callbacks& cb) {
   using T = typename Src::Scalar;
   using MT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   const Eigen::Index n = s.rows(), p = s.cols();
@@ -44,6 +50,8 @@ Mat gram_impl(const Src& s, int threads, const Callbacks& cb) {
   const long ntasks = static_cast<long>(tiles.size());
   const Eigen::Index nchunks = (n + kGramChunk - 1) / kGramChunk;
   Vec colsum = Vec::Zero(p);
+  const SimdLevel level =
+      std::is_same<T, float>::value ? std::min(max_level, simd_level()) : SimdLevel::none;
   for (Eigen::Index c = 0; c < nchunks; ++c) {
     cb.check();
     const Eigen::Index r0 = c * kGramChunk, len = std::min(kGramChunk, n - r0);
@@ -56,6 +64,14 @@ Mat gram_impl(const Src& s, int threads, const Callbacks& cb) {
       const Eigen::Index ca = tiles[static_cast<std::size_t>(t)].first * kGramTile;
       const Eigen::Index cc = tiles[static_cast<std::size_t>(t)].second * kGramTile;
       const Eigen::Index wa = std::min(kGramTile, p - ca), wc = std::min(kGramTile, p - cc);
+      if constexpr (std::is_same<T, float>::value) {
+        if (level != SimdLevel::none) {
+          Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> tmp(wa, wc);
+          crossprod_cols(level, Xc.data(), p, len, ca, wa, cc, wc, tmp.data(), wc);
+          G.block(ca, cc, wa, wc) += tmp.template cast<double>();
+          continue;
+        }
+      }
       MT tmp(wa, wc);
       tmp.noalias() = Xc.middleCols(ca, wa).transpose() * Xc.middleCols(cc, wc);
       G.block(ca, cc, wa, wc) += tmp.template cast<double>();
@@ -157,17 +173,22 @@ ClsFit cls_fit_impl(const Src& s, const IVec& y, int K, const ClsOptions& opt,
     return std::chrono::duration<double>(b - a).count();
   };
   const auto t0 = clock::now();
-  Mat A = gram_impl(s, threads, cb.stage(0.0, gram_share));
+  Mat A = gram_impl(s, threads, SimdLevel::avx512, cb.stage(0.0, gram_share));
   const auto t1 = clock::now();
   A *= 0.5;
   A.diagonal().array() += opt.lambda * rn;
   cb.check();
-  Eigen::LLT<Eigen::Ref<Mat>> llt(A);
   // Exactly collinear features with lambda = 0 can leave tiny positive pivots from rounding:
-  // treat a reciprocal condition number at rounding level as singular too.
-  if (llt.info() != Eigen::Success ||
-      llt.rcond() < static_cast<double>(p + 1) * Eigen::NumTraits<double>::epsilon())
+  // treat a squared pivot ratio at rounding level as singular too.
+  const bool pd = cholesky_lower(A, threads, SimdLevel::avx512,
+                                 cb.stage(gram_share, gram_share + chol_share));
+  const auto piv = A.diagonal();
+  if (!pd || !(piv.minCoeff() > 0) ||
+      piv.minCoeff() * piv.minCoeff() <
+          piv.maxCoeff() * piv.maxCoeff() * static_cast<double>(p + 1) *
+              Eigen::NumTraits<double>::epsilon())
     throw Error("cls: the least-squares system is not positive definite; use lambda > 0");
+  const auto solve = [&A](const Mat& B) { return cholesky_solve(A, B); };
   cb.report(gram_share + chol_share);
   const auto t2 = clock::now();
   Mat Y = Mat::Zero(n, K);
@@ -175,7 +196,7 @@ ClsFit cls_fit_impl(const Src& s, const IVec& y, int K, const ClsOptions& opt,
   ClsFit f;
   f.seconds_gram = secs(t0, t1);
   f.seconds_factor = secs(t1, t2);
-  f.W0 = llt.solve(crossprod_impl(s, Y, threads));
+  f.W0 = solve(crossprod_impl(s, Y, threads));
   Mat S = product_impl(s, f.W0, threads);
   std::vector<double> change, err;
   const double scale = std::sqrt(static_cast<double>(n) * static_cast<double>(K));
@@ -190,7 +211,7 @@ ClsFit cls_fit_impl(const Src& s, const IVec& y, int K, const ClsOptions& opt,
     Mat C = small.solve(EtY);
     Mat P = E * C;
     simplex_project_rows(P);
-    Mat D = llt.solve(crossprod_impl(s, Mat(Y - P), threads));
+    Mat D = solve(crossprod_impl(s, Mat(Y - P), threads));
     Mat Snew = P + product_impl(s, D, threads);
     change.push_back((Snew - S).norm() / scale);
     S.swap(Snew);
@@ -231,12 +252,13 @@ void simplex_project_rows(MatRef S) {
   }
 }
 
-Mat gram_with_intercept(const RowMajorF32& X, int threads, const Callbacks& cb) {
-  return gram_impl(SourceF32{X}, threads, cb);
+Mat gram_with_intercept(const RowMajorF32& X, int threads, SimdLevel max_level,
+                        const Callbacks& cb) {
+  return gram_impl(SourceF32{X}, threads, max_level, cb);
 }
 
 Mat gram_with_intercept(const CMatRef& X, int threads, const Callbacks& cb) {
-  return gram_impl(SourceF64{X}, threads, cb);
+  return gram_impl(SourceF64{X}, threads, SimdLevel::none, cb);
 }
 
 ClsFit cls_fit(const RowMajorF32& X, const IVec& y, int K, const ClsOptions& opt,

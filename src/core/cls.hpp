@@ -19,6 +19,7 @@
 
 #include "common.hpp"
 #include "logistic_f32.hpp"
+#include "simd.hpp"
 
 namespace kl {
 
@@ -54,8 +55,12 @@ Mat cls_scores(const CMatRef& X, const ClsFit& fit, int threads);
 void simplex_project_rows(MatRef S);
 
 // The Gram matrix [X 1]'[X 1] ((p + 1) x (p + 1), full), accumulated over fixed row chunks
-// and column tiles so that it does not depend on the thread count.
-Mat gram_with_intercept(const RowMajorF32& X, int threads, const Callbacks& cb = Callbacks());
+// and column tiles so that it does not depend on the thread count. Single-precision input uses
+// the widest vectorised kernel of simd.hpp up to `max_level` that the processor has (the
+// fit allows all), Eigen when there is none.
+Mat gram_with_intercept(const RowMajorF32& X, int threads,
+                        SimdLevel max_level = SimdLevel::avx512,
+                        const Callbacks& cb = Callbacks());
 Mat gram_with_intercept(const CMatRef& X, int threads, const Callbacks& cb = Callbacks());
 
 }  // namespace kl

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "optim.hpp"
+#include "simd.hpp"
 
 namespace kl {
 
@@ -44,7 +45,7 @@ void backward_generic(const float* const* xr, int len, Eigen::Index p, const flo
   }
 }
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(_WIN32)
 #define KL_HAVE_AVX2_KERNEL 1
 typedef float v8f __attribute__((vector_size(32)));
 
@@ -106,8 +107,7 @@ __attribute__((target("avx2,fma"))) void backward_avx2(const float* const* xr, i
 
 bool use_avx2() {
 #ifdef KL_HAVE_AVX2_KERNEL
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
+  return simd_level() != SimdLevel::none;
 #else
   return false;
 #endif

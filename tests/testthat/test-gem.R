@@ -280,6 +280,29 @@ test_that("the calibrated least-squares head: single precision, threads, Gram an
   expect_identical(kernlearn:::cpp_gram_with_intercept(X, FALSE, 1),
                    kernlearn:::cpp_gram_with_intercept(X, FALSE, 2))
   expect_lt(max(abs(kernlearn:::cpp_gram_with_intercept(X, TRUE, 2) - G)) / max(abs(G)), 1e-5)
+  # single precision through Eigen and through each vectorised kernel this processor has (the
+  # level is reported), each against crossprod(), and thread-count independent
+  expect_true(kernlearn:::cpp_simd_level() %in% c("avx512", "avx2", "none"))
+  X[, 7] <- X[, 7] * 300
+  G <- crossprod(cbind(X, 1))
+  for (simd in 0:2) {
+    Gs <- kernlearn:::cpp_gram_with_intercept(X, TRUE, 2, simd)
+    expect_true(isSymmetric(Gs))
+    expect_lt(max(abs(Gs - G) / sqrt(diag(G) %o% diag(G))), 1e-5)
+    expect_identical(kernlearn:::cpp_gram_with_intercept(X, TRUE, 1, simd), Gs)
+  }
+  # the blocked Cholesky factor against chol(), with each kernel and sizes that are not block
+  # multiples (several trailing tiles, a partial column block); a positive semi-definite
+  # matrix is refused
+  A <- crossprod(matrix(rnorm(600 * 900), 600, 900)) / 600 + diag(0.01, 900)
+  R <- chol(A)
+  for (simd in 0:2) {
+    L <- kernlearn:::cpp_cholesky(A, 2, simd)
+    expect_equal(L, t(R), tolerance = 1e-10)
+    expect_identical(kernlearn:::cpp_cholesky(A, 1, simd), L)
+  }
+  S <- tcrossprod(matrix(rnorm(600 * 3), 600, 3))
+  expect_null(kernlearn:::cpp_cholesky(S - diag(1e-3, 600), 2))
   # simplex projection against bisection, including ties and rows already on the simplex
   S <- rbind(matrix(rnorm(40 * 5, sd = 2), 40, 5), c(0.2, 0.2, 0.2, 0.2, 0.2),
              c(3, 3, -1, 0, 0), c(0, 0, 0, 0, 0))

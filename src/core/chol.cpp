@@ -1,0 +1,76 @@
+#include "chol.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+namespace kl {
+namespace {
+const Eigen::Index kCholBlock = 256;  // columns factored per step
+const Eigen::Index kCholTile = 512;   // side of a trailing-update tile
+}  // namespace
+
+bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks& cb) {
+  const Eigen::Index N = A.rows();
+  if (A.cols() != N) throw Error("cholesky: the matrix is not square");
+  const SimdLevel level = std::min(max_level, simd_level());
+  const Eigen::Index ld = A.outerStride();
+  const int nthreads = clamp_threads(threads);
+  for (Eigen::Index k0 = 0; k0 < N; k0 += kCholBlock) {
+    cb.check();
+    const Eigen::Index kb = std::min(kCholBlock, N - k0), k1 = k0 + kb, rest = N - k1;
+    Eigen::Ref<Mat> D11 = A.block(k0, k0, kb, kb);
+    Eigen::LLT<Eigen::Ref<Mat>> diag(D11);  // in place
+    if (diag.info() != Eigen::Success) return false;
+    if (rest == 0) break;
+    // Panel: A21 <- A21 L11^-T, in row chunks.
+    const auto L11 = A.block(k0, k0, kb, kb).triangularView<Eigen::Lower>();
+    const Eigen::Index nchunk = (rest + kCholTile - 1) / kCholTile;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads)
+#endif
+    for (Eigen::Index c = 0; c < nchunk; ++c) {
+      const Eigen::Index r0 = k1 + c * kCholTile, len = std::min(kCholTile, N - r0);
+      auto panel = A.block(r0, k0, len, kb);
+      L11.transpose().solveInPlace<Eigen::OnTheRight>(panel);
+    }
+    // Trailing update: A22 <- A22 - A21 A21' on the lower triangle of tiles.
+    std::vector<std::pair<Eigen::Index, Eigen::Index>> tiles;
+    for (Eigen::Index a = 0; a < nchunk; ++a)
+      for (Eigen::Index b = 0; b <= a; ++b) tiles.emplace_back(a, b);
+    const long ntasks = static_cast<long>(tiles.size());
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads)
+#endif
+    for (long t = 0; t < ntasks; ++t) {
+      const Eigen::Index i0 = k1 + tiles[static_cast<std::size_t>(t)].first * kCholTile;
+      const Eigen::Index j0 = k1 + tiles[static_cast<std::size_t>(t)].second * kCholTile;
+      const Eigen::Index wi = std::min(kCholTile, N - i0), wj = std::min(kCholTile, N - j0);
+      Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> prod(wi, wj);
+      if (level != SimdLevel::none) {
+        // Column-major A21 is the row-major matrix A21' with leading dimension ld.
+        crossprod_cols(level, A.data() + k0 * ld, ld, kb, i0, wi, j0, wj, prod.data(), wj);
+      } else {
+        prod.noalias() = A.block(i0, k0, wi, kb) * A.block(j0, k0, wj, kb).transpose();
+      }
+      auto target = A.block(i0, j0, wi, wj);
+      if (i0 == j0)
+        target.triangularView<Eigen::Lower>() -= prod;
+      else
+        target -= prod;
+    }
+    cb.report(1.0 - std::pow(static_cast<double>(rest) / static_cast<double>(N), 3));
+  }
+  cb.report(1.0);
+  return true;
+}
+
+Mat cholesky_solve(const CMatRef& L, const CMatRef& B) {
+  Mat X = B;
+  L.triangularView<Eigen::Lower>().solveInPlace(X);
+  L.triangularView<Eigen::Lower>().adjoint().solveInPlace(X);
+  return X;
+}
+
+}  // namespace kl

@@ -1,0 +1,21 @@
+// Blocked, parallel Cholesky factorisation for large dense systems.
+#pragma once
+
+#include "common.hpp"
+#include "simd.hpp"
+
+namespace kl {
+
+// A = L L' in place: reads the lower triangle of the symmetric matrix A and overwrites it with
+// L (the strict upper triangle is not referenced). Right-looking, in column blocks of 256:
+// each block's diagonal part is factored with Eigen, the panel below it solved, and the
+// trailing lower triangle updated in 512 x 512 tiles in parallel, through the widest
+// vectorised kernel of simd.hpp up to `max_level` (Eigen when there is none). The order of
+// operations does not depend on the thread count. Returns false when a pivot is not positive.
+bool cholesky_lower(MatRef A, int threads, SimdLevel max_level = SimdLevel::avx512,
+                    const Callbacks& cb = Callbacks());
+
+// Solves (L L') X = B for L from cholesky_lower.
+Mat cholesky_solve(const CMatRef& L, const CMatRef& B);
+
+}  // namespace kl

@@ -1,0 +1,31 @@
+// Kernels vectorised for the processor found at run time.
+//
+// The package is built with the compiler's portable flags, so Eigen's own kernels use only the
+// baseline instruction set (SSE2 on x86-64). The kernels here are compiled for AVX2 + FMA and
+// for AVX-512 through function target attributes and chosen at run time when the processor
+// has those instructions; elsewhere the callers use Eigen.
+#pragma once
+
+#include <cstddef>
+
+namespace kl {
+
+// The widest kernel set this build can run on this processor.
+enum class SimdLevel { none = 0, avx2 = 1, avx512 = 2 };
+SimdLevel simd_level();
+const char* simd_level_name(SimdLevel level);
+
+// C = A'B for column blocks of one row-major matrix X (nrows rows, leading dimension ldx):
+// C(i, j) = sum_k X(k, ca + i) X(k, cb + j), i < wa, j < wb. C is row-major with leading
+// dimension ldc >= wb and is overwritten. The summation order over k is fixed by the kernel,
+// so results do not depend on threads. `level` must not exceed simd_level() and must not be
+// none. A column-major matrix L with leading dimension ld is the row-major X = L' with
+// ldx = ld, so the same call gives blocks of L L'.
+void crossprod_cols(SimdLevel level, const float* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows,
+                    std::ptrdiff_t ca, std::ptrdiff_t wa, std::ptrdiff_t cb, std::ptrdiff_t wb,
+                    float* C, std::ptrdiff_t ldc);
+void crossprod_cols(SimdLevel level, const double* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows,
+                    std::ptrdiff_t ca, std::ptrdiff_t wa, std::ptrdiff_t cb, std::ptrdiff_t wb,
+                    double* C, std::ptrdiff_t ldc);
+
+}  // namespace kl
