@@ -117,6 +117,10 @@ cpp_gemm_nt <- function(a, b, threads, backend) {
     .Call(`_kernlearn_cpp_gemm_nt`, a, b, threads, backend)
 }
 
+cpp_simd_gemm <- function(a, b, tn, threads, simd) {
+    .Call(`_kernlearn_cpp_simd_gemm`, a, b, tn, threads, simd)
+}
+
 cpp_optim_test <- function(problem, method, x0, control, seed) {
     .Call(`_kernlearn_cpp_optim_test`, problem, method, x0, control, seed)
 }

@@ -501,6 +501,21 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_simd_gemm
+Rcpp::NumericMatrix cpp_simd_gemm(const Eigen::Map<Eigen::MatrixXd> a, const Eigen::Map<Eigen::MatrixXd> b, bool tn, int threads, int simd);
+RcppExport SEXP _kernlearn_cpp_simd_gemm(SEXP aSEXP, SEXP bSEXP, SEXP tnSEXP, SEXP threadsSEXP, SEXP simdSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type a(aSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type b(bSEXP);
+    Rcpp::traits::input_parameter< bool >::type tn(tnSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< int >::type simd(simdSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_simd_gemm(a, b, tn, threads, simd));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_optim_test
 Rcpp::List cpp_optim_test(std::string problem, std::string method, Rcpp::NumericVector x0, Rcpp::List control, Rcpp::IntegerVector seed);
 RcppExport SEXP _kernlearn_cpp_optim_test(SEXP problemSEXP, SEXP methodSEXP, SEXP x0SEXP, SEXP controlSEXP, SEXP seedSEXP) {
@@ -702,6 +717,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_kernel_ridge_fit", (DL_FUNC) &_kernlearn_cpp_kernel_ridge_fit, 8},
     {"_kernlearn_cpp_kernel_predict", (DL_FUNC) &_kernlearn_cpp_kernel_predict, 7},
     {"_kernlearn_cpp_gemm_nt", (DL_FUNC) &_kernlearn_cpp_gemm_nt, 4},
+    {"_kernlearn_cpp_simd_gemm", (DL_FUNC) &_kernlearn_cpp_simd_gemm, 5},
     {"_kernlearn_cpp_optim_test", (DL_FUNC) &_kernlearn_cpp_optim_test, 5},
     {"_kernlearn_cpp_rng_draw", (DL_FUNC) &_kernlearn_cpp_rng_draw, 4},
     {"_kernlearn_cpp_svm_classify", (DL_FUNC) &_kernlearn_cpp_svm_classify, 10},

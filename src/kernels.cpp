@@ -1,5 +1,6 @@
 // Glue: kernel matrices, backend information, ridge and exact kernel ridge regression.
 #include "glue.hpp"
+#include "core/simd.hpp"
 #include "core/ridge.hpp"
 
 // [[Rcpp::export]]
@@ -110,5 +111,34 @@ Rcpp::NumericMatrix cpp_gemm_nt(const Eigen::Map<Eigen::MatrixXd> a,
   Rcpp::NumericMatrix out(static_cast<int>(a.rows()), static_cast<int>(b.rows()));
   Eigen::Map<Eigen::MatrixXd> C(out.begin(), a.rows(), b.rows());
   klr::backend_from_r(backend).gemm_nt(a, b, C, threads);
+  return out;
+}
+
+// A B' (tn = FALSE) or A'B (tn = TRUE) by the vectorised tiled GEMM of the core, with the
+// widest kernel up to `simd` (1 AVX2, 2 AVX-512) that the processor has, or by Eigen
+// (simd = 0, or no such kernel).
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_simd_gemm(const Eigen::Map<Eigen::MatrixXd> a,
+                                  const Eigen::Map<Eigen::MatrixXd> b, bool tn, int threads,
+                                  int simd) {
+  if (simd < 0 || simd > 2) Rcpp::stop("simd must be 0, 1 or 2");
+  if (tn ? a.rows() != b.rows() : a.cols() != b.cols()) Rcpp::stop("a and b do not conform");
+  const Eigen::Index m = tn ? a.cols() : a.rows(), n = tn ? b.cols() : b.rows();
+  const Eigen::Index k = tn ? a.rows() : a.cols();
+  Rcpp::NumericMatrix out(static_cast<int>(m), static_cast<int>(n));
+  Eigen::Map<Eigen::MatrixXd> C(out.begin(), m, n);
+  const kl::SimdLevel level = std::min(static_cast<kl::SimdLevel>(simd), kl::simd_level());
+  if (level == kl::SimdLevel::none) {
+    if (tn)
+      C.noalias() = a.transpose() * b;
+    else
+      C.noalias() = a * b.transpose();
+  } else if (tn) {
+    kl::gemm_parallel(level, m, n, k, a.data(), a.rows(), 1, b.data(), 1, b.rows(), C.data(),
+                      m, threads);
+  } else {
+    kl::gemm_parallel(level, m, n, k, a.data(), 1, a.rows(), b.data(), b.rows(), 1, C.data(),
+                      m, threads);
+  }
   return out;
 }

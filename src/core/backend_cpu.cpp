@@ -2,6 +2,8 @@
 
 #include <Eigen/Core>
 
+#include "simd.hpp"
+
 namespace kl {
 
 void CpuBackend::kernel_matrix(const KernelSpec& spec, CMatRef X, CMatRef Z, MatRef K,
@@ -12,6 +14,13 @@ void CpuBackend::kernel_matrix(const KernelSpec& spec, CMatRef X, CMatRef Z, Mat
 void CpuBackend::gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) {
   if (A.cols() != B.cols() || C.rows() != A.rows() || C.cols() != B.rows())
     throw Error("gemm_nt: shapes do not conform");
+  const SimdLevel level = simd_level();
+  if (level != SimdLevel::none) {
+    // C(i, j) = sum_k A(i, k) B(j, k)
+    gemm_parallel(level, A.rows(), B.rows(), A.cols(), A.data(), 1, A.outerStride(), B.data(),
+                  B.outerStride(), 1, C.data(), C.outerStride(), threads);
+    return;
+  }
   const int old = Eigen::nbThreads();
   Eigen::setNbThreads(clamp_threads(threads));
   C.noalias() = A * B.transpose();
@@ -21,6 +30,13 @@ void CpuBackend::gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) {
 void CpuBackend::gemm_tn(CMatRef A, CMatRef B, MatRef C, int threads) {
   if (A.rows() != B.rows() || C.rows() != A.cols() || C.cols() != B.cols())
     throw Error("gemm_tn: shapes do not conform");
+  const SimdLevel level = simd_level();
+  if (level != SimdLevel::none) {
+    // C(i, j) = sum_k A(k, i) B(k, j)
+    gemm_parallel(level, A.cols(), B.cols(), A.rows(), A.data(), A.outerStride(), 1, B.data(),
+                  1, B.outerStride(), C.data(), C.outerStride(), threads);
+    return;
+  }
   const int old = Eigen::nbThreads();
   Eigen::setNbThreads(clamp_threads(threads));
   C.noalias() = A.transpose() * B;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "simd.hpp"
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -115,6 +117,7 @@ void kernel_matrix(const KernelSpec& s, CMatRef X, CMatRef Z, MatRef K, int thre
   const Eigen::Index nrb = (n + kRowBlock - 1) / kRowBlock;
   const Eigen::Index ncb = (m + kColBlock - 1) / kColBlock;
   const Eigen::Index nblocks = nrb * ncb;
+  const SimdLevel level = simd_level();
 
   // Sweeps of a bounded number of blocks let the caller interrupt long computations.
   const Eigen::Index sweep = std::max<Eigen::Index>(1, 8 * threads);
@@ -130,7 +133,11 @@ void kernel_matrix(const KernelSpec& s, CMatRef X, CMatRef Z, MatRef K, int thre
         const Eigen::Index r0 = rb * kRowBlock, c0 = cbk * kColBlock;
         const Eigen::Index nr = std::min(kRowBlock, n - r0), nc = std::min(kColBlock, m - c0);
         Mat G(nr, nc);
-        G.noalias() = X.middleRows(r0, nr) * Z.middleRows(c0, nc).transpose();
+        if (level != SimdLevel::none)  // G(i, j) = sum_k X(r0 + i, k) Z(c0 + j, k)
+          gemm_block(level, nr, nc, d, X.data() + r0, 1, X.outerStride(), Z.data() + c0,
+                     Z.outerStride(), 1, G.data(), 1, nr);
+        else
+          G.noalias() = X.middleRows(r0, nr) * Z.middleRows(c0, nc).transpose();
         if (needs_norms)
           finish_kernel_block(s, xn.data() + r0, zn.data() + c0, G);
         else

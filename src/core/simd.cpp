@@ -12,21 +12,27 @@ namespace {
 const std::ptrdiff_t kKc = 256;  // rows per packed block
 const int kMr = 6;               // rows of C per micro-kernel call
 
-// Copies rows k0 .. k0 + kc - 1 of the columns c0 .. c0 + w - 1 of X into panels of `width`
-// columns: panel q holds X(k0 + k, c0 + q * width + j) at out[(q * kc + k) * width + j], with
-// zeros past column w.
+// Copies the block of rows i0 .. i0 + w - 1 and columns k0 .. k0 + kc - 1 of the strided
+// operand M (element (i, k) at M[i * si + k * sk]) into panels of `width` rows: panel q holds
+// M(i0 + q * width + j, k0 + k) at out[(q * kc + k) * width + j], with zeros past row w.
 template <class T>
-void pack(const T* X, std::ptrdiff_t ldx, std::ptrdiff_t k0, std::ptrdiff_t kc,
-          std::ptrdiff_t c0, std::ptrdiff_t w, int width, T* out) {
+void pack(const T* M, std::ptrdiff_t si, std::ptrdiff_t sk, std::ptrdiff_t i0, std::ptrdiff_t w,
+          std::ptrdiff_t k0, std::ptrdiff_t kc, int width, T* out) {
   const std::ptrdiff_t panels = (w + width - 1) / width;
-  for (std::ptrdiff_t k = 0; k < kc; ++k) {
-    const T* row = X + (k0 + k) * ldx + c0;
-    for (std::ptrdiff_t q = 0; q < panels; ++q) {
-      T* dst = out + (q * kc + k) * width;
-      const std::ptrdiff_t j0 = q * width;
-      const std::ptrdiff_t m = std::min<std::ptrdiff_t>(width, w - j0);
-      std::memcpy(dst, row + j0, static_cast<std::size_t>(m) * sizeof(T));
-      std::fill(dst + m, dst + width, T(0));
+  for (std::ptrdiff_t q = 0; q < panels; ++q) {
+    T* dst = out + q * kc * width;
+    const std::ptrdiff_t j0 = q * width;
+    const std::ptrdiff_t m = std::min<std::ptrdiff_t>(width, w - j0);
+    const T* src = M + (i0 + j0) * si + k0 * sk;
+    if (si == 1) {  // rows contiguous: copy one k at a time
+      for (std::ptrdiff_t k = 0; k < kc; ++k) {
+        std::memcpy(dst + k * width, src + k * sk, static_cast<std::size_t>(m) * sizeof(T));
+        std::fill(dst + k * width + m, dst + (k + 1) * width, T(0));
+      }
+    } else {  // columns contiguous (or neither): walk along k for each row
+      for (std::ptrdiff_t j = 0; j < m; ++j)
+        for (std::ptrdiff_t k = 0; k < kc; ++k) dst[k * width + j] = src[j * si + k * sk];
+      for (std::ptrdiff_t k = 0; k < kc; ++k) std::fill(dst + k * width + m, dst + (k + 1) * width, T(0));
     }
   }
 }
@@ -128,52 +134,88 @@ const char* simd_level_name(SimdLevel level) {
 namespace {
 
 template <class T>
-void crossprod_cols_impl(SimdLevel level, const T* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows,
-                         std::ptrdiff_t ca, std::ptrdiff_t wa, std::ptrdiff_t cb,
-                         std::ptrdiff_t wb, T* C, std::ptrdiff_t ldc) {
+void gemm_block_impl(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
+                     const T* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const T* B,
+                     std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, T* C, std::ptrdiff_t cs_i,
+                     std::ptrdiff_t cs_j) {
   if (level == SimdLevel::none || level > simd_level())
-    throw Error("crossprod_cols: this processor lacks the requested instructions");
+    throw Error("gemm_block: this processor lacks the requested instructions");
 #ifdef KL_SIMD_X86
   // Micro-tiles of 6 rows by two vectors: 64 or 32 bytes each.
   const int nr = static_cast<int>((level == SimdLevel::avx512 ? 128 : 64) / sizeof(T));
-  const std::ptrdiff_t mp = (wa + kMr - 1) / kMr * kMr, np = (wb + nr - 1) / nr * nr;
+  const std::ptrdiff_t mp = (m + kMr - 1) / kMr * kMr, np = (n + nr - 1) / nr * nr;
   std::vector<T> Ap(static_cast<std::size_t>(mp * kKc)), Bp(static_cast<std::size_t>(np * kKc));
   std::vector<T> Ct(static_cast<std::size_t>(mp * np), T(0));
-  for (std::ptrdiff_t k0 = 0; k0 < nrows; k0 += kKc) {
-    const std::ptrdiff_t kc = std::min(kKc, nrows - k0);
-    pack(X, ldx, k0, kc, ca, wa, kMr, Ap.data());
-    pack(X, ldx, k0, kc, cb, wb, nr, Bp.data());
+  for (std::ptrdiff_t k0 = 0; k0 < kdim; k0 += kKc) {
+    const std::ptrdiff_t kc = std::min(kKc, kdim - k0);
+    pack(A, as_i, as_k, 0, m, k0, kc, kMr, Ap.data());
+    pack(B, bs_j, bs_k, 0, n, k0, kc, nr, Bp.data());
     for (std::ptrdiff_t q = 0; q < np / nr; ++q) {
-      const T* B = Bp.data() + q * kc * nr;
+      const T* Bq = Bp.data() + q * kc * nr;
       for (std::ptrdiff_t r = 0; r < mp / kMr; ++r) {
-        const T* A = Ap.data() + r * kc * kMr;
+        const T* Ar = Ap.data() + r * kc * kMr;
         T* Cr = Ct.data() + r * kMr * np + q * nr;
         if (level == SimdLevel::avx512)
-          kernel_avx512(kc, A, B, Cr, np);
+          kernel_avx512(kc, Ar, Bq, Cr, np);
         else
-          kernel_avx2(kc, A, B, Cr, np);
+          kernel_avx2(kc, Ar, Bq, Cr, np);
       }
     }
   }
-  for (std::ptrdiff_t i = 0; i < wa; ++i)
-    std::memcpy(C + i * ldc, Ct.data() + i * np, static_cast<std::size_t>(wb) * sizeof(T));
+  if (cs_j == 1) {
+    for (std::ptrdiff_t i = 0; i < m; ++i)
+      std::memcpy(C + i * cs_i, Ct.data() + i * np, static_cast<std::size_t>(n) * sizeof(T));
+  } else {
+    for (std::ptrdiff_t j = 0; j < n; ++j)
+      for (std::ptrdiff_t i = 0; i < m; ++i) C[i * cs_i + j * cs_j] = Ct[static_cast<std::size_t>(i * np + j)];
+  }
 #else
-  (void)X; (void)ldx; (void)nrows; (void)ca; (void)wa; (void)cb; (void)wb; (void)C; (void)ldc;
+  (void)m; (void)n; (void)kdim; (void)A; (void)as_i; (void)as_k; (void)B; (void)bs_k;
+  (void)bs_j; (void)C; (void)cs_i; (void)cs_j;
 #endif
 }
 
 }  // namespace
 
+void gemm_block(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
+                const double* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const double* B,
+                std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, double* C, std::ptrdiff_t cs_i,
+                std::ptrdiff_t cs_j) {
+  gemm_block_impl(level, m, n, kdim, A, as_i, as_k, B, bs_k, bs_j, C, cs_i, cs_j);
+}
+
 void crossprod_cols(SimdLevel level, const float* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows,
                     std::ptrdiff_t ca, std::ptrdiff_t wa, std::ptrdiff_t cb, std::ptrdiff_t wb,
                     float* C, std::ptrdiff_t ldc) {
-  crossprod_cols_impl(level, X, ldx, nrows, ca, wa, cb, wb, C, ldc);
+  gemm_block_impl(level, wa, wb, nrows, X + ca, std::ptrdiff_t(1), ldx, X + cb, ldx,
+                  std::ptrdiff_t(1), C, ldc, std::ptrdiff_t(1));
 }
 
 void crossprod_cols(SimdLevel level, const double* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows,
                     std::ptrdiff_t ca, std::ptrdiff_t wa, std::ptrdiff_t cb, std::ptrdiff_t wb,
                     double* C, std::ptrdiff_t ldc) {
-  crossprod_cols_impl(level, X, ldx, nrows, ca, wa, cb, wb, C, ldc);
+  gemm_block_impl(level, wa, wb, nrows, X + ca, std::ptrdiff_t(1), ldx, X + cb, ldx,
+                  std::ptrdiff_t(1), C, ldc, std::ptrdiff_t(1));
+}
+
+void gemm_parallel(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
+                   const double* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const double* B,
+                   std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, double* C, std::ptrdiff_t ldc,
+                   int threads) {
+  if (level == SimdLevel::none || level > simd_level())
+    throw Error("gemm_parallel: this processor lacks the requested instructions");
+  const std::ptrdiff_t tile = 512;
+  const std::ptrdiff_t tm = (m + tile - 1) / tile, tn = (n + tile - 1) / tile;
+  const long ntasks = static_cast<long>(tm * tn);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads))
+#endif
+  for (long t = 0; t < ntasks; ++t) {
+    const std::ptrdiff_t i0 = (t / tn) * tile, j0 = (t % tn) * tile;
+    const std::ptrdiff_t wi = std::min(tile, m - i0), wj = std::min(tile, n - j0);
+    gemm_block_impl(level, wi, wj, kdim, A + i0 * as_i, as_i, as_k, B + j0 * bs_j, bs_k, bs_j,
+                    C + i0 + j0 * ldc, std::ptrdiff_t(1), ldc);
+  }
 }
 
 }  // namespace kl

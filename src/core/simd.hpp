@@ -28,4 +28,19 @@ void crossprod_cols(SimdLevel level, const double* X, std::ptrdiff_t ldx, std::p
                     std::ptrdiff_t ca, std::ptrdiff_t wa, std::ptrdiff_t cb, std::ptrdiff_t wb,
                     double* C, std::ptrdiff_t ldc);
 
+// C = A B for strided operands, on the calling thread: A(i, k) = A[i * as_i + k * as_k]
+// (m x kdim), B(k, j) = B[k * bs_k + j * bs_j] (kdim x n); C(i, j) = C[i * cs_i + j * cs_j]
+// is overwritten. With kdim = 0, C is set to zero. Same conditions on `level`.
+void gemm_block(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
+                const double* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const double* B,
+                std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, double* C, std::ptrdiff_t cs_i,
+                std::ptrdiff_t cs_j);
+
+// The same product into a column-major C (leading dimension ldc), in 512 x 512 tiles of C
+// computed in parallel; each tile's sums have a fixed order, so threads do not change it.
+void gemm_parallel(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
+                   const double* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const double* B,
+                   std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, double* C, std::ptrdiff_t ldc,
+                   int threads);
+
 }  // namespace kl
