@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "chol.hpp"
+
 namespace kl {
 
 namespace {
@@ -24,21 +26,24 @@ Mat landmark_gram(const DiklMapParams& p, Backend& be, int threads) {
   return B;
 }
 
-// Cholesky factor of S + jitter I; when that fails (a numerically singular S, e.g. repeated
-// landmarks), the diagonal is raised in steps of 100x until it succeeds.
-Eigen::LLT<Mat> spd_factor(Mat& S, double jitter) {
+// Lower Cholesky factor of S + jitter I (blocked, parallel); when the factorisation fails (a
+// numerically singular S, e.g. repeated landmarks), the diagonal is raised in steps of 100x
+// until it succeeds.
+Mat spd_factor(Mat& S, double jitter, int threads) {
   const double scale = std::max(S.diagonal().cwiseAbs().maxCoeff(), 1e-300);
   S.diagonal().array() += jitter;
-  Eigen::LLT<Mat> llt(S);
+  Mat L = S;
+  bool ok = cholesky_lower(L, threads);
   double add = std::max(jitter, 1e-14 * scale);
-  for (int tries = 0; llt.info() != Eigen::Success && tries < 10; ++tries) {
+  for (int tries = 0; !ok && tries < 10; ++tries) {
     S.diagonal().array() += add;
     add *= 100.0;
-    llt.compute(S);
+    L = S;
+    ok = cholesky_lower(L, threads);
   }
-  if (llt.info() != Eigen::Success || !S.allFinite())
+  if (!ok || !S.allFinite())
     throw Error("dikl: the feature covariance is not positive definite (non-finite features?)");
-  return llt;
+  return L;
 }
 
 // Column means as a row vector.
@@ -137,14 +142,23 @@ double dikl_objective(DiklObjective obj, const DiklMapParams& p, CMatRef X, CMat
       Mat S(J, J);
       be.gemm_tn(Fc, Fc, S, threads);
       if (nys) S += rho * B; else S.diagonal().array() += rho;
-      const Mat M = Fc.transpose() * Yc;
-      Eigen::LLT<Mat> llt = spd_factor(S, jitter);
-      const Mat A = llt.solve(M);
+      Mat M(J, L);
+      be.gemm_tn(Fc, Yc, M, threads);
+      const Mat A = cholesky_solve(spd_factor(S, jitter, threads), M);
       value = (M.array() * A.array()).sum();
       if (need) {
-        const Mat Res = Yc - Fc * A;
-        dF = 2.0 * Res * A.transpose();
-        if (nys) dB = -rho * (A * A.transpose());
+        const Mat At = A.transpose();
+        Mat Res(n, L);
+        be.gemm_nt(Fc, At, Res, threads);
+        Res = Yc - Res;
+        dF.resize(n, J);
+        be.gemm_nt(Res, A, dF, threads);
+        dF *= 2.0;
+        if (nys) {
+          dB.resize(J, J);
+          be.gemm_nt(A, A, dB, threads);
+          dB *= -rho;
+        }
       }
       break;
     }
@@ -225,8 +239,7 @@ double dikl_ridge_head(const DiklMapParams& p, CMatRef X, CMatRef Y, double rho,
   if (p.map == DiklMap::nystrom) S += rho * landmark_gram(p, be, threads);
   else S.diagonal().array() += rho;
   const Mat M = FtY - dn * fbar * ybar.transpose();
-  Eigen::LLT<Mat> llt = spd_factor(S, jitter);
-  V = llt.solve(M);
+  V = cholesky_solve(spd_factor(S, jitter, threads), M);
   c = ybar - V.transpose() * fbar;
   return (M.array() * V.array()).sum();
 }
