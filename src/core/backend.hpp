@@ -1,6 +1,8 @@
 // The Backend interface: the heavy dense operations that a GPU can take over. The CPU backend
-// (Eigen + OpenMP) is always there; the CUDA backend lives in a separate shared library that is
-// loaded at run time (backend_gpu.cpp) and falls back to the CPU for what it does not implement.
+// (OpenMP over tiles; products through the AVX2 / AVX-512 kernels of simd.hpp when the
+// processor has them, Eigen otherwise) is always there; the CUDA backend lives in a separate
+// shared library that is loaded at run time (backend_gpu.cpp) and falls back to the CPU for
+// what it does not implement.
 #pragma once
 
 #include <memory>
