@@ -65,6 +65,10 @@ cpp_cholesky <- function(A, threads, simd = 2L) {
     .Call(`_kernlearn_cpp_cholesky`, A, threads, simd)
 }
 
+cpp_class_moments <- function(x, y, K, threads) {
+    .Call(`_kernlearn_cpp_class_moments`, x, y, K, threads)
+}
+
 cpp_logistic_fit <- function(x, y, K, lambda, weights, maxit, tol, threads, ftol = 1e-14, memory = 10L, progress = NULL, init = NULL) {
     .Call(`_kernlearn_cpp_logistic_fit`, x, y, K, lambda, weights, maxit, tol, threads, ftol, memory, progress, init)
 }

@@ -296,6 +296,20 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_class_moments
+Rcpp::List cpp_class_moments(const Eigen::Map<Eigen::MatrixXd> x, const Rcpp::IntegerVector y, int K, int threads);
+RcppExport SEXP _kernlearn_cpp_class_moments(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< const Rcpp::IntegerVector >::type y(ySEXP);
+    Rcpp::traits::input_parameter< int >::type K(KSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_class_moments(x, y, K, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_logistic_fit
 Rcpp::List cpp_logistic_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K, double lambda, SEXP weights, int maxit, double tol, int threads, double ftol, int memory, SEXP progress, SEXP init);
 RcppExport SEXP _kernlearn_cpp_logistic_fit(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP lambdaSEXP, SEXP weightsSEXP, SEXP maxitSEXP, SEXP tolSEXP, SEXP threadsSEXP, SEXP ftolSEXP, SEXP memorySEXP, SEXP progressSEXP, SEXP initSEXP) {
@@ -704,6 +718,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_simd_level", (DL_FUNC) &_kernlearn_cpp_simd_level, 0},
     {"_kernlearn_cpp_gram_with_intercept", (DL_FUNC) &_kernlearn_cpp_gram_with_intercept, 4},
     {"_kernlearn_cpp_cholesky", (DL_FUNC) &_kernlearn_cpp_cholesky, 3},
+    {"_kernlearn_cpp_class_moments", (DL_FUNC) &_kernlearn_cpp_class_moments, 4},
     {"_kernlearn_cpp_logistic_fit", (DL_FUNC) &_kernlearn_cpp_logistic_fit, 12},
     {"_kernlearn_cpp_logistic_objective", (DL_FUNC) &_kernlearn_cpp_logistic_objective, 8},
     {"_kernlearn_cpp_logistic_predict", (DL_FUNC) &_kernlearn_cpp_logistic_predict, 4},

@@ -312,3 +312,16 @@ SEXP cpp_cholesky(const Eigen::Map<Eigen::MatrixXd> A, int threads, int simd = 2
   if (!ok) return R_NilValue;
   return Rcpp::wrap(kl::Mat(L.triangularView<Eigen::Lower>()));
 }
+
+// Class second moments and means (y: 0-based classes), as the fit computes them.
+// [[Rcpp::export]]
+Rcpp::List cpp_class_moments(const Eigen::Map<Eigen::MatrixXd> x, const Rcpp::IntegerVector y,
+                             int K, int threads) {
+  const kl::IVec yy = Rcpp::as<kl::IVec>(y);
+  const kl::ClassMoments cm = klr::with_eigen_threads(
+      1, [&]() { return kl::class_moments(x, yy, K, threads, klr::make_callbacks()); });
+  Rcpp::List second(K);
+  for (int k = 0; k < K; ++k) second[k] = Rcpp::wrap(cm.second[static_cast<std::size_t>(k)]);
+  return Rcpp::List::create(Rcpp::Named("second") = second, Rcpp::Named("mean") = cm.mean,
+                            Rcpp::Named("count") = cm.count);
+}

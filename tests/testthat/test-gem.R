@@ -31,6 +31,21 @@ class_moment <- function(x, y, lev) {
   crossprod(xi) / nrow(xi)
 }
 
+test_that("class moments equal crossprod() over several row chunks and column tiles", {
+  set.seed(21)
+  x <- matrix(rnorm(5000 * 300), 5000, 300)
+  x[, 5] <- x[, 5] * 50
+  y <- rep(0:2, c(4500, 400, 100))
+  m <- kernlearn:::cpp_class_moments(x, y, 3L, 2L)
+  for (k in 0:2) {
+    xk <- x[y == k, ]
+    expect_equal(m$second[[k + 1]], crossprod(xk) / nrow(xk), tolerance = 1e-12)
+    expect_equal(m$mean[, k + 1], colMeans(xk), tolerance = 1e-12)
+  }
+  expect_equal(m$count, c(4500L, 400L, 100L))
+  expect_identical(kernlearn:::cpp_class_moments(x, y, 3L, 1L), m)
+})
+
 test_that("directions solve the regularised generalized eigenproblem", {
   dat <- gem_toy()
   fit <- gem(dat$x, dat$y, ridge = 0.2, top = 4, threshold = 0, scale = FALSE, lambda = 1e-3)
