@@ -80,28 +80,22 @@ __attribute__((always_inline)) inline void micro_kernel(std::ptrdiff_t kc, const
   }
 }
 
-__attribute__((target("avx2,fma"))) void kernel_avx2(std::ptrdiff_t kc, const float* A,
-                                                     const float* B, float* C,
-                                                     std::ptrdiff_t ldc) {
-  micro_kernel<v8f, 8>(kc, A, B, C, ldc);
+// Vector types of 32 and 64 bytes for each element type.
+template <class T> struct Vecs;
+template <> struct Vecs<float> { typedef v8f v256; typedef v16f v512; };
+template <> struct Vecs<double> { typedef v4d v256; typedef v8d v512; };
+
+template <class T>
+__attribute__((target("avx2,fma"))) void kernel_avx2(std::ptrdiff_t kc, const T* A, const T* B,
+                                                     T* C, std::ptrdiff_t ldc) {
+  micro_kernel<typename Vecs<T>::v256, static_cast<int>(32 / sizeof(T))>(kc, A, B, C, ldc);
 }
 
-__attribute__((target("avx512f,avx2,fma"))) void kernel_avx512(std::ptrdiff_t kc,
-                                                               const float* A, const float* B,
-                                                               float* C, std::ptrdiff_t ldc) {
-  micro_kernel<v16f, 16>(kc, A, B, C, ldc);
-}
-
-__attribute__((target("avx2,fma"))) void kernel_avx2(std::ptrdiff_t kc, const double* A,
-                                                     const double* B, double* C,
-                                                     std::ptrdiff_t ldc) {
-  micro_kernel<v4d, 4>(kc, A, B, C, ldc);
-}
-
-__attribute__((target("avx512f,avx2,fma"))) void kernel_avx512(std::ptrdiff_t kc,
-                                                               const double* A, const double* B,
-                                                               double* C, std::ptrdiff_t ldc) {
-  micro_kernel<v8d, 8>(kc, A, B, C, ldc);
+template <class T>
+__attribute__((target("avx512f,avx2,fma"))) void kernel_avx512(std::ptrdiff_t kc, const T* A,
+                                                               const T* B, T* C,
+                                                               std::ptrdiff_t ldc) {
+  micro_kernel<typename Vecs<T>::v512, static_cast<int>(64 / sizeof(T))>(kc, A, B, C, ldc);
 }
 #endif
 
