@@ -348,7 +348,12 @@ void feature_block(const CMatRef& xb, const CMatRef& V, int base, int degree, bo
   const Eigen::Index raw = (keep_input ? d : 0) + 2 * F;
   const Eigen::Index off = ones ? 1 : 0;
   Mat P(len, F);
-  if (F > 0) P.noalias() = xb * V;
+  const SimdLevel level = simd_level();
+  if (F > 0 && level != SimdLevel::none)  // P(i, j) = sum_k xb(i, k) V(k, j)
+    gemm_block(level, len, F, d, xb.data(), 1, xb.outerStride(), V.data(), 1, V.outerStride(),
+               P.data(), 1, len);
+  else if (F > 0)
+    P.noalias() = xb * V;
   if (ones) out.leftCols(1).setOnes();
   Eigen::Index c = off;
   if (keep_input) {
