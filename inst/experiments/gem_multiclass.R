@@ -18,7 +18,9 @@
 # training rows) on the first 20000 rows of Covertype (the paper used all 581012 rows; see
 # the vignette). GEM, deep GEM, random Fourier features (RFF, logistic regression) and GEM on
 # RFF, against kernel_svm, e1071::svm and ranger.
-# letter: rows 1..16000 train / 16001..20000 test. pendigits: the given train / test files.
+# letter: rows 1..16000 train / 16001..20000 test; GEM on random hypercube class pairs (26
+# classes make 650 ordered pairs). pendigits: the given train / test files. Single-layer GEM
+# only on these two.
 # Writes inst/extdata/gem_multiclass.csv.
 library(kernlearn)
 args <- commandArgs(trailingOnly = TRUE)
@@ -140,17 +142,17 @@ if (what %in% c("covtype", "all")) {
 if (what %in% c("letter", "all")) {
   d <- kl_dataset("letter")
   compare("letter (16000 / 4000)", d$x[1:16000, ], d$y[1:16000], d$x[16001:20000, ], d$y[16001:20000],
-          gem_grid = list(g3(ridge = 0.1, top = 16, threshold = 1.5, lambda = 1e-4),
-                          g3(ridge = 0.01, top = 16, threshold = 1.5, lambda = 1e-4)),
-          svm_grid = list(cost = 2^c(2, 4, 6), gamma = 2^c(2, 3, 4)), deep = TRUE, parts = part)
+          gem_grid = list(g3(pairs = "hypercube", ridge = 0.1, top = 8, threshold = 1.5, degree = 2, lambda = 1e-4),
+                          g3(pairs = "hypercube", ridge = 0.01, top = 8, threshold = 1.5, degree = 2, lambda = 1e-4)),
+          svm_grid = list(cost = 2^c(2, 4, 6), gamma = 2^c(2, 3, 4)), deep = FALSE, parts = part)
 }
 if (what %in% c("pendigits", "all")) {
   d <- kl_dataset("pendigits")
   tr <- d$train
   compare("pendigits (7494 / 3498)", d$x[tr, ], d$y[tr], d$x[-tr, ], d$y[-tr],
-          gem_grid = list(g3(ridge = 0.1, top = 16, threshold = 1.5, lambda = 1e-4),
-                          g3(ridge = 0.01, top = 16, threshold = 1.5, lambda = 1e-4)),
-          svm_grid = list(cost = 2^c(2, 4, 6), gamma = 2^c(0, 2, 4)), deep = TRUE, parts = part)
+          gem_grid = list(g3(ridge = 0.1, top = 8, threshold = 1.5, degree = 2, lambda = 1e-4),
+                          g3(ridge = 0.01, top = 8, threshold = 1.5, degree = 2, lambda = 1e-4)),
+          svm_grid = list(cost = 2^c(2, 4, 6), gamma = 2^c(0, 2, 4)), deep = FALSE, parts = part)
 }
 if (what == "covtype_full") {
   d <- kl_dataset("covtype")
