@@ -4,10 +4,11 @@
 # test images. Pixels are divided by 255, as in the paper.
 #
 #   KERNLEARN_DATA_DIR=/path/to/data Rscript inst/experiments/gem_mnist.R \
-#     [single|validate|deep|all] [lambdas] [logistic|cls]
+#     [single|validate|deep|all] [lambdas] [logistic|cls] [thresholds]
 #
 # lambdas: comma-separated penalties to validate (default 1e-5,1e-4,1e-3,1e-2 for the
-# logistic head, 0.5 for calibrated least squares). The final refit uses the best validation
+# logistic head, 0.5 for calibrated least squares); thresholds: comma-separated eigenvalue
+# thresholds to validate with each of them (default 2.5, the authors' value). The final refit uses the best validation
 # result of that head recorded in the output file so far; "validate" only adds validation
 # runs. The head defaults to logistic regression (the paper's); "cls" is calibrated least
 # squares on unstandardised features (the classifier of the authors' MNIST code).
@@ -63,7 +64,8 @@ if (head == "cls")
 if (what %in% c("single", "validate", "all")) {
   lambdas <- if (length(args) > 1 && nzchar(args[2])) as.numeric(strsplit(args[2], ",")[[1]]) else
     if (head == "cls") 0.5 else 10^(-5:-2)
-  grid <- expand.grid(threshold = c(2.5), lambda = lambdas)
+  thresholds <- if (length(args) > 3 && nzchar(args[4])) as.numeric(strsplit(args[4], ",")[[1]]) else 2.5
+  grid <- expand.grid(threshold = thresholds, lambda = lambdas)
   for (g in seq_len(nrow(grid))) {
     a <- utils::modifyList(single_base, as.list(grid[g, ]))
     s <- sprintf("threshold %g, lambda %g", a$threshold, a$lambda)
