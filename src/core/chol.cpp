@@ -17,6 +17,9 @@ bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks&
   const SimdLevel level = std::min(max_level, simd_level());
   const Eigen::Index ld = A.outerStride();
   const int nthreads = clamp_threads(threads);
+#ifndef _OPENMP
+  (void)nthreads;
+#endif
   for (Eigen::Index k0 = 0; k0 < N; k0 += kCholBlock) {
     cb.check();
     const Eigen::Index kb = std::min(kCholBlock, N - k0), k1 = k0 + kb, rest = N - k1;

@@ -39,6 +39,12 @@ void pack(const T* M, std::ptrdiff_t si, std::ptrdiff_t sk, std::ptrdiff_t i0, s
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(_WIN32)
 #define KL_SIMD_X86 1
+// Full unrolling of the fixed 6-row loops keeps the accumulators in registers.
+#if defined(__clang__)
+#define KL_UNROLL _Pragma("unroll")
+#else
+#define KL_UNROLL _Pragma("GCC unroll 6")
+#endif
 typedef float v8f __attribute__((vector_size(32)));
 typedef float v16f __attribute__((vector_size(64)));
 typedef double v4d __attribute__((vector_size(32)));
@@ -51,7 +57,7 @@ template <class V, int W, class T>
 __attribute__((always_inline)) inline void micro_kernel(std::ptrdiff_t kc, const T* A,
                                                         const T* B, T* C, std::ptrdiff_t ldc) {
   V c0[kMr], c1[kMr];
-#pragma GCC unroll 6
+KL_UNROLL
   for (int i = 0; i < kMr; ++i) {
     c0[i] = V{};
     c1[i] = V{};
@@ -61,13 +67,13 @@ __attribute__((always_inline)) inline void micro_kernel(std::ptrdiff_t kc, const
     std::memcpy(&b0, B + k * 2 * W, sizeof(V));
     std::memcpy(&b1, B + k * 2 * W + W, sizeof(V));
     const T* a = A + k * kMr;
-#pragma GCC unroll 6
+KL_UNROLL
     for (int i = 0; i < kMr; ++i) {
       c0[i] += a[i] * b0;
       c1[i] += a[i] * b1;
     }
   }
-#pragma GCC unroll 6
+KL_UNROLL
   for (int i = 0; i < kMr; ++i) {
     V t0, t1;
     T* ci = C + i * ldc;
@@ -198,6 +204,9 @@ void gemm_parallel(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptr
                    int threads) {
   if (level == SimdLevel::none || level > simd_level())
     throw Error("gemm_parallel: this processor lacks the requested instructions");
+#ifndef _OPENMP
+  (void)threads;
+#endif
   const std::ptrdiff_t tile = 512;
   const std::ptrdiff_t tm = (m + tile - 1) / tile, tn = (n + tile - 1) / tile;
   const long ntasks = static_cast<long>(tm * tn);
