@@ -4,11 +4,13 @@
 # test images. Pixels are divided by 255, as in the paper.
 #
 #   KERNLEARN_DATA_DIR=/path/to/data Rscript inst/experiments/gem_mnist.R \
-#     [single|validate|deep|all] [lambdas] [logistic|cls] [thresholds]
+#     [single|validate|deep|all] [lambdas] [logistic|cls] [thresholds] [ridges]
 #
 # lambdas: comma-separated penalties to validate (default 1e-5,1e-4,1e-3,1e-2 for the
 # logistic head, 0.5 for calibrated least squares); thresholds: comma-separated eigenvalue
-# thresholds to validate with each of them (default 2.5, the authors' value). The final refit uses the best validation
+# thresholds to validate with each of them (default 2.5, the authors' value); ridges:
+# comma-separated absolute ridges (default 0.05, the authors' value; settings without a
+# ridge in the output file used it). The final refit uses the best validation
 # result of that head recorded in the output file so far; "validate" only adds validation
 # runs. The head defaults to logistic regression (the paper's); "cls" is calibrated least
 # squares on unstandardised features (the classifier of the authors' MNIST code).
@@ -65,10 +67,12 @@ if (what %in% c("single", "validate", "all")) {
   lambdas <- if (length(args) > 1 && nzchar(args[2])) as.numeric(strsplit(args[2], ",")[[1]]) else
     if (head == "cls") 0.5 else 10^(-5:-2)
   thresholds <- if (length(args) > 3 && nzchar(args[4])) as.numeric(strsplit(args[4], ",")[[1]]) else 2.5
-  grid <- expand.grid(threshold = thresholds, lambda = lambdas)
+  ridges <- if (length(args) > 4 && nzchar(args[5])) as.numeric(strsplit(args[5], ",")[[1]]) else 0.05
+  grid <- expand.grid(threshold = thresholds, lambda = lambdas, ridge = ridges)
   for (g in seq_len(nrow(grid))) {
     a <- utils::modifyList(single_base, as.list(grid[g, ]))
     s <- sprintf("threshold %g, lambda %g", a$threshold, a$lambda)
+    if (a$ridge != 0.05) s <- sprintf("%s, ridge %g", s, a$ridge)
     r <- run("validation", model, s, a, fit_rows, x[val_rows, ], y[val_rows])
     record("validation", model, s, r$fit, r$err, NA, r$secs)
     rm(r); gc()
@@ -80,7 +84,8 @@ if (what %in% c("single", "all")) {
   s <- val$settings[which.min(val$val_errors)]
   a <- utils::modifyList(single_base, list(
     threshold = as.numeric(sub("threshold ([^,]+),.*", "\\1", s)),
-    lambda = as.numeric(sub(".*lambda ", "", s))))
+    lambda = as.numeric(sub(".*lambda ([^,]+).*", "\\1", s)),
+    ridge = if (grepl("ridge", s)) as.numeric(sub(".*ridge ", "", s)) else 0.05))
   r <- run("final", model, s, a, seq_len(nrow(x)), xt, yt)
   record("final", model, s, r$fit, NA, r$err, r$secs)
   rm(r); gc()
