@@ -21,6 +21,10 @@ struct SourceF32 {
   Eigen::Index rows() const { return X.n; }
   Eigen::Index cols() const { return X.p; }
   RowMapF block(Eigen::Index r0, Eigen::Index len) const { return RowMapF(X.row(r0), len, X.p); }
+  // Element (i, j) at data(r0)[(i - r0) * row_stride() + j * col_stride()].
+  const float* data(Eigen::Index r0) const { return X.row(r0); }
+  Eigen::Index row_stride() const { return X.p; }
+  Eigen::Index col_stride() const { return 1; }
 };
 
 // Row blocks of a double-precision column-major design.
@@ -30,6 +34,9 @@ struct SourceF64 {
   Eigen::Index rows() const { return X.rows(); }
   Eigen::Index cols() const { return X.cols(); }
   auto block(Eigen::Index r0, Eigen::Index len) const { return X.middleRows(r0, len); }
+  const double* data(Eigen::Index r0) const { return X.data() + r0; }
+  Eigen::Index row_stride() const { return 1; }
+  Eigen::Index col_stride() const { return X.outerStride(); }
 };
 
 const Eigen::Index kGramChunk = 2048;  // rows per accumulation step of the Gram matrix
@@ -40,14 +47,8 @@ const Eigen::Index kGramTile = 512;    // columns of a Gram tile
 template <class Src>
 Mat gram_impl(const Src& s, int threads, SimdLevel max_level, const Callbacks& cb) {
   using T = typename Src::Scalar;
-  using MT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   const Eigen::Index n = s.rows(), p = s.cols();
   Mat G = Mat::Zero(p + 1, p + 1);
-  const Eigen::Index nt = (p + kGramTile - 1) / kGramTile;
-  std::vector<std::pair<Eigen::Index, Eigen::Index>> tiles;
-  for (Eigen::Index a = 0; a < nt; ++a)
-    for (Eigen::Index b = 0; b <= a; ++b) tiles.emplace_back(a, b);
-  const long ntasks = static_cast<long>(tiles.size());
   const Eigen::Index nchunks = (n + kGramChunk - 1) / kGramChunk;
   Vec colsum = Vec::Zero(p);
   const SimdLevel level =
@@ -56,26 +57,8 @@ Mat gram_impl(const Src& s, int threads, SimdLevel max_level, const Callbacks& c
     cb.check();
     const Eigen::Index r0 = c * kGramChunk, len = std::min(kGramChunk, n - r0);
     const auto Xc = s.block(r0, len);
-    // Lower triangle of tiles; each tile is one task with a fixed summation order.
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads))
-#endif
-    for (long t = 0; t < ntasks; ++t) {
-      const Eigen::Index ca = tiles[static_cast<std::size_t>(t)].first * kGramTile;
-      const Eigen::Index cc = tiles[static_cast<std::size_t>(t)].second * kGramTile;
-      const Eigen::Index wa = std::min(kGramTile, p - ca), wc = std::min(kGramTile, p - cc);
-      if constexpr (std::is_same<T, float>::value) {
-        if (level != SimdLevel::none) {
-          Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> tmp(wa, wc);
-          crossprod_cols(level, Xc.data(), p, len, ca, wa, cc, wc, tmp.data(), wc);
-          G.block(ca, cc, wa, wc) += tmp.template cast<double>();
-          continue;
-        }
-      }
-      MT tmp(wa, wc);
-      tmp.noalias() = Xc.middleCols(ca, wa).transpose() * Xc.middleCols(cc, wc);
-      G.block(ca, cc, wa, wc) += tmp.template cast<double>();
-    }
+    add_crossprod_lower(level, s.data(r0), s.row_stride(), s.col_stride(), len, p, kGramTile,
+                        G.topLeftCorner(p, p), threads);
     for (Eigen::Index i = 0; i < len; ++i) colsum += Xc.row(i).transpose().template cast<double>();
     cb.report(static_cast<double>(c + 1) / static_cast<double>(nchunks));
   }

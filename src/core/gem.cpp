@@ -36,18 +36,13 @@ ClassMoments class_moments(const CMatRef& x, const IVec& y, int K, int threads,
   out.second.assign(static_cast<std::size_t>(K), Mat::Zero(d, d));
   out.mean = Mat::Zero(d, K);
   out.count = IVec::Zero(K);
-  const Eigen::Index ntiles = (d + kTile - 1) / kTile;
   Eigen::Index total_chunks = 0, done_chunks = 0;
   for (int m = 0; m < K; ++m)
     total_chunks += (static_cast<Eigen::Index>(rows[m].size()) + kChunkRows - 1) / kChunkRows;
   // Rows of a chunk, gathered row-major so that column blocks of it feed the vectorised
-  // cross-product kernel; Eigen's product on the same tiles when the processor has none.
+  // cross-product kernel (Eigen's product on the same tiles when the processor has none).
   Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> G;
   const SimdLevel level = simd_level();
-  std::vector<std::pair<Eigen::Index, Eigen::Index>> tiles;
-  for (Eigen::Index a = 0; a < ntiles; ++a)
-    for (Eigen::Index b = 0; b <= a; ++b) tiles.emplace_back(a, b);
-  const long ntasks = static_cast<long>(tiles.size());
   for (int m = 0; m < K; ++m) {
     const auto& r = rows[static_cast<std::size_t>(m)];
     const Eigen::Index nm = static_cast<Eigen::Index>(r.size());
@@ -64,21 +59,7 @@ ClassMoments class_moments(const CMatRef& x, const IVec& y, int K, int threads,
         for (Eigen::Index j = 0; j < d; ++j) G(t, j) = x(r[static_cast<std::size_t>(c0 + t)], j);
       for (Eigen::Index t = 0; t < len; ++t) out.mean.col(m) += G.row(t).transpose();
       // Lower triangle of tiles, one tile per task; each tile's sums have a fixed order.
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads))
-#endif
-      for (long t = 0; t < ntasks; ++t) {
-        const Eigen::Index i0 = tiles[static_cast<std::size_t>(t)].first * kTile;
-        const Eigen::Index j0 = tiles[static_cast<std::size_t>(t)].second * kTile;
-        const Eigen::Index wi = std::min(kTile, d - i0), wj = std::min(kTile, d - j0);
-        Mat prod(wi, wj);
-        if (level != SimdLevel::none)
-          gemm_block(level, wi, wj, len, G.data() + i0, 1, d, G.data() + j0, d, 1, prod.data(),
-                     1, wi);
-        else
-          prod.noalias() = G.middleCols(i0, wi).transpose() * G.middleCols(j0, wj);
-        C.block(i0, j0, wi, wj) += prod;
-      }
+      add_crossprod_lower(level, G.data(), d, 1, len, d, kTile, C, threads);
       ++done_chunks;
       cb.report(static_cast<double>(done_chunks) / static_cast<double>(total_chunks));
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "common.hpp"
@@ -175,7 +176,53 @@ void gemm_block_impl(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::p
 #endif
 }
 
+template <class T>
+void add_crossprod_lower_impl(SimdLevel level, const T* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
+                              std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile,
+                              MatRef G, int threads) {
+  if (level > simd_level())
+    throw Error("add_crossprod_lower: this processor lacks the requested instructions");
+  using MT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+  const std::ptrdiff_t nt = (p + tile - 1) / tile;
+  std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> tiles;
+  for (std::ptrdiff_t a = 0; a < nt; ++a)
+    for (std::ptrdiff_t b = 0; b <= a; ++b) tiles.emplace_back(a * tile, b * tile);
+  const long ntasks = static_cast<long>(tiles.size());
+  const Eigen::Map<const MT, 0, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>> M(
+      X, nrows, p, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(sc, sr));
+#ifndef _OPENMP
+  (void)threads;
+#endif
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads))
+#endif
+  for (long t = 0; t < ntasks; ++t) {
+    const std::ptrdiff_t i0 = tiles[static_cast<std::size_t>(t)].first;
+    const std::ptrdiff_t j0 = tiles[static_cast<std::size_t>(t)].second;
+    const std::ptrdiff_t wi = std::min(tile, p - i0), wj = std::min(tile, p - j0);
+    MT prod(wi, wj);
+    if (level != SimdLevel::none)  // prod(i, j) = sum_k X(k, i0 + i) X(k, j0 + j)
+      gemm_block_impl(level, wi, wj, nrows, X + i0 * sc, sc, sr, X + j0 * sc, sr, sc,
+                      prod.data(), std::ptrdiff_t(1), wi);
+    else
+      prod.noalias() = M.middleCols(i0, wi).transpose() * M.middleCols(j0, wj);
+    G.block(i0, j0, wi, wj) += prod.template cast<double>();
+  }
+}
+
 }  // namespace
+
+void add_crossprod_lower(SimdLevel level, const float* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
+                         std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile, MatRef G,
+                         int threads) {
+  add_crossprod_lower_impl(level, X, sr, sc, nrows, p, tile, G, threads);
+}
+
+void add_crossprod_lower(SimdLevel level, const double* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
+                         std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile, MatRef G,
+                         int threads) {
+  add_crossprod_lower_impl(level, X, sr, sc, nrows, p, tile, G, threads);
+}
 
 void gemm_block(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
                 const double* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const double* B,

@@ -8,6 +8,8 @@
 
 #include <cstddef>
 
+#include "common.hpp"
+
 namespace kl {
 
 // The widest kernel set this build can run on this processor.
@@ -42,5 +44,15 @@ void gemm_parallel(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptr
                    const double* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const double* B,
                    std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, double* C, std::ptrdiff_t ldc,
                    int threads);
+
+// G += X'X on the lower triangle of tiles of side `tile` (tiles on the diagonal are added
+// whole), for X (nrows x p) with X(k, j) = X[k * sr + j * sc], in parallel over tiles. Through
+// the widest vectorised kernel up to `level`, or Eigen for none; sums in T, added in double.
+void add_crossprod_lower(SimdLevel level, const float* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
+                         std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile, MatRef G,
+                         int threads);
+void add_crossprod_lower(SimdLevel level, const double* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
+                         std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile, MatRef G,
+                         int threads);
 
 }  // namespace kl
