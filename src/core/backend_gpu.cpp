@@ -3,6 +3,7 @@
 // nullptr and a one-line reason, and uses the CPU backend.
 #include "backend.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -23,11 +24,19 @@ using fn_version = int (*)();
 using fn_init = int (*)(int, char*, int, char*, int);
 using fn_gauss = int (*)(const double*, int, const double*, int, int, double, double*, char*, int);
 using fn_release = void (*)();
+using fn_gemm = int (*)(int, int, int, int, int, const double*, int, const double*, int, double*,
+                        int, char*, int);
+
+// Products with fewer multiply-adds than this stay on the CPU: the transfers would cost more
+// than the arithmetic.
+constexpr double kGpuGemmMinFlops = 2e7;
+
+bool fits_int(Eigen::Index v) { return v >= 0 && v <= 2147483647; }
 
 class GpuBackend final : public Backend {
  public:
-  GpuBackend(fn_gauss gauss, fn_release release, std::string device)
-      : gauss_(gauss), release_(release), device_(std::move(device)) {}
+  GpuBackend(fn_gauss gauss, fn_gemm gemm, fn_release release, std::string device)
+      : gauss_(gauss), gemm_(gemm), release_(release), device_(std::move(device)) {}
   ~GpuBackend() override {
     if (release_) release_();
   }
@@ -62,16 +71,51 @@ class GpuBackend final : public Backend {
     cb.check();
   }
 
+  // C = A B': op(A) = A (m x k), op(B) = B' with B n x k.
   void gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) override {
-    cpu_backend().gemm_nt(A, B, C, threads);
+    if (A.cols() != B.cols() || C.rows() != A.rows() || C.cols() != B.rows())
+      throw Error("gemm_nt: shapes do not conform");
+    if (!on_gpu(A.rows(), B.rows(), A.cols(), A.outerStride(), B.outerStride(), C.outerStride())) {
+      cpu_backend().gemm_nt(A, B, C, threads);
+      return;
+    }
+    gemm(0, 1, A.rows(), B.rows(), A.cols(), A.data(), A.outerStride(), B.data(),
+         B.outerStride(), C.data(), C.outerStride());
   }
 
+  // C = A' B: op(A) = A' with A k x m, op(B) = B (k x n).
   void gemm_tn(CMatRef A, CMatRef B, MatRef C, int threads) override {
-    cpu_backend().gemm_tn(A, B, C, threads);
+    if (A.rows() != B.rows() || C.rows() != A.cols() || C.cols() != B.cols())
+      throw Error("gemm_tn: shapes do not conform");
+    if (!on_gpu(A.cols(), B.cols(), A.rows(), A.outerStride(), B.outerStride(), C.outerStride())) {
+      cpu_backend().gemm_tn(A, B, C, threads);
+      return;
+    }
+    gemm(1, 0, A.cols(), B.cols(), A.rows(), A.data(), A.outerStride(), B.data(),
+         B.outerStride(), C.data(), C.outerStride());
   }
 
  private:
+  static bool on_gpu(Eigen::Index m, Eigen::Index n, Eigen::Index k, Eigen::Index lda,
+                     Eigen::Index ldb, Eigen::Index ldc) {
+    return static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >=
+               kGpuGemmMinFlops &&
+           fits_int(m) && fits_int(n) && fits_int(k) && fits_int(lda) && fits_int(ldb) &&
+           fits_int(ldc);
+  }
+
+  void gemm(int ta, int tb, Eigen::Index m, Eigen::Index n, Eigen::Index k, const double* A,
+            Eigen::Index lda, const double* B, Eigen::Index ldb, double* C, Eigen::Index ldc) {
+    char err[512] = {0};
+    const int rc = gemm_(ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), A,
+                         static_cast<int>(std::max<Eigen::Index>(lda, 1)), B,
+                         static_cast<int>(std::max<Eigen::Index>(ldb, 1)), C,
+                         static_cast<int>(std::max<Eigen::Index>(ldc, 1)), err, sizeof(err));
+    if (rc != 0) throw Error(std::string("CUDA matrix product failed: ") + err);
+  }
+
   fn_gauss gauss_;
+  fn_gemm gemm_;
   fn_release release_;
   std::string device_;
 };
@@ -117,16 +161,19 @@ Backend* gpu_backend(const std::string& path, std::string* why) {
       auto init = reinterpret_cast<fn_init>(dlsym(h, "kl_cuda_init"));
       auto gauss = reinterpret_cast<fn_gauss>(dlsym(h, "kl_cuda_gaussian_kernel"));
       auto release = reinterpret_cast<fn_release>(dlsym(h, "kl_cuda_release"));
-      if (!version || !init || !gauss || !release) {
+      auto gemm = reinterpret_cast<fn_gemm>(dlsym(h, "kl_cuda_dgemm"));
+      if (!version) {
         s.why = "the GPU library lacks expected symbols";
       } else if (version() != KL_CUDA_API_VERSION) {
         s.why = "the GPU library has a different interface version; reinstall kernlearn";
+      } else if (!init || !gauss || !release || !gemm) {
+        s.why = "the GPU library lacks expected symbols";
       } else {
         char name[256] = {0}, err[512] = {0};
         if (init(0, name, sizeof(name), err, sizeof(err)) != 0) {
           s.why = err[0] ? err : "no usable CUDA device";
         } else {
-          s.backend.reset(new GpuBackend(gauss, release, name));
+          s.backend.reset(new GpuBackend(gauss, gemm, release, name));
         }
       }
       // The library stays loaded even when unusable: unloading CUDA runtimes is unsafe.

@@ -2,9 +2,10 @@
 // and cuBLAS. It is loaded into the R process at run time, so it never prints, never exits and
 // never aborts: every failure is returned as a status with a one-line reason.
 //
-// Environment overrides (for tests of the tiling; both optional):
+// Environment overrides (for tests of the tiling; all optional):
 //   KL_CUDA_TILE_ROWS  largest number of rows of X processed per tile
 //   KL_CUDA_TILE_COLS  largest number of rows of Z (columns of K) processed per tile
+//   KL_CUDA_GEMM_TILE  largest tile edge (rows, columns and inner dimension) of kl_cuda_dgemm
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
 
@@ -37,6 +38,7 @@ State g;
 
 // Upper bound on the workspace, and the fraction of free device memory it may take.
 const std::size_t kMaxWorkspaceBytes = std::size_t(1) << 30;  // 1 GiB
+const std::size_t kMaxGemmWorkspaceBytes = std::size_t(4) << 30;  // 4 GiB
 const double kFreeFraction = 0.5;
 
 // ---------------------------------------------------------------------------------------------
@@ -300,7 +302,55 @@ void choose_tiles(long n, long m, long d, std::size_t budget, long* tr_out, long
   *tc_out = tc;
 }
 
+// Tile edges for C (m x n) = op(A) op(B) with inner dimension k: the whole problem when it fits
+// in `budget` bytes (A and B blocks and the C block), else the largest edge is halved until it
+// fits. KL_CUDA_GEMM_TILE caps every edge (for tests).
+void choose_gemm_tiles(long m, long n, long k, std::size_t budget, long* tm, long* tn, long* tk) {
+  long a = m, b = n, c = k;
+  const long cap = env_positive("KL_CUDA_GEMM_TILE");
+  if (cap > 0) {
+    if (a > cap) a = cap;
+    if (b > cap) b = cap;
+    if (c > cap) c = cap;
+  }
+  const std::size_t words = budget / sizeof(double);
+  auto need = [](long x, long y, long z) {
+    const std::size_t X = static_cast<std::size_t>(x), Y = static_cast<std::size_t>(y),
+                      Z = static_cast<std::size_t>(z);
+    return Z * (X + Y) + X * Y;
+  };
+  while (need(a, b, c) > words && (a > 1 || b > 1 || c > 1)) {
+    if (c >= a && c >= b) c = (c + 1) / 2;
+    else if (a >= b) a = (a + 1) / 2;
+    else b = (b + 1) / 2;
+  }
+  *tm = a;
+  *tn = b;
+  *tk = c;
+}
+
 }  // namespace
+
+// Selects the device (initialising device 0 when nothing was selected yet), creates the cuBLAS
+// handle, and returns in *budget the workspace bytes allowed: at most `cap` and half of the free
+// memory (counting our own buffer, which would be reused). *free_out gets the free bytes.
+static int prepare_call(std::size_t cap, std::size_t* budget, std::size_t* free_out, char* err,
+                 int err_len) {
+  if (g.device < 0) {
+    char name[8];
+    if (kl_cuda_init(0, name, sizeof(name), err, err_len) != 0) return 1;
+  }
+  cudaGetLastError();  // clear a stale, non-sticky error left by someone else
+  KL_CUDA_TRY(cudaSetDevice(g.device), "cannot select the CUDA device");
+  if (ensure_blas(err, err_len) != 0) return 1;
+  std::size_t free_b = 0, total_b = 0;
+  KL_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), "cannot query free GPU memory");
+  std::size_t b = static_cast<std::size_t>(kFreeFraction * static_cast<double>(free_b + g.buf_bytes));
+  if (b > cap) b = cap;
+  *budget = b;
+  *free_out = free_b;
+  return 0;
+}
 
 // ---------------------------------------------------------------------------------------------
 // C interface.
@@ -342,20 +392,9 @@ KL_EXPORT int kl_cuda_gaussian_kernel(const double* X, int n, const double* Z, i
     return 0;
   }
 
-  if (g.device < 0) {
-    char name[8];
-    if (kl_cuda_init(0, name, sizeof(name), err, err_len) != 0) return 1;
-  }
-  cudaGetLastError();  // clear a stale, non-sticky error left by someone else
-  KL_CUDA_TRY(cudaSetDevice(g.device), "cannot select the CUDA device");
-  if (ensure_blas(err, err_len) != 0) return 1;
-
-  // Workspace budget: at most 1 GiB and half of the free memory (counting our own buffer,
-  // which would be reused).
-  std::size_t free_b = 0, total_b = 0;
-  KL_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), "cannot query free GPU memory");
-  std::size_t budget = static_cast<std::size_t>(kFreeFraction * static_cast<double>(free_b + g.buf_bytes));
-  if (budget > kMaxWorkspaceBytes) budget = kMaxWorkspaceBytes;
+  // Workspace budget: at most 1 GiB and half of the free memory.
+  std::size_t budget = 0, free_b = 0;
+  if (prepare_call(kMaxWorkspaceBytes, &budget, &free_b, err, err_len) != 0) return 1;
 
   long tr = 0, tc = 0;
   choose_tiles(n, m, d, budget, &tr, &tc);
@@ -424,6 +463,96 @@ KL_EXPORT int kl_cuda_gaussian_kernel(const double* X, int n, const double* Z, i
                                     g.stream),
                   "cannot copy K from the GPU");
       // The next tile reuses dX and dG; the stream keeps the order, no wait needed here.
+    }
+  }
+  KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "GPU computation failed");
+  return 0;
+}
+
+KL_EXPORT int kl_cuda_dgemm(int trans_a, int trans_b, int m, int n, int k, const double* A,
+                            int lda, const double* B, int ldb, double* C, int ldc, char* err,
+                            int err_len) {
+  if (err && err_len > 0) err[0] = '\0';
+  if (m < 0 || n < 0 || k < 0) {
+    set_err(err, err_len, "negative dimension (m = %d, n = %d, k = %d)", m, n, k);
+    return 1;
+  }
+  const int rows_a = trans_a ? k : m, rows_b = trans_b ? n : k;
+  if (lda < (rows_a > 1 ? rows_a : 1) || ldb < (rows_b > 1 ? rows_b : 1) ||
+      ldc < (m > 1 ? m : 1)) {
+    set_err(err, err_len, "leading dimension too small (lda = %d, ldb = %d, ldc = %d)", lda, ldb,
+            ldc);
+    return 1;
+  }
+  if (m == 0 || n == 0) return 0;
+  if (!C || (k > 0 && (!A || !B))) {
+    set_err(err, err_len, "null matrix pointer");
+    return 1;
+  }
+  if (k == 0) {
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) C[static_cast<std::size_t>(j) * ldc + i] = 0.0;
+    return 0;
+  }
+
+  std::size_t budget = 0, free_b = 0;
+  if (prepare_call(kMaxGemmWorkspaceBytes, &budget, &free_b, err, err_len) != 0) return 1;
+  long tm = 0, tn = 0, tk = 0;
+  choose_gemm_tiles(m, n, k, budget, &tm, &tn, &tk);
+  const std::size_t TM = static_cast<std::size_t>(tm), TN = static_cast<std::size_t>(tn),
+                    TK = static_cast<std::size_t>(tk);
+  const std::size_t need = (TK * (TM + TN) + TM * TN) * sizeof(double);
+  if (ensure_workspace(need, err, err_len) != 0) return 1;
+  double* dA = g.buf;         // op(A) block: tm x tk (ld tm), or its transpose tk x tm (ld tk)
+  double* dB = dA + TK * TM;  // op(B) block: tk x tn (ld tk), or its transpose tn x tk (ld tn)
+  double* dC = dB + TK * TN;  // tm x tn (ld tm)
+  const std::size_t w = sizeof(double);
+  const std::size_t la = static_cast<std::size_t>(lda), lb = static_cast<std::size_t>(ldb),
+                    lc = static_cast<std::size_t>(ldc);
+  const double one = 1.0, zero = 0.0;
+  const bool whole_a = tm == m && tk == k, whole_b = tn == n && tk == k;
+
+  for (long j0 = 0; j0 < n; j0 += tn) {
+    const std::size_t nn = static_cast<std::size_t>(n - j0 < tn ? n - j0 : tn);
+    for (long i0 = 0; i0 < m; i0 += tm) {
+      const std::size_t mm = static_cast<std::size_t>(m - i0 < tm ? m - i0 : tm);
+      for (long k0 = 0; k0 < k; k0 += tk) {
+        const std::size_t kk = static_cast<std::size_t>(k - k0 < tk ? k - k0 : tk);
+        const std::size_t I0 = static_cast<std::size_t>(i0), J0 = static_cast<std::size_t>(j0),
+                          K0 = static_cast<std::size_t>(k0);
+        // A block (uploaded once when A is not tiled).
+        if (!whole_a || j0 == 0) {
+          if (trans_a)
+            KL_CUDA_TRY(cudaMemcpy2DAsync(dA, kk * w, A + I0 * la + K0, la * w, kk * w, mm,
+                                          cudaMemcpyHostToDevice, g.stream),
+                        "cannot copy A to the GPU");
+          else
+            KL_CUDA_TRY(cudaMemcpy2DAsync(dA, mm * w, A + K0 * la + I0, la * w, mm * w, kk,
+                                          cudaMemcpyHostToDevice, g.stream),
+                        "cannot copy A to the GPU");
+        }
+        if (!whole_b || (j0 == 0 && i0 == 0)) {
+          if (trans_b)
+            KL_CUDA_TRY(cudaMemcpy2DAsync(dB, nn * w, B + K0 * lb + J0, lb * w, nn * w, kk,
+                                          cudaMemcpyHostToDevice, g.stream),
+                        "cannot copy B to the GPU");
+          else
+            KL_CUDA_TRY(cudaMemcpy2DAsync(dB, kk * w, B + J0 * lb + K0, lb * w, kk * w, nn,
+                                          cudaMemcpyHostToDevice, g.stream),
+                        "cannot copy B to the GPU");
+        }
+        KL_BLAS_TRY(cublasDgemm(g.blas, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(mm),
+                                static_cast<int>(nn), static_cast<int>(kk), &one, dA,
+                                static_cast<int>(trans_a ? kk : mm), dB,
+                                static_cast<int>(trans_b ? nn : kk), k0 == 0 ? &zero : &one, dC,
+                                static_cast<int>(mm)),
+                    "cuBLAS DGEMM failed");
+      }
+      KL_CUDA_TRY(cudaMemcpy2DAsync(C + static_cast<std::size_t>(j0) * lc + static_cast<std::size_t>(i0),
+                                    lc * w, dC, mm * w, mm * w, nn, cudaMemcpyDeviceToHost,
+                                    g.stream),
+                  "cannot copy C from the GPU");
     }
   }
   KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "GPU computation failed");

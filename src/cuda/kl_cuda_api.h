@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define KL_CUDA_API_VERSION 1
+#define KL_CUDA_API_VERSION 2
 
 /* Version of this interface; the loader refuses a library whose version differs. */
 int kl_cuda_api_version(void);
@@ -24,6 +24,14 @@ int kl_cuda_init(int device, char* name, int name_len, char* err, int err_len);
  * distances are clamped at 0. Works in row tiles of X so device memory stays bounded. */
 int kl_cuda_gaussian_kernel(const double* X, int n, const double* Z, int m, int d,
                             double gamma, double* K, char* err, int err_len);
+
+/* C (m x n) = op(A) op(B) with a cuBLAS DGEMM, where op(A) = A' when trans_a is non-zero (A is
+ * then k x m, else m x k) and op(B) = B' when trans_b is non-zero (B is then n x k, else k x n).
+ * lda, ldb and ldc are the leading dimensions (column strides) of the host matrices, so blocks
+ * of larger matrices can be passed. C is tiled over its rows and columns and over the inner
+ * dimension so device memory stays bounded; k = 0 gives C = 0. */
+int kl_cuda_dgemm(int trans_a, int trans_b, int m, int n, int k, const double* A, int lda,
+                  const double* B, int ldb, double* C, int ldc, char* err, int err_len);
 
 /* Frees what the library keeps on the device (handles, buffers). */
 void kl_cuda_release(void);
