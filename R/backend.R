@@ -1,7 +1,8 @@
 #' The computing backend in use
 #'
 #' kernlearn computes kernel matrices and other dense algebra on the CPU (Eigen
-#' and OpenMP), or on an NVIDIA GPU through its optional CUDA library. The GPU
+#' and OpenMP), or on an NVIDIA GPU through its optional CUDA library (Gaussian
+#' kernel matrices and the matrix products of \code{\link{dikl}} training). The GPU
 #' library is built when the package is installed with a CUDA toolkit
 #' (\code{KERNLEARN_CUDA=auto}, the default, or \code{yes}); it is loaded on
 #' first use, and when no driver or device is found the CPU is used and a
