@@ -10,13 +10,21 @@
 #   KERNLEARN_DATA_DIR=/path/to/data Rscript inst/experiments/dikl_figures.R \
 #       <letter|mnist|covtype> [dims, e.g. 100,200,500] [repetitions] [max_epochs] [n_train]
 #
+# repetitions: a count ("2" runs repetitions 1 and 2) or a range ("3-5"), so that later runs
+# add repetitions with new seeds. covtype: a random 90/10 split of the full 581012-row file;
+# the training rows are then subsampled to n_train (default 20000) and the test rows to 5000.
+# MNIST: the given 60000 / 10000 split, test rows subsampled to 2000.
+#
 # Appends one row per (method, map, dim, repetition) to inst/extdata/dikl_figures.csv (or to
 # the file in DIKL_OUT).
 library(kernlearn)
 args <- commandArgs(trailingOnly = TRUE)
 dataset <- if (length(args) >= 1) args[1] else "letter"
 dims <- if (length(args) >= 2) as.integer(strsplit(args[2], ",")[[1]]) else c(100L, 200L, 500L)
-reps <- if (length(args) >= 3) as.integer(args[3]) else 2L
+reps <- if (length(args) >= 3) {
+  r <- as.integer(strsplit(args[3], "-", fixed = TRUE)[[1]])
+  if (length(r) == 2L) seq(r[1], r[2]) else seq_len(r)
+} else 1:2
 max_epochs <- if (length(args) >= 4) as.integer(args[4]) else 30L
 n_train <- if (length(args) >= 5) as.integer(args[5]) else NA_integer_
 out <- Sys.getenv("DIKL_OUT", file.path("inst", "extdata", "dikl_figures.csv"))
@@ -37,12 +45,15 @@ if (dataset == "letter") {
   tr <- d$train
   te <- setdiff(seq_len(nrow(x)), tr)
 } else if (dataset == "covtype") {
-  d <- kl_dataset("covtype_subset20k")
+  d <- kl_dataset("covtype")
   x <- as.matrix(d$x)
   y <- d$y
   perm <- sample.int(nrow(x))
-  tr <- perm[1:18000]    # the paper's 90 / 10 split, on the rows we have
-  te <- perm[18001:20000]
+  ntr <- round(0.9 * nrow(x))   # the paper's random 90 / 10 split
+  tr <- perm[seq_len(ntr)]
+  te <- perm[-seq_len(ntr)]
+  if (is.na(n_train)) n_train <- 20000L
+  te <- sort(sample(te, 5000L))
 } else {
   stop("dataset must be letter, mnist or covtype")
 }
@@ -94,7 +105,7 @@ methods <- list(
   list(label = "CE", map = "fourier", objective = "ce", init = "random"),
   list(label = "Std RF", map = "fourier", objective = "none", init = "random"))
 
-for (rep in seq_len(reps)) {
+for (rep in reps) {
   for (J in dims) {
     for (mt in methods) {
       set.seed(1000L * rep + J)

@@ -4,16 +4,18 @@
 # test images. Pixels are divided by 255, as in the paper.
 #
 #   KERNLEARN_DATA_DIR=/path/to/data Rscript inst/experiments/gem_mnist.R \
-#     [single|validate|deep|all] [lambdas] [logistic|cls] [thresholds] [ridges]
+#     [single|validate|final|deep|all] [lambdas] [logistic|cls] [thresholds] [ridges] [tops]
 #
 # lambdas: comma-separated penalties to validate (default 1e-5,1e-4,1e-3,1e-2 for the
 # logistic head, 0.5 for calibrated least squares); thresholds: comma-separated eigenvalue
 # thresholds to validate with each of them (default 2.5, the authors' value); ridges:
 # comma-separated absolute ridges (default 0.05, the authors' value; settings without a
-# ridge in the output file used it). The final refit uses the best validation
+# ridge in the output file used it); tops: comma-separated numbers of eigenvectors kept per
+# class pair (default 30, the authors' value). The final refit uses the best validation
 # result of that head recorded in the output file so far; "validate" only adds validation
-# runs. The head defaults to logistic regression (the paper's); "cls" is calibrated least
-# squares on unstandardised features (the classifier of the authors' MNIST code).
+# runs; "final" only refits the best of them. The head defaults to logistic regression (the
+# paper's); "cls" is calibrated least squares on unstandardised features (the classifier of
+# the authors' MNIST code).
 #
 # Writes inst/extdata/gem_mnist.csv (one row per fit: stage, settings, errors, seconds).
 library(kernlearn)
@@ -68,24 +70,27 @@ if (what %in% c("single", "validate", "all")) {
     if (head == "cls") 0.5 else 10^(-5:-2)
   thresholds <- if (length(args) > 3 && nzchar(args[4])) as.numeric(strsplit(args[4], ",")[[1]]) else 2.5
   ridges <- if (length(args) > 4 && nzchar(args[5])) as.numeric(strsplit(args[5], ",")[[1]]) else 0.05
-  grid <- expand.grid(threshold = thresholds, lambda = lambdas, ridge = ridges)
+  tops <- if (length(args) > 5 && nzchar(args[6])) as.integer(strsplit(args[6], ",")[[1]]) else 30L
+  grid <- expand.grid(threshold = thresholds, lambda = lambdas, ridge = ridges, top = tops)
   for (g in seq_len(nrow(grid))) {
     a <- utils::modifyList(single_base, as.list(grid[g, ]))
     s <- sprintf("threshold %g, lambda %g", a$threshold, a$lambda)
     if (a$ridge != 0.05) s <- sprintf("%s, ridge %g", s, a$ridge)
+    if (a$top != 30) s <- sprintf("%s, top %d", s, a$top)
     r <- run("validation", model, s, a, fit_rows, x[val_rows, ], y[val_rows])
     record("validation", model, s, r$fit, r$err, NA, r$secs)
     rm(r); gc()
   }
 }
-if (what %in% c("single", "all")) {
+if (what %in% c("single", "final", "all")) {
   val <- utils::read.csv(out, stringsAsFactors = FALSE)
   val <- val[val$stage == "validation" & val$model == model, ]
   s <- val$settings[which.min(val$val_errors)]
   a <- utils::modifyList(single_base, list(
     threshold = as.numeric(sub("threshold ([^,]+),.*", "\\1", s)),
     lambda = as.numeric(sub(".*lambda ([^,]+).*", "\\1", s)),
-    ridge = if (grepl("ridge", s)) as.numeric(sub(".*ridge ", "", s)) else 0.05))
+    ridge = if (grepl("ridge", s)) as.numeric(sub(".*ridge ([^,]+).*", "\\1", s)) else 0.05,
+    top = if (grepl("top", s)) as.integer(sub(".*top ([^,]+).*", "\\1", s)) else 30L))
   r <- run("final", model, s, a, seq_len(nrow(x)), xt, yt)
   record("final", model, s, r$fit, NA, r$err, r$secs)
   rm(r); gc()
