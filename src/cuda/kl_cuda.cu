@@ -302,6 +302,21 @@ void choose_tiles(long n, long m, long d, std::size_t budget, long* tr_out, long
   *tc_out = tc;
 }
 
+// Copies rows r0 .. r0+nr-1 of columns c0 .. c0+nc-1 of the column-major host matrix src
+// (leading dimension ld) into dst as an nr x nc matrix with leading dimension nr.
+int upload_block(double* dst, const double* src, std::size_t ld, std::size_t r0, std::size_t c0,
+                 std::size_t nr, std::size_t nc, const char* name, char* err, int err_len) {
+  const std::size_t w = sizeof(double);
+  const cudaError_t e = cudaMemcpy2DAsync(dst, nr * w, src + c0 * ld + r0, ld * w, nr * w, nc,
+                                          cudaMemcpyHostToDevice, g.stream);
+  if (e != cudaSuccess) {
+    set_err(err, err_len, "cannot copy %s to the GPU (%s: %s)", name, cudaGetErrorName(e),
+            cudaGetErrorString(e));
+    return 1;
+  }
+  return 0;
+}
+
 // Tile edges for C (m x n) = op(A) op(B) with inner dimension k: the whole problem when it fits
 // in `budget` bytes (A and B blocks and the C block), else the largest edge is halved until it
 // fits. KL_CUDA_GEMM_TILE caps every edge (for tests).
@@ -520,26 +535,16 @@ KL_EXPORT int kl_cuda_dgemm(int trans_a, int trans_b, int m, int n, int k, const
         const std::size_t kk = static_cast<std::size_t>(k - k0 < tk ? k - k0 : tk);
         const std::size_t I0 = static_cast<std::size_t>(i0), J0 = static_cast<std::size_t>(j0),
                           K0 = static_cast<std::size_t>(k0);
-        // A block (uploaded once when A is not tiled).
+        // Blocks of op(A) and op(B), uploaded once when the operand is not tiled.
         if (!whole_a || j0 == 0) {
-          if (trans_a)
-            KL_CUDA_TRY(cudaMemcpy2DAsync(dA, kk * w, A + I0 * la + K0, la * w, kk * w, mm,
-                                          cudaMemcpyHostToDevice, g.stream),
-                        "cannot copy A to the GPU");
-          else
-            KL_CUDA_TRY(cudaMemcpy2DAsync(dA, mm * w, A + K0 * la + I0, la * w, mm * w, kk,
-                                          cudaMemcpyHostToDevice, g.stream),
-                        "cannot copy A to the GPU");
+          const int rc = trans_a ? upload_block(dA, A, la, K0, I0, kk, mm, "A", err, err_len)
+                                 : upload_block(dA, A, la, I0, K0, mm, kk, "A", err, err_len);
+          if (rc != 0) return rc;
         }
         if (!whole_b || (j0 == 0 && i0 == 0)) {
-          if (trans_b)
-            KL_CUDA_TRY(cudaMemcpy2DAsync(dB, nn * w, B + K0 * lb + J0, lb * w, nn * w, kk,
-                                          cudaMemcpyHostToDevice, g.stream),
-                        "cannot copy B to the GPU");
-          else
-            KL_CUDA_TRY(cudaMemcpy2DAsync(dB, kk * w, B + J0 * lb + K0, lb * w, kk * w, nn,
-                                          cudaMemcpyHostToDevice, g.stream),
-                        "cannot copy B to the GPU");
+          const int rc = trans_b ? upload_block(dB, B, lb, J0, K0, nn, kk, "B", err, err_len)
+                                 : upload_block(dB, B, lb, K0, J0, kk, nn, "B", err, err_len);
+          if (rc != 0) return rc;
         }
         KL_BLAS_TRY(cublasDgemm(g.blas, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                                 trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(mm),
