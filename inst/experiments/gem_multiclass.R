@@ -180,7 +180,10 @@ if (what == "covtype_full") {
   if (part %in% c("gem", "all"))
     run_gem("GEM", list(g(ridge = 0.01, top = 30, threshold = 1.5, lambda = 0.5),
                         g(ridge = 0.1, top = 30, threshold = 1.5, lambda = 0.5),
-                        g(ridge = 0.01, top = 30, threshold = 3, lambda = 0.5)))
+                        g(ridge = 0.01, top = 30, threshold = 3, lambda = 0.5),
+                        g(ridge = 0.01, top = 30, threshold = 0.5, lambda = 0.1),
+                        g(ridge = 0.01, top = 30, threshold = 0, lambda = 0.1),
+                        g(ridge = 0.01, top = 30, threshold = 0, lambda = 0.5)))
   if (part %in% c("deep", "all"))
     run_gem("deep GEM", list(g(ridge = 0.1, top = 30, threshold = 3, lambda = 0.5, depth = 2, degree = 2, keep_input = FALSE),
                              g(ridge = 0.01, top = 30, threshold = 3, lambda = 0.5, depth = 2, degree = 2, keep_input = FALSE)))
