@@ -192,7 +192,9 @@ if (what == "covtype_full") {
                         g(rff = list(dim = 2000, gamma = 16), pairs = "none", degree = 1, lambda = 0.5)))
   if (part %in% c("gemrff", "all"))
     run_gem("GEM + RFF", list(g(rff = list(dim = 1000, gamma = 4), top = 20, threshold = 2, degree = 2, lambda = 0.5),
-                              g(rff = list(dim = 1000, gamma = 16), top = 20, threshold = 2, degree = 2, lambda = 0.5)))
+                              g(rff = list(dim = 1000, gamma = 16), top = 20, threshold = 2, degree = 2, lambda = 0.5),
+                              g(rff = list(dim = 1000, gamma = 16), top = 20, threshold = 0.5, degree = 2, lambda = 0.1),
+                              g(rff = list(dim = 1000, gamma = 16), top = 20, threshold = 0, degree = 2, lambda = 0.1)))
   if (part %in% c("ranger", "all")) run_ranger(name, x, y, xt, yt, trees = 100, fit_rows, hold)
   if (part == "heads") {
     hname <- "covtype (581012 rows): 100000 tuning rows, 50000 held-out rows"
