@@ -58,10 +58,14 @@ tune_holdout <- function(fitfun, settings, x, y, fit_rows = NULL, hold = NULL) {
     hold <- sample(nrow(x), nrow(x) %/% 5)
     fit_rows <- setdiff(seq_len(nrow(x)), hold)
   }
-  errs <- vapply(settings, function(s) {
+  # A setting that cannot be fitted (typically gem()'s memory check) is reported and skipped.
+  errs <- vapply(settings, function(s) tryCatch({
     f <- fitfun(x[fit_rows, ], y[fit_rows], s)
     mean(predict(f, x[hold, ]) != y[hold])
-  }, numeric(1))
+  }, error = function(e) {
+    message("setting skipped: ", conditionMessage(e))
+    Inf
+  }), numeric(1))
   message("holdout errors: ", paste(sprintf("%.4f", errs), collapse = " "))
   settings[[which.min(errs)]]
 }
@@ -186,10 +190,13 @@ if (what == "covtype_full") {
                         g(ridge = 0.01, top = 30, threshold = 0, lambda = 0.5)))
   if (part %in% c("deep", "all"))
     run_gem("deep GEM", list(g(ridge = 0.1, top = 30, threshold = 3, lambda = 0.5, depth = 2, degree = 2, keep_input = FALSE),
-                             g(ridge = 0.01, top = 30, threshold = 3, lambda = 0.5, depth = 2, degree = 2, keep_input = FALSE)))
+                             g(ridge = 0.01, top = 30, threshold = 3, lambda = 0.5, depth = 2, degree = 2, keep_input = FALSE),
+                             g(ridge = 0.01, top = 30, threshold = 1.5, lambda = 0.1, depth = 2, degree = 2, keep_input = FALSE),
+                             g(ridge = 0.01, top = 30, threshold = 0.5, lambda = 0.1, depth = 2, degree = 2, keep_input = FALSE)))
   if (part %in% c("rff", "all"))
-    run_gem("RFF", list(g(rff = list(dim = 2000, gamma = 4), pairs = "none", degree = 1, lambda = 0.5),
-                        g(rff = list(dim = 2000, gamma = 16), pairs = "none", degree = 1, lambda = 0.5)))
+    run_gem("RFF", list(g(rff = list(dim = 4000, gamma = 4), pairs = "none", degree = 1, lambda = 0.5),
+                        g(rff = list(dim = 4000, gamma = 16), pairs = "none", degree = 1, lambda = 0.5),
+                        g(rff = list(dim = 4000, gamma = 4), pairs = "none", degree = 1, lambda = 0.1)))
   if (part %in% c("gemrff", "all"))
     run_gem("GEM + RFF", list(g(rff = list(dim = 1000, gamma = 4), top = 20, threshold = 2, degree = 2, lambda = 0.5),
                               g(rff = list(dim = 1000, gamma = 16), top = 20, threshold = 2, degree = 2, lambda = 0.5),
