@@ -21,12 +21,12 @@ cpp_dikl_features <- function(x, map, gamma, P, b, T, threads, backend) {
     .Call(`_kernlearn_cpp_dikl_features`, x, map, gamma, P, b, T, threads, backend)
 }
 
-cpp_gem_directions <- function(x, y, K, num, den, ridge, relative, top, threshold, method, tol, threads, seed, progress = NULL) {
-    .Call(`_kernlearn_cpp_gem_directions`, x, y, K, num, den, ridge, relative, top, threshold, method, tol, threads, seed, progress)
+cpp_gem_directions <- function(x, y, K, num, den, ridge, relative, top, threshold, method, tol, threads, seed, progress = NULL, rff_W = NULL, rff_b = NULL) {
+    .Call(`_kernlearn_cpp_gem_directions`, x, y, K, num, den, ridge, relative, top, threshold, method, tol, threads, seed, progress, rff_W, rff_b)
 }
 
-cpp_gem_features <- function(x, V, base, degree, keep_input, ones, standardize, center, scale, threads, progress = NULL) {
-    .Call(`_kernlearn_cpp_gem_features`, x, V, base, degree, keep_input, ones, standardize, center, scale, threads, progress)
+cpp_gem_features <- function(x, V, base, degree, keep_input, ones, standardize, center, scale, threads, progress = NULL, rff_W = NULL, rff_b = NULL) {
+    .Call(`_kernlearn_cpp_gem_features`, x, V, base, degree, keep_input, ones, standardize, center, scale, threads, progress, rff_W, rff_b)
 }
 
 cpp_rff_map <- function(x, W, b, threads) {
@@ -37,8 +37,8 @@ cpp_linear_predictor <- function(x, B, b, threads) {
     .Call(`_kernlearn_cpp_linear_predictor`, x, B, b, threads)
 }
 
-cpp_gem_head <- function(z, V, base, degree, keep_input, ones, standardize, y, K, lambda, maxit, tol, threads, sub, single, head = 0L, progress = NULL) {
-    .Call(`_kernlearn_cpp_gem_head`, z, V, base, degree, keep_input, ones, standardize, y, K, lambda, maxit, tol, threads, sub, single, head, progress)
+cpp_gem_head <- function(z, V, base, degree, keep_input, ones, standardize, y, K, lambda, maxit, tol, threads, sub, single, head = 0L, progress = NULL, rff_W = NULL, rff_b = NULL) {
+    .Call(`_kernlearn_cpp_gem_head`, z, V, base, degree, keep_input, ones, standardize, y, K, lambda, maxit, tol, threads, sub, single, head, progress, rff_W, rff_b)
 }
 
 cpp_gem_feature_count <- function(d, F, degree, keep_input, ones) {

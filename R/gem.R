@@ -57,7 +57,9 @@
 #' maps \eqn{x} to \code{dim} random Fourier features
 #' \eqn{\sqrt{2/D} \cos(W'x + b)}{sqrt(2/D) cos(W'x + b)} of the Gaussian
 #' kernel \eqn{\exp(-\gamma \|x - x'\|^2)}{exp(-gamma ||x - x'||^2)} and
-#' applies GEM to them (GEM + RFF). \code{ensemble = m} fits \code{m} models
+#' applies GEM to them (GEM + RFF). The mapped rows are never stored for the
+#' whole data: the moments and the features apply the map to one block of rows
+#' at a time. \code{ensemble = m} fits \code{m} models
 #' on independent random hypercubes and predicts with the normalised geometric
 #' mean of their class probabilities.
 #'
@@ -370,9 +372,9 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
 
 # One GEM layer: directions for the pairs pm on the representation z.
 .gem_layer_fit <- function(z, y, lev, pm, st, eigen_method, threads, counts, caller,
-                           progress) {
+                           progress, rmap = NULL) {
   K <- length(lev)
-  d <- ncol(z)
+  d <- if (is.null(rmap)) ncol(z) else ncol(rmap$W)
   if (nrow(pm) == 0L) {
     return(c(st, list(pairs = pm, V = matrix(0, d, 0L), spectra = list(), values = numeric(),
                       pair_of = integer())))
@@ -387,7 +389,8 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   res <- tryCatch(
     cpp_gem_directions(z, as.integer(y) - 1L, K, pm[, 1L] - 1L, pm[, 2L] - 1L, st$ridge,
                        st$ridge_type == "relative", st$top, st$threshold,
-                       .gem_method_code(eigen_method), 1e-8, threads, .kl_seed(), progress),
+                       .gem_method_code(eigen_method), 1e-8, threads, .kl_seed(), progress,
+                       rmap$W, rmap$b),
     error = function(e) {
       msg <- conditionMessage(e)
       hit <- regmatches(msg, regexpr("class [0-9]+", msg))
@@ -415,38 +418,38 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
 
 .gem_base_code <- function(nl) if (nl == "smooth_sqrt") 0L else 1L
 
-.gem_layer_map <- function(z, L, threads, standardize = FALSE, center = NULL, scale = NULL) {
+.gem_layer_map <- function(z, L, threads, standardize = FALSE, center = NULL, scale = NULL,
+                           rmap = NULL) {
   cpp_gem_features(z, L$V, .gem_base_code(L$nonlinearity), L$degree, L$keep_input, L$ones,
-                   standardize, center, scale, threads)
+                   standardize, center, scale, threads, NULL, rmap$W, rmap$b)
 }
-
-.gem_rff_map <- function(x, rff, threads) cpp_rff_map(x, rff$W, rff$b, threads)
 
 .gem_member <- function(x, y, lev, pm, layers, rff, standardize, head, lambda, maxit, tol,
                         eigen_method, threads, counts, caller, progress) {
   rmap <- NULL
   z <- x
-  t_start <- proc.time()[["elapsed"]]
   if (!is.null(rff)) {
     D <- as.integer(rff$dim)
     rmap <- list(W = matrix(stats::rnorm(ncol(x) * D, sd = sqrt(2 * rff$gamma)), ncol(x), D),
                  b = stats::runif(D, 0, 2 * pi), gamma = rff$gamma)
-    z <- .gem_rff_map(x, rmap, threads)
   }
+  # The random Fourier map is never formed for all rows: the first layer's moments and
+  # features (or the head's features) apply it to one block of rows at a time.
+  pre <- rmap
   clock <- function() proc.time()[["elapsed"]]
-  timing <- c(rff = 0, directions = 0, features = 0, logistic = 0)
+  timing <- c(directions = 0, features = 0, logistic = 0)
   # "logistic" includes building the single-precision features of the last layer.
   t0 <- clock()
-  timing[["rff"]] <- if (is.null(rff)) 0 else t0 - t_start
   fitted <- vector("list", length(layers))
   for (l in seq_along(layers)) {
     L <- .gem_layer_fit(z, y, lev, pm, layers[[l]], eigen_method, threads, counts, caller,
-                        progress)
+                        progress, pre)
     t1 <- clock()
     timing[["directions"]] <- timing[["directions"]] + (t1 - t0)
     fitted[[l]] <- L
     if (l < length(layers)) {
-      z <- .gem_layer_map(z, L, threads)
+      z <- .gem_layer_map(z, L, threads, rmap = pre)
+      pre <- NULL
     }
     t0 <- clock()
     timing[["features"]] <- timing[["features"]] + (t0 - t1)
@@ -458,6 +461,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   K <- length(lev)
   yi <- as.integer(y) - 1L
   n <- nrow(z)
+  dz <- if (is.null(pre)) ncol(z) else ncol(pre$W)
   m0 <- max(10000L, n %/% 5L)
   # Continuation for large n: the optimum on a random fifth of the rows starts the full fit
   # (the objective is a mean, so both optima are close); the result is the full-data optimum.
@@ -467,14 +471,14 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
     if (all(tabulate(yi[idx] + 1L, K) > 0L)) sub <- idx
   }
   # Large feature matrices are held in single precision (half the memory, twice the speed).
-  p_out <- cpp_gem_feature_count(ncol(z), ncol(last$V), last$degree, last$keep_input, last$ones)
+  p_out <- cpp_gem_feature_count(dz, ncol(last$V), last$degree, last$keep_input, last$ones)
   single <- as.numeric(n) * p_out > .gem_single_cells()
   .check_memory(as.numeric(n) * p_out * (if (single) 4 else 8), "the feature matrix", caller,
                 "; lower 'top', raise 'threshold', use a lower 'degree' or fewer rows")
   h <- cpp_gem_head(z, last$V, .gem_base_code(last$nonlinearity), last$degree, last$keep_input,
                     last$ones, standardize, yi, K, as.double(lambda), as.integer(maxit),
                     as.double(tol), threads, sub, single, if (head == "cls") 1L else 0L,
-                    progress)
+                    progress, pre$W, pre$b)
   rm(z)
   timing[["logistic"]] <- clock() - t0
   center <- h$center
@@ -514,11 +518,14 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
 # The final features of one member for prepared (scaled) inputs x.
 .gem_member_features <- function(mem, x, threads, standardize) {
   z <- x
-  if (!is.null(mem$rff)) z <- .gem_rff_map(x, mem$rff, threads)
+  pre <- mem$rff
   nl <- length(mem$layers)
-  for (l in seq_len(nl - 1L)) z <- .gem_layer_map(z, mem$layers[[l]], threads)
+  for (l in seq_len(nl - 1L)) {
+    z <- .gem_layer_map(z, mem$layers[[l]], threads, rmap = pre)
+    pre <- NULL
+  }
   Z <- .gem_layer_map(z, mem$layers[[nl]], threads, standardize = standardize,
-                      center = mem$center, scale = mem$scale)
+                      center = mem$center, scale = mem$scale, rmap = pre)
   attr(Z, "center") <- NULL
   attr(Z, "scale") <- NULL
   Z

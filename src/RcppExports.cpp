@@ -119,8 +119,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_gem_directions
-Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K, Rcpp::IntegerVector num, Rcpp::IntegerVector den, double ridge, bool relative, int top, double threshold, int method, double tol, int threads, Rcpp::IntegerVector seed, SEXP progress);
-RcppExport SEXP _kernlearn_cpp_gem_directions(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP numSEXP, SEXP denSEXP, SEXP ridgeSEXP, SEXP relativeSEXP, SEXP topSEXP, SEXP thresholdSEXP, SEXP methodSEXP, SEXP tolSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP progressSEXP) {
+Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K, Rcpp::IntegerVector num, Rcpp::IntegerVector den, double ridge, bool relative, int top, double threshold, int method, double tol, int threads, Rcpp::IntegerVector seed, SEXP progress, SEXP rff_W, SEXP rff_b);
+RcppExport SEXP _kernlearn_cpp_gem_directions(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP numSEXP, SEXP denSEXP, SEXP ridgeSEXP, SEXP relativeSEXP, SEXP topSEXP, SEXP thresholdSEXP, SEXP methodSEXP, SEXP tolSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP progressSEXP, SEXP rff_WSEXP, SEXP rff_bSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -138,13 +138,15 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
     Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type seed(seedSEXP);
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_gem_directions(x, y, K, num, den, ridge, relative, top, threshold, method, tol, threads, seed, progress));
+    Rcpp::traits::input_parameter< SEXP >::type rff_W(rff_WSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type rff_b(rff_bSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_gem_directions(x, y, K, num, den, ridge, relative, top, threshold, method, tol, threads, seed, progress, rff_W, rff_b));
     return rcpp_result_gen;
 END_RCPP
 }
 // cpp_gem_features
-Rcpp::NumericMatrix cpp_gem_features(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> V, int base, int degree, bool keep_input, bool ones, bool standardize, SEXP center, SEXP scale, int threads, SEXP progress);
-RcppExport SEXP _kernlearn_cpp_gem_features(SEXP xSEXP, SEXP VSEXP, SEXP baseSEXP, SEXP degreeSEXP, SEXP keep_inputSEXP, SEXP onesSEXP, SEXP standardizeSEXP, SEXP centerSEXP, SEXP scaleSEXP, SEXP threadsSEXP, SEXP progressSEXP) {
+Rcpp::NumericMatrix cpp_gem_features(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> V, int base, int degree, bool keep_input, bool ones, bool standardize, SEXP center, SEXP scale, int threads, SEXP progress, SEXP rff_W, SEXP rff_b);
+RcppExport SEXP _kernlearn_cpp_gem_features(SEXP xSEXP, SEXP VSEXP, SEXP baseSEXP, SEXP degreeSEXP, SEXP keep_inputSEXP, SEXP onesSEXP, SEXP standardizeSEXP, SEXP centerSEXP, SEXP scaleSEXP, SEXP threadsSEXP, SEXP progressSEXP, SEXP rff_WSEXP, SEXP rff_bSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -159,7 +161,9 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< SEXP >::type scale(scaleSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_gem_features(x, V, base, degree, keep_input, ones, standardize, center, scale, threads, progress));
+    Rcpp::traits::input_parameter< SEXP >::type rff_W(rff_WSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type rff_b(rff_bSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_gem_features(x, V, base, degree, keep_input, ones, standardize, center, scale, threads, progress, rff_W, rff_b));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -192,8 +196,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_gem_head
-Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Eigen::MatrixXd> V, int base, int degree, bool keep_input, bool ones, bool standardize, Rcpp::IntegerVector y, int K, double lambda, int maxit, double tol, int threads, SEXP sub, bool single, int head, SEXP progress);
-RcppExport SEXP _kernlearn_cpp_gem_head(SEXP zSEXP, SEXP VSEXP, SEXP baseSEXP, SEXP degreeSEXP, SEXP keep_inputSEXP, SEXP onesSEXP, SEXP standardizeSEXP, SEXP ySEXP, SEXP KSEXP, SEXP lambdaSEXP, SEXP maxitSEXP, SEXP tolSEXP, SEXP threadsSEXP, SEXP subSEXP, SEXP singleSEXP, SEXP headSEXP, SEXP progressSEXP) {
+Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Eigen::MatrixXd> V, int base, int degree, bool keep_input, bool ones, bool standardize, Rcpp::IntegerVector y, int K, double lambda, int maxit, double tol, int threads, SEXP sub, bool single, int head, SEXP progress, SEXP rff_W, SEXP rff_b);
+RcppExport SEXP _kernlearn_cpp_gem_head(SEXP zSEXP, SEXP VSEXP, SEXP baseSEXP, SEXP degreeSEXP, SEXP keep_inputSEXP, SEXP onesSEXP, SEXP standardizeSEXP, SEXP ySEXP, SEXP KSEXP, SEXP lambdaSEXP, SEXP maxitSEXP, SEXP tolSEXP, SEXP threadsSEXP, SEXP subSEXP, SEXP singleSEXP, SEXP headSEXP, SEXP progressSEXP, SEXP rff_WSEXP, SEXP rff_bSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -214,7 +218,9 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< bool >::type single(singleSEXP);
     Rcpp::traits::input_parameter< int >::type head(headSEXP);
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_gem_head(z, V, base, degree, keep_input, ones, standardize, y, K, lambda, maxit, tol, threads, sub, single, head, progress));
+    Rcpp::traits::input_parameter< SEXP >::type rff_W(rff_WSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type rff_b(rff_bSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_gem_head(z, V, base, degree, keep_input, ones, standardize, y, K, lambda, maxit, tol, threads, sub, single, head, progress, rff_W, rff_b));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -707,11 +713,11 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_dikl_ridge_head", (DL_FUNC) &_kernlearn_cpp_dikl_ridge_head, 10},
     {"_kernlearn_cpp_nystrom_whitener", (DL_FUNC) &_kernlearn_cpp_nystrom_whitener, 4},
     {"_kernlearn_cpp_dikl_features", (DL_FUNC) &_kernlearn_cpp_dikl_features, 8},
-    {"_kernlearn_cpp_gem_directions", (DL_FUNC) &_kernlearn_cpp_gem_directions, 14},
-    {"_kernlearn_cpp_gem_features", (DL_FUNC) &_kernlearn_cpp_gem_features, 11},
+    {"_kernlearn_cpp_gem_directions", (DL_FUNC) &_kernlearn_cpp_gem_directions, 16},
+    {"_kernlearn_cpp_gem_features", (DL_FUNC) &_kernlearn_cpp_gem_features, 13},
     {"_kernlearn_cpp_rff_map", (DL_FUNC) &_kernlearn_cpp_rff_map, 4},
     {"_kernlearn_cpp_linear_predictor", (DL_FUNC) &_kernlearn_cpp_linear_predictor, 4},
-    {"_kernlearn_cpp_gem_head", (DL_FUNC) &_kernlearn_cpp_gem_head, 17},
+    {"_kernlearn_cpp_gem_head", (DL_FUNC) &_kernlearn_cpp_gem_head, 19},
     {"_kernlearn_cpp_gem_feature_count", (DL_FUNC) &_kernlearn_cpp_gem_feature_count, 5},
     {"_kernlearn_cpp_cls_scores", (DL_FUNC) &_kernlearn_cpp_cls_scores, 5},
     {"_kernlearn_cpp_simplex_project", (DL_FUNC) &_kernlearn_cpp_simplex_project, 1},

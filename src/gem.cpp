@@ -23,16 +23,33 @@ void row_blocks(Eigen::Index n, int threads, F f) {
   });
 }
 
+// The random Fourier map (W, b) given from R, or the identity when W is NULL.
+kl::InputMap input_map(SEXP W, SEXP b, Eigen::Index d) {
+  kl::InputMap m;
+  if (Rf_isNull(W)) return m;
+  if (!Rf_isReal(W) || !Rf_isMatrix(W) || !Rf_isReal(b) || Rf_nrows(W) != d ||
+      Rf_xlength(b) != Rf_ncols(W) || Rf_ncols(W) < 1)
+    Rcpp::stop("internal error: random Fourier map of the wrong shape");
+  m.W = REAL(W);
+  m.b = REAL(b);
+  m.d = d;
+  m.D = Rf_ncols(W);
+  return m;
+}
+
 }  // namespace
 
 // Second moments of x by class (0-based y), then for every pair (num[q], den[q]) (0-based) the
-// top generalized eigenvectors. Returns one list per pair.
+// top generalized eigenvectors. Returns one list per pair. With rff_W / rff_b, x is replaced by
+// its random Fourier map, applied a block of rows at a time.
 // [[Rcpp::export]]
 Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K,
                               Rcpp::IntegerVector num, Rcpp::IntegerVector den, double ridge,
                               bool relative, int top, double threshold, int method, double tol,
                               int threads, Rcpp::IntegerVector seed,
-                              SEXP progress = R_NilValue) {
+                              SEXP progress = R_NilValue, SEXP rff_W = R_NilValue,
+                              SEXP rff_b = R_NilValue) {
+  const kl::InputMap map = input_map(rff_W, rff_b, x.cols());
   kl::GemOptions opt;
   opt.ridge = ridge;
   opt.relative = relative;
@@ -45,7 +62,8 @@ Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::Integer
   kl::Callbacks cb = klr::make_callbacks(progress);
   std::vector<int> nu(num.begin(), num.end()), de(den.begin(), den.end());
   std::vector<kl::GemPair> pairs = klr::with_eigen_threads(1, [&]() {
-    kl::ClassMoments M = kl::class_moments(x, klr::labels_from_r(y), K, opt.threads, cb.stage(0.0, 0.5));
+    kl::ClassMoments M = kl::class_moments(x, klr::labels_from_r(y), K, opt.threads, cb.stage(0.0, 0.5),
+                                       map);
     for (int m = 0; m < K; ++m)
       if (M.count[m] == 0) Rcpp::stop("internal error: a class without rows");
     return kl::gem_directions(M, nu, de, opt, cb.stage(0.5, 1.0));
@@ -63,21 +81,24 @@ Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::Integer
 
 // The feature map of x through the directions V. With standardize, the columns are centred
 // and scaled: by the training statistics in center / scale when given, else by their own
-// (returned as attributes).
+// (returned as attributes). With rff_W / rff_b, x is replaced by its random Fourier map.
 // [[Rcpp::export]]
 Rcpp::NumericMatrix cpp_gem_features(const Eigen::Map<Eigen::MatrixXd> x,
                                      const Eigen::Map<Eigen::MatrixXd> V, int base, int degree,
                                      bool keep_input, bool ones, bool standardize,
                                      SEXP center, SEXP scale, int threads,
-                                     SEXP progress = R_NilValue) {
-  const Eigen::Index p = kl::gem_feature_count(x.cols(), V.cols(), degree, keep_input, ones);
+                                     SEXP progress = R_NilValue, SEXP rff_W = R_NilValue,
+                                     SEXP rff_b = R_NilValue) {
+  const kl::InputMap map = input_map(rff_W, rff_b, x.cols());
+  const Eigen::Index p = kl::gem_feature_count(map.out_dim(x.cols()), V.cols(), degree,
+                                               keep_input, ones);
   if (static_cast<double>(x.rows()) * static_cast<double>(p) > 4.5e15)
     Rcpp::stop("the feature matrix would be too large");
   Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(p));
   Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), p);
   kl::Callbacks cb = klr::make_callbacks(progress);
   klr::with_eigen_threads(1, [&]() {
-    kl::gem_features(x, V, base, degree, keep_input, ones, Z, threads, cb);
+    kl::gem_features(x, V, base, degree, keep_input, ones, Z, threads, cb, map);
   });
   if (standardize) {
     const bool compute = Rf_isNull(center);
@@ -103,11 +124,13 @@ Rcpp::NumericMatrix cpp_rff_map(const Eigen::Map<Eigen::MatrixXd> x,
     Rcpp::stop("internal error: random Fourier map of the wrong shape");
   Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(W.cols()));
   Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), W.cols());
-  const double s = std::sqrt(2.0 / static_cast<double>(W.cols()));
+  kl::InputMap map;
+  map.W = W.data();
+  map.b = b.data();
+  map.d = W.rows();
+  map.D = W.cols();
   row_blocks(x.rows(), threads, [&](Eigen::Index r0, Eigen::Index len) {
-    Eigen::MatrixXd P = x.middleRows(r0, len) * W;
-    P.rowwise() += b.transpose();
-    Z.middleRows(r0, len) = s * P.array().cos().matrix();
+    map.apply(x.middleRows(r0, len), Z.middleRows(r0, len));
   });
   return out;
 }
@@ -131,13 +154,17 @@ Rcpp::NumericMatrix cpp_linear_predictor(const Eigen::Map<Eigen::MatrixXd> x,
 // Features of z through V, standardised, and the multinomial logistic regression on them. With
 // `single`, the feature matrix is held in single precision, row-major, for the fused kernel of
 // logistic_f32.hpp; otherwise in double precision. `sub` (1-based rows, or NULL) first fits on
-// those rows to start the full fit.
+// those rows to start the full fit. With rff_W / rff_b, z is replaced by its random Fourier map,
+// applied a block of rows at a time.
 // [[Rcpp::export]]
 Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Eigen::MatrixXd> V,
                         int base, int degree, bool keep_input, bool ones, bool standardize,
                         Rcpp::IntegerVector y, int K, double lambda, int maxit, double tol,
                         int threads, SEXP sub, bool single, int head = 0,
-                        SEXP progress = R_NilValue) {
+                        SEXP progress = R_NilValue, SEXP rff_W = R_NilValue,
+                        SEXP rff_b = R_NilValue) {
+  const kl::InputMap map = input_map(rff_W, rff_b, z.cols());
+  const Eigen::Index dz = map.out_dim(z.cols());
   kl::Callbacks cb = klr::make_callbacks(progress);
   const kl::IVec yy = klr::labels_from_r(y);
   if (head == 1) {
@@ -153,14 +180,15 @@ Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Ei
     klr::with_eigen_threads(co.threads, [&]() {
       if (single) {
         kl::RowMajorF32 X;
-        kl::gem_features_f32(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1));
+        kl::gem_features_f32(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1),
+                             map);
         if (standardize) kl::standardize_f32(X, center, scale, co.threads);
         p = X.p;
         f = kl::cls_fit(X, yy, K, co, cb.stage(0.1, 1.0));
       } else {
-        p = kl::gem_feature_count(z.cols(), V.cols(), degree, keep_input, ones);
+        p = kl::gem_feature_count(dz, V.cols(), degree, keep_input, ones);
         kl::Mat X(z.rows(), p);
-        kl::gem_features(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1));
+        kl::gem_features(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1), map);
         if (standardize) kl::standardize_columns(X, center, scale, true, co.threads);
         f = kl::cls_fit(X, yy, K, co, cb.stage(0.1, 1.0));
       }
@@ -202,7 +230,8 @@ Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Ei
   klr::with_eigen_threads(1, [&]() {
     if (single) {
       kl::RowMajorF32 X;
-      kl::gem_features_f32(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1));
+      kl::gem_features_f32(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1),
+                             map);
       if (standardize) kl::standardize_f32(X, center, scale, opt.threads);
       p = X.p;
       if (!rows.empty()) {
@@ -213,9 +242,9 @@ Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Ei
       }
       f = kl::logistic_fit_f32(X, yy, K, {}, opt, cb);
     } else {
-      p = kl::gem_feature_count(z.cols(), V.cols(), degree, keep_input, ones);
+      p = kl::gem_feature_count(dz, V.cols(), degree, keep_input, ones);
       kl::Mat X(z.rows(), p);
-      kl::gem_features(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1));
+      kl::gem_features(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1), map);
       if (standardize) kl::standardize_columns(X, center, scale, true, opt.threads);
       if (!rows.empty()) {
         kl::Mat Xs(static_cast<Eigen::Index>(rows.size()), p);

@@ -22,9 +22,32 @@ const Eigen::Index kTile = 256;        // side of a moment tile
 
 }  // namespace
 
+void InputMap::apply(const CMatRef& xb, MatRef out) const {
+  if (!active()) {
+    out = xb;
+    return;
+  }
+  const Eigen::Map<const Mat> Wm(W, d, D);
+  const Eigen::Map<const Vec> bm(b, D);
+  out.noalias() = xb * Wm;
+  const double s = std::sqrt(2.0 / static_cast<double>(D));
+  for (Eigen::Index j = 0; j < D; ++j)
+    out.col(j) = s * (out.col(j).array() + bm[j]).cos().matrix();
+}
+
+namespace {
+
+void check_map(const CMatRef& x, const InputMap& map) {
+  if (map.active() && (map.d != x.cols() || map.D < 1 || map.b == nullptr))
+    throw Error("gem: the random Fourier map and the data have different dimensions");
+}
+
+}  // namespace
+
 ClassMoments class_moments(const CMatRef& x, const IVec& y, int K, int threads,
-                           const Callbacks& cb) {
-  const Eigen::Index n = x.rows(), d = x.cols();
+                           const Callbacks& cb, const InputMap& map) {
+  check_map(x, map);
+  const Eigen::Index n = x.rows(), d = map.out_dim(x.cols()), d_in = x.cols();
   if (K < 1) throw Error("gem: at least one class is needed");
   if (y.size() != n) throw Error("gem: y and x have different numbers of rows");
   std::vector<std::vector<Eigen::Index>> rows(static_cast<std::size_t>(K));
@@ -52,11 +75,28 @@ ClassMoments class_moments(const CMatRef& x, const IVec& y, int K, int threads,
       cb.check();
       const Eigen::Index len = std::min(kChunkRows, nm - c0);
       G.resize(len, d);
+      if (!map.active()) {
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(clamp_threads(threads))
 #endif
-      for (Eigen::Index t = 0; t < len; ++t)
-        for (Eigen::Index j = 0; j < d; ++j) G(t, j) = x(r[static_cast<std::size_t>(c0 + t)], j);
+        for (Eigen::Index t = 0; t < len; ++t)
+          for (Eigen::Index j = 0; j < d; ++j) G(t, j) = x(r[static_cast<std::size_t>(c0 + t)], j);
+      } else {
+        // The mapped rows of the chunk, in sub-blocks of rows in parallel.
+        const Eigen::Index sub = 64, nsub = (len + sub - 1) / sub;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads))
+#endif
+        for (Eigen::Index si = 0; si < nsub; ++si) {
+          const Eigen::Index t0 = si * sub, l = std::min(sub, len - t0);
+          Mat xb(l, d_in), zb(l, d);
+          for (Eigen::Index t = 0; t < l; ++t)
+            for (Eigen::Index j = 0; j < d_in; ++j)
+              xb(t, j) = x(r[static_cast<std::size_t>(c0 + t0 + t)], j);
+          map.apply(xb, zb);
+          G.middleRows(t0, l) = zb;
+        }
+      }
       for (Eigen::Index t = 0; t < len; ++t) out.mean.col(m) += G.row(t).transpose();
       // Lower triangle of tiles, one tile per task; each tile's sums have a fixed order.
       add_crossprod_lower(level, G.data(), d, 1, len, d, kTile, C, threads);
@@ -362,8 +402,10 @@ void feature_block(const CMatRef& xb, const CMatRef& V, int base, int degree, bo
   }
 }
 
-void check_feature_args(const CMatRef& x, const CMatRef& V, int degree) {
-  if (V.rows() != x.cols()) throw Error("gem: directions and data have different dimensions");
+void check_feature_args(const CMatRef& x, const CMatRef& V, int degree, const InputMap& map) {
+  check_map(x, map);
+  if (V.rows() != map.out_dim(x.cols()))
+    throw Error("gem: directions and data have different dimensions");
   if (degree < 1) throw Error("gem: 'degree' must be at least 1");
 }
 
@@ -387,28 +429,41 @@ void blocks_in_rounds(Eigen::Index n, Eigen::Index block, int threads, const Cal
 }  // namespace
 
 void gem_features(const CMatRef& x, const CMatRef& V, int base, int degree, bool keep_input,
-                  bool ones, MatRef out, int threads, const Callbacks& cb) {
-  check_feature_args(x, V, degree);
-  const Eigen::Index n = x.rows();
-  if (out.rows() != n || out.cols() != gem_feature_count(x.cols(), V.cols(), degree, keep_input, ones))
+                  bool ones, MatRef out, int threads, const Callbacks& cb, const InputMap& map) {
+  check_feature_args(x, V, degree, map);
+  const Eigen::Index n = x.rows(), dz = map.out_dim(x.cols());
+  if (out.rows() != n || out.cols() != gem_feature_count(dz, V.cols(), degree, keep_input, ones))
     throw Error("gem: feature matrix has the wrong shape");
   blocks_in_rounds(n, 512, threads, cb, [&](Eigen::Index r0, Eigen::Index len) {
-    feature_block(x.middleRows(r0, len), V, base, degree, keep_input, ones,
-                  out.middleRows(r0, len));
+    if (map.active()) {
+      Mat zb(len, dz);
+      map.apply(x.middleRows(r0, len), zb);
+      feature_block(zb, V, base, degree, keep_input, ones, out.middleRows(r0, len));
+    } else {
+      feature_block(x.middleRows(r0, len), V, base, degree, keep_input, ones,
+                    out.middleRows(r0, len));
+    }
   });
 }
 
 void gem_features_f32(const CMatRef& x, const CMatRef& V, int base, int degree, bool keep_input,
-                      bool ones, RowMajorF32& out, int threads, const Callbacks& cb) {
-  check_feature_args(x, V, degree);
-  const Eigen::Index n = x.rows();
-  const Eigen::Index p = gem_feature_count(x.cols(), V.cols(), degree, keep_input, ones);
+                      bool ones, RowMajorF32& out, int threads, const Callbacks& cb,
+                      const InputMap& map) {
+  check_feature_args(x, V, degree, map);
+  const Eigen::Index n = x.rows(), dz = map.out_dim(x.cols());
+  const Eigen::Index p = gem_feature_count(dz, V.cols(), degree, keep_input, ones);
   out.n = n;
   out.p = p;
   out.data.assign(static_cast<std::size_t>(n * p), 0.0f);
   blocks_in_rounds(n, 256, threads, cb, [&](Eigen::Index r0, Eigen::Index len) {
     Mat tmp(len, p);
-    feature_block(x.middleRows(r0, len), V, base, degree, keep_input, ones, tmp);
+    if (map.active()) {
+      Mat zb(len, dz);
+      map.apply(x.middleRows(r0, len), zb);
+      feature_block(zb, V, base, degree, keep_input, ones, tmp);
+    } else {
+      feature_block(x.middleRows(r0, len), V, base, degree, keep_input, ones, tmp);
+    }
     Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> dst(
         out.row(r0), len, p);
     dst = tmp.cast<float>();

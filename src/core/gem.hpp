@@ -10,6 +10,20 @@
 
 namespace kl {
 
+// An optional random Fourier map applied to the input rows before GEM:
+// z = sqrt(2 / D) cos(x W + b), W d x D, b of length D. The GEM routines below apply it to one
+// block of rows at a time, so the n x D matrix of mapped rows is never formed. Inactive (the
+// identity) when W is null.
+struct InputMap {
+  const double* W = nullptr;
+  const double* b = nullptr;
+  Eigen::Index d = 0, D = 0;
+  bool active() const { return W != nullptr; }
+  Eigen::Index out_dim(Eigen::Index in_dim) const { return active() ? D : in_dim; }
+  // out (xb.rows() x D) = the map of the rows xb.
+  void apply(const CMatRef& xb, MatRef out) const;
+};
+
 // Class-conditional second moments, not centred: C[m] = (1 / n_m) sum_{i: y_i = m} x_i x_i'
 // (full symmetric d x d), and the class means (d x K) and counts. y holds classes 0..K-1.
 // Each entry is summed over fixed row chunks and column tiles, so the result does not depend
@@ -19,8 +33,9 @@ struct ClassMoments {
   Mat mean;                 // d x K
   IVec count;               // K
 };
+// With an active `map`, the moments are those of the mapped rows.
 ClassMoments class_moments(const CMatRef& x, const IVec& y, int K, int threads,
-                           const Callbacks& cb = Callbacks());
+                           const Callbacks& cb = Callbacks(), const InputMap& map = InputMap());
 
 // Top eigenpairs of a symmetric operator, by block Davidson iterations with an identity
 // preconditioner (each expansion block is the residual block, so the basis spans a Krylov
@@ -69,12 +84,16 @@ std::vector<GemPair> gem_directions(const ClassMoments& M, const std::vector<int
 //   gem_feature_count(d, F, degree, keep_input, ones).
 Eigen::Index gem_feature_count(Eigen::Index d, Eigen::Index F, int degree, bool keep_input,
                                bool ones);
+// With an active `map`, x holds the unmapped rows and everything else (V's rows, the kept
+// input) refers to the mapped ones.
 void gem_features(const CMatRef& x, const CMatRef& V, int base, int degree, bool keep_input,
-                  bool ones, MatRef out, int threads, const Callbacks& cb = Callbacks());
+                  bool ones, MatRef out, int threads, const Callbacks& cb = Callbacks(),
+                  const InputMap& map = InputMap());
 
 // The same map written as a row-major single-precision matrix (for the large-scale head).
 void gem_features_f32(const CMatRef& x, const CMatRef& V, int base, int degree, bool keep_input,
-                      bool ones, RowMajorF32& out, int threads, const Callbacks& cb = Callbacks());
+                      bool ones, RowMajorF32& out, int threads, const Callbacks& cb = Callbacks(),
+                      const InputMap& map = InputMap());
 
 // Column centring and scaling in place: with compute, center / scale are set to the column
 // means and 1 / standard deviations (0 for constant columns) first.

@@ -418,6 +418,32 @@ test_that("deep GEM and GEM on random Fourier features fit and predict", {
   base <- gem(dat$x, dat$y, rff = list(dim = 40, gamma = 2), pairs = "none", degree = 1,
               lambda = 1e-2)
   expect_equal(base$members[[1]]$p, 40L)
+  # The map is applied a block of rows at a time inside the moments and the features; the same
+  # computation on the explicitly mapped rows (an independent cos(x W + b)) agrees.
+  mem <- rf$members[[1]]
+  xs <- kernlearn:::.kl_newdata(rf$spec, dat$x, "features()")
+  Zr <- sqrt(2 / 40) * cos(sweep(xs %*% mem$rff$W, 2, mem$rff$b, "+"))
+  expect_equal(kernlearn:::cpp_rff_map(xs, mem$rff$W, mem$rff$b, 2L), Zr, tolerance = 1e-12)
+  L <- mem$layers[[1]]
+  direct <- kernlearn:::cpp_gem_directions(Zr, as.integer(dat$y) - 1L, nlevels(dat$y),
+                                           L$pairs[, 1L] - 1L, L$pairs[, 2L] - 1L, L$ridge,
+                                           L$ridge_type == "relative", L$top, L$threshold, 1L,
+                                           1e-8, 2L, c(1L, 1L))
+  expect_equal(lapply(direct, function(r) r$spectrum), unname(L$spectra), tolerance = 1e-8)
+  Fr <- kernlearn:::cpp_gem_features(Zr, L$V, 0L, L$degree, L$keep_input, L$ones, TRUE,
+                                     mem$center, mem$scale, 2L)
+  expect_equal(unname(features(rf, dat$x)), matrix(Fr, nrow(Fr)), tolerance = 1e-10)
+  # The head's own features (double, and single precision for large matrices) used the map too.
+  Fs <- kernlearn:::cpp_gem_features(Zr, L$V, 0L, L$degree, L$keep_input, L$ones, TRUE,
+                                     NULL, NULL, 2L)
+  expect_equal(mem$center, attr(Fs, "center"), tolerance = 1e-10)
+  old_opt <- options(kernlearn.gem_single_cells = 1)
+  on.exit(options(old_opt), add = TRUE)
+  set.seed(8)
+  rf1 <- gem(dat$x, dat$y, rff = list(dim = 40, gamma = 2), top = 3, threshold = 1, lambda = 1e-2)
+  expect_true(rf1$members[[1]]$head$single)
+  expect_equal(rf1$members[[1]]$center, attr(Fs, "center"), tolerance = 1e-5)
+  options(old_opt)
   expect_error(gem(dat$x, dat$y, first_layer = list(top = 3)), "depth = 2")
   expect_error(gem(dat$x, dat$y, depth = 2, first_layer = list(topp = 3)), "unknown setting")
 })
