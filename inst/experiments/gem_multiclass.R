@@ -71,6 +71,7 @@ tune_holdout <- function(fitfun, settings, x, y, fit_rows = NULL, hold = NULL) {
   # The other fitted settings, best first, for callers that need a fallback.
   ok <- order(errs)[is.finite(sort(errs))]
   attr(best, "ranked") <- settings[ok]
+  attr(best, "errors") <- errs
   best
 }
 
@@ -181,7 +182,10 @@ if (what == "covtype_full") {
   # The refit on all training rows needs about five times the memory of a holdout fit: when
   # gem() refuses it, the next setting in holdout order is refitted instead (and said so).
   run_gem <- function(method, settings) {
-    ranked <- attr(tune_holdout(gem_fit, settings, x, y, fit_rows, hold), "ranked")
+    tuned <- tune_holdout(gem_fit, settings, x, y, fit_rows, hold)
+    ranked <- attr(tuned, "ranked")
+    grid <- sprintf("; holdout errors of the grid (in order): %s%%",
+                    paste(sprintf("%.2f", 100 * attr(tuned, "errors")), collapse = ", "))
     for (k in seq_along(ranked)) {
       s <- ranked[[k]]
       r <- tryCatch(timed(gem_fit(x, y, s)), error = function(e) {
@@ -189,7 +193,13 @@ if (what == "covtype_full") {
       })
       if (is.null(r)) next
       note <- if (k > 1) sprintf(" (holdout rank %d: better settings did not fit in memory)", k) else ""
-      record(name, method, paste0("head = cls, ", deparse1(s), note),
+      tm <- r$value$members[[1]]$timing
+      h <- r$value$members[[1]]$head
+      stages <- sprintf("; refit stages: directions (with the moments) %.0f s, intermediate features %.0f s, head %.0f s (features %.0f s, Gram matrix %.0f s, Cholesky %.0f s, steps %.0f s); %d features",
+                        tm[["directions"]], tm[["features"]], tm[["logistic"]],
+                        tm[["logistic"]] - sum(h$seconds), h$seconds[["gram"]],
+                        h$seconds[["factor"]], h$seconds[["steps"]], r$value$members[[1]]$p)
+      record(name, method, paste0("head = cls, ", deparse1(s), note, grid, stages),
              mean(predict(r$value, xt) != yt), r$secs)
       rm(r); invisible(gc())
       return(invisible())
@@ -212,17 +222,14 @@ if (what == "covtype_full") {
                              g(ridge = 0.01, top = 30, threshold = 1.5, lambda = 0.02, depth = 2, degree = 2, keep_input = FALSE),
                              g(ridge = 0.01, top = 30, threshold = 1.5, lambda = 0.1, depth = 2, degree = 2, keep_input = TRUE)))
   if (part %in% c("rff", "all"))
-    # 4000 random features did better on the holdout (14.94% with gamma 4), but the refit
-    # needs the double-precision map of all rows (16.7 GB) next to the single-precision
-    # features of the head (7.8 GB): more than 24 GB.
-    run_gem("RFF", list(g(rff = list(dim = 2000, gamma = 4), pairs = "none", degree = 1, lambda = 0.5),
-                        g(rff = list(dim = 2000, gamma = 16), pairs = "none", degree = 1, lambda = 0.5)))
+    run_gem("RFF", list(g(rff = list(dim = 4000, gamma = 4), pairs = "none", degree = 1, lambda = 0.5),
+                        g(rff = list(dim = 4000, gamma = 4), pairs = "none", degree = 1, lambda = 0.1),
+                        g(rff = list(dim = 4000, gamma = 16), pairs = "none", degree = 1, lambda = 0.5)))
   if (part %in% c("gemrff", "all"))
-    run_gem("GEM + RFF", list(g(rff = list(dim = 1000, gamma = 4), top = 20, threshold = 2, degree = 2, lambda = 0.5),
-                              g(rff = list(dim = 1000, gamma = 16), top = 20, threshold = 2, degree = 2, lambda = 0.5),
-                              g(rff = list(dim = 1000, gamma = 16), top = 20, threshold = 0.5, degree = 2, lambda = 0.1),
-                              g(rff = list(dim = 1000, gamma = 16), top = 20, threshold = 0, degree = 2, lambda = 0.1),
-                              g(rff = list(dim = 1000, gamma = 16), top = 20, threshold = 0.5, degree = 2, lambda = 0.02)))
+    run_gem("GEM + RFF", list(g(rff = list(dim = 2000, gamma = 16), top = 20, threshold = 0.5, degree = 2, lambda = 0.1),
+                              g(rff = list(dim = 2000, gamma = 16), top = 20, threshold = 0.5, degree = 2, lambda = 0.02),
+                              g(rff = list(dim = 2000, gamma = 16), top = 20, threshold = 2, degree = 2, lambda = 0.5),
+                              g(rff = list(dim = 2000, gamma = 4), top = 20, threshold = 0.5, degree = 2, lambda = 0.1)))
   if (part %in% c("ranger", "all")) run_ranger(name, x, y, xt, yt, trees = 100, fit_rows, hold)
   if (part == "heads") {
     hname <- "covtype (581012 rows): 100000 tuning rows, 50000 held-out rows"
