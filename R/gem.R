@@ -347,12 +347,21 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   if (ensemble > 1 && !hyper)
     stop(sprintf("%s: ensemble = %d needs pairs = \"hypercube\" (other pair choices give identical members)",
                  caller, as.integer(ensemble)), call. = FALSE)
+  if (ensemble > 1 && k < 3L)
+    stop(sprintf("%s: ensemble = %d needs at least 3 classes (with 2 every random hypercube gives the same pairs)",
+                 caller, as.integer(ensemble)), call. = FALSE)
+  if (depth == 2 && is.character(pairs) && length(pairs) == 1L && identical(pairs, "none"))
+    stop(sprintf("%s: depth = 2 with pairs = \"none\" leaves the first layer without directions; use depth = 1",
+                 caller), call. = FALSE)
   counts <- tabulate(as.integer(inp$y), k)
   x <- inp$x
   progress <- .kl_progressor()
   members <- vector("list", ensemble)
   for (m in seq_len(ensemble)) {
     pm <- .gem_pairs(pairs, lev, max_pairs, caller)
+    if (nrow(pm) > max_pairs)
+      stop(sprintf("%s: %d class pairs, more than max_pairs = %d; raise 'max_pairs'", caller,
+                   nrow(pm), as.integer(max_pairs)), call. = FALSE)
     members[[m]] <- .gem_member(x, inp$y, lev, pm, layers, rff, standardize, head, lambda, maxit,
                                 tol, eigen_method, threads, counts, caller,
                                 if (m == 1L) progress else NULL)
