@@ -88,10 +88,14 @@
 #' @return An object of class \code{c("dikl", "kl_model")}: a list with the
 #'   learned \code{map} (\code{type}, \code{gamma}, the landmarks \code{Z} or
 #'   the frequencies \code{W} (\eqn{d \times J}{d x J}) and phases \code{b}, and
-#'   for Nystrom the whitening matrix \code{T}), the \code{head}, the training
-#'   \code{trace} (a data.frame with the epoch mean of the objective and the
-#'   learning rate), \code{training} (epochs, steps, why it stopped, seconds),
-#'   the input specification and the call.
+#'   for Nystrom the whitening matrix \code{T} and the kept \code{eigenvalues}
+#'   of \eqn{k(Z, Z)}, so that there can be fewer than \code{dim} features),
+#'   the \code{head} (always refitted on the final features; the head trained
+#'   with the LS or CE objective is not kept), the training \code{trace} (a
+#'   data.frame with the epoch mean of the objective and the learning rate),
+#'   \code{training} (epochs, steps, why it stopped, seconds; the parameters
+#'   are those of the last epoch), \code{gamma_cv} (the cross-validation
+#'   errors when \code{gamma = "cv"}), the input specification and the call.
 #' @references
 #' Alper, M. A. and Kung, S. Y. (2020). Discriminant information based kernel
 #' learning for scalable kernel machines (Nystrom and random Fourier features
@@ -218,9 +222,13 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
                   integer = TRUE)
     batch_size <- min(as.integer(batch_size), n)
   }
-  if (objective %in% c("di", "ls") && batch_size < dim)
+  if (objective %in% c("di", "ls") && batch_size < dim) {
+    if (batch_size == n)
+      stop(sprintf("%s: dim = %d features but only %d training rows; DI and LS training need at least as many rows as features (use dim <= %d)",
+                   caller, dim, n, n), call. = FALSE)
     stop(sprintf("%s: batch_size = %d is smaller than dim = %d; a DI batch needs at least as many rows as features (use fewer features or more rows per batch)",
                  caller, as.integer(batch_size), dim), call. = FALSE)
+  }
 
   gamma_cv <- NULL
   if (is.null(gamma)) {
@@ -425,8 +433,12 @@ predict.dikl <- function(object, newdata, type = NULL, threads = NULL, ...) {
   type <- .kl_predict_type(type, object$task, caller, prob = prob_ok)
   threads <- .kl_threads(threads)
   x <- .kl_newdata(object$spec, newdata, caller)
+  empty <- nrow(x) == 0L
+  # No rows: the shapes of the answer come from one placeholder row.
+  if (empty) x <- matrix(0, 1L, ncol(x))
   Fx <- .dikl_features(object$map, x, threads)
   D <- .dikl_decision(object, Fx, threads)
+  if (empty) D <- D[0L, , drop = FALSE]
   rownames(D) <- rownames(newdata)
   if (object$task == "regression") {
     if (type == "decision") return(D)

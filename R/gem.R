@@ -562,7 +562,8 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
 #' The representation a feature-learning model feeds to its final predictor,
 #' for new data.
 #'
-#' @param object A fitted model with a learned representation (\code{\link{gem}}).
+#' @param object A fitted model with a learned representation (\code{\link{gem}},
+#'   \code{\link{dikl}}).
 #' @param newdata New data, in the form the model was fitted with.
 #' @param ... Further arguments of the methods.
 #' @return A numeric matrix with one row per row of \code{newdata}.

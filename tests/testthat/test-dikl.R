@@ -245,6 +245,11 @@ test_that("bad input gets clear errors", {
                "dim = 50 landmarks but only 30")
   expect_error(dikl(Species ~ ., data = iris, dim = 100, batch_size = 50),
                "batch_size = 50 is smaller than dim = 100")
+  expect_error(dikl(Species ~ ., data = iris, map = "fourier", dim = 200),
+               "dim = 200 features but only 150 training rows")
+  small <- dikl(Species ~ ., data = iris, dim = 10, max_epochs = 2)
+  expect_identical(predict(small, iris[0, ]), factor(character(), levels = levels(iris$Species)))
+  expect_identical(dim(predict(small, iris[0, ], type = "decision"))[1], 0L)
   expect_error(dikl(Species ~ ., data = iris, gamma = 0), "gamma")
   expect_error(dikl(Species ~ ., data = iris, gamma = -1), "gamma")
   expect_error(dikl(Species ~ ., data = iris, gamma = "median"), "gamma")
