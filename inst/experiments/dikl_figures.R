@@ -13,7 +13,8 @@
 # repetitions: a count ("2" runs repetitions 1 and 2) or a range ("3-5"), so that later runs
 # add repetitions with new seeds. covtype: a random 90/10 split of the full 581012-row file;
 # the training rows are then subsampled to n_train (default 20000) and the test rows to 5000.
-# MNIST: the given 60000 / 10000 split, test rows subsampled to 2000.
+# MNIST: the given 60000 / 10000 split, test rows subsampled to 2000 and, when n_train is
+# given, training rows to n_train (the saved runs use 10000).
 #
 # Appends one row per (method, map, dim, repetition) to inst/extdata/dikl_figures.csv (or to
 # the file in DIKL_OUT).
