@@ -457,6 +457,10 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
     timing[["directions"]] <- timing[["directions"]] + (t1 - t0)
     fitted[[l]] <- L
     if (l < length(layers)) {
+      p_mid <- cpp_gem_feature_count(if (is.null(pre)) ncol(z) else ncol(pre$W), ncol(L$V),
+                                     L$degree, L$keep_input, L$ones)
+      .check_memory(8 * as.numeric(nrow(z)) * p_mid, "the first layer's representation",
+                    caller, "; lower 'first_layer$top', raise 'first_layer$threshold' or use fewer rows")
       z <- .gem_layer_map(z, L, threads, rmap = pre)
       pre <- NULL
     }

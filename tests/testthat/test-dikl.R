@@ -222,6 +222,20 @@ test_that("set.seed reproduces a fit and the thread count does not change it", {
   f2 <- dikl(Species ~ ., data = iris, map = "fourier", dim = 20, max_epochs = 5, threads = 2)
   expect_identical(f1$map$W, f2$map$W)
   expect_identical(predict(f1, iris), predict(f2, iris))
+  # Large enough for the blocked Cholesky factorisation and the tiled products to split work.
+  set.seed(3)
+  n <- 1400
+  x <- matrix(rnorm(n * 6), n)
+  y <- factor(ifelse(x[, 1]^2 + x[, 2] > 1, "a", ifelse(x[, 3] > 0, "b", "c")))
+  for (mp in c("nystrom", "fourier")) {
+    set.seed(5)
+    a <- dikl(x, y, map = mp, dim = 300, batch_size = 700, max_epochs = 2, threads = 1)
+    set.seed(5)
+    b <- dikl(x, y, map = mp, dim = 300, batch_size = 700, max_epochs = 2, threads = 2)
+    expect_identical(a$map, b$map)
+    expect_identical(a$trace, b$trace)
+    expect_identical(predict(a, x, type = "decision"), predict(b, x, type = "decision"))
+  }
 })
 
 test_that("saveRDS round-trips give identical predictions", {
