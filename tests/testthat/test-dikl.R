@@ -191,6 +191,22 @@ test_that("whitened Nystrom features reproduce the Nystrom kernel approximation"
   expect_equal(unname(F %*% t(F)), unname(Kxz %*% solve(Bzz, t(Kxz))), tolerance = 1e-6)
   # Landmarks of an untrained map are training rows.
   expect_true(all(apply(Z, 1, function(z) any(colSums(abs(t(x) - z)) < 1e-12))))
+  # Repeated landmarks make k(Z, Z) singular: the whitening drops the null directions, one
+  # feature per distinct landmark remains, and the approximation is unchanged.
+  set.seed(4)
+  d <- iris[rep(c(1:5, 51:55), 15), ]
+  d$Species <- droplevels(d$Species)
+  rep_fit <- dikl(Species ~ ., data = d, dim = 30, objective = "none")
+  distinct <- nrow(unique(round(rep_fit$map$Z, 12)))
+  expect_lt(distinct, 30L)
+  expect_equal(ncol(features(rep_fit, d)), distinct)
+  Zu <- unique(round(rep_fit$map$Z, 12))
+  xd <- kernlearn:::.kl_newdata(rep_fit$spec, d, "t")
+  gd <- rep_fit$map$gamma
+  Kd <- exp(-gd * outer(rowSums(xd^2), rowSums(Zu^2), `+`) + 2 * gd * xd %*% t(Zu))
+  Fd <- features(rep_fit, d)
+  expect_equal(unname(Fd %*% t(Fd)),
+               unname(Kd %*% solve(exp(-gd * as.matrix(dist(Zu))^2), t(Kd))), tolerance = 1e-6)
 })
 
 test_that("regression with the standardised response, and the k-means and CE baselines", {
