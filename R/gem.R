@@ -92,7 +92,9 @@
 #'   predictors.
 #' @param formula A model formula.
 #' @param data A data.frame holding the variables of \code{formula}.
-#' @param y A factor of class labels (a numeric vector is treated as labels).
+#' @param y A factor of class labels (a vector of whole numbers is treated as
+#'   labels; other numeric responses are an error, as is a numeric response in
+#'   the formula interface).
 #' @param ridge Regularisation of the denominator moments (\eqn{\ge 0}).
 #' @param ridge_type \code{"relative"} (\code{ridge} times the mean
 #'   eigenvalue \eqn{\mathrm{tr}(C_j)/d}{trace(C_j)/d}) or \code{"absolute"}.
@@ -199,7 +201,15 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   if (inherits(x, "formula"))
     stop(sprintf("%s: use gem(formula, data = ) with a formula", caller), call. = FALSE)
   .heads_flag(scale, "scale", caller)
-  if (is.numeric(y) && !is.factor(y)) y <- factor(y)
+  if (is.numeric(y) && !is.factor(y)) {
+    if (any(is.infinite(y)))
+      stop(sprintf("%s: 'y' has %d infinite value(s) (row(s) %s)", caller, sum(is.infinite(y)),
+                   paste(utils::head(which(is.infinite(y)), 5L), collapse = ", ")), call. = FALSE)
+    if (any(is.finite(y) & y != round(y)))
+      stop(sprintf("%s: GEM is a classifier; 'y' must be a factor of class labels or whole numbers, not a continuous response",
+                   caller), call. = FALSE)
+    y <- factor(y)
+  }
   inp <- .kl_input_xy(x, y, caller, scale = scale)
   .gem_fit(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree, keep_input,
            head, lambda, depth, first_layer, rff, ensemble, standardize, max_pairs, maxit, tol,

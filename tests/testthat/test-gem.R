@@ -485,6 +485,8 @@ test_that("bad input gets clear errors", {
   expect_identical(num$levels, c("1", "2", "3"))
   expect_error(gem(dat$x, seq_len(200)), "max_pairs")
   expect_error(gem(y ~ ., data = data.frame(dat$x, y = rnorm(200))), "factor of class labels")
+  expect_error(gem(dat$x, rnorm(200)), "not a continuous response")
+  expect_error(gem(dat$x, c(Inf, as.integer(dat$y)[-1])), "infinite value")
   few <- factor(c(rep("a", 197), rep("b", 3)))
   expect_error(gem(dat$x, few, ridge = 0), "class\\(es\\) 'b' have fewer")
   expect_error(gem(dat$x, dat$y, threshold = 1e6), "no eigenvalue reaches threshold")
