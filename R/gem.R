@@ -393,7 +393,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
 .gem_layer_fit <- function(z, y, lev, pm, st, eigen_method, threads, counts, caller,
                            progress, rmap = NULL) {
   K <- length(lev)
-  d <- if (is.null(rmap)) ncol(z) else ncol(rmap$W)
+  d <- .gem_in_dim(z, rmap)
   if (nrow(pm) == 0L) {
     return(c(st, list(pairs = pm, V = matrix(0, d, 0L), spectra = list(), values = numeric(),
                       pair_of = integer())))
@@ -435,6 +435,9 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
              applications = vapply(res, function(r) r$applications, integer(1))))
 }
 
+# Columns a layer sees: those of z, or of its random Fourier map rmap.
+.gem_in_dim <- function(z, rmap) if (is.null(rmap)) ncol(z) else ncol(rmap$W)
+
 .gem_base_code <- function(nl) if (nl == "smooth_sqrt") 0L else 1L
 
 .gem_layer_map <- function(z, L, threads, standardize = FALSE, center = NULL, scale = NULL,
@@ -467,8 +470,8 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
     timing[["directions"]] <- timing[["directions"]] + (t1 - t0)
     fitted[[l]] <- L
     if (l < length(layers)) {
-      p_mid <- cpp_gem_feature_count(if (is.null(pre)) ncol(z) else ncol(pre$W), ncol(L$V),
-                                     L$degree, L$keep_input, L$ones)
+      p_mid <- cpp_gem_feature_count(.gem_in_dim(z, pre), ncol(L$V), L$degree, L$keep_input,
+                                     L$ones)
       .check_memory(8 * as.numeric(nrow(z)) * p_mid, "the first layer's representation",
                     caller, "; lower 'first_layer$top', raise 'first_layer$threshold' or use fewer rows")
       z <- .gem_layer_map(z, L, threads, rmap = pre)
@@ -484,7 +487,6 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   K <- length(lev)
   yi <- as.integer(y) - 1L
   n <- nrow(z)
-  dz <- if (is.null(pre)) ncol(z) else ncol(pre$W)
   m0 <- max(10000L, n %/% 5L)
   # Continuation for large n: the optimum on a random fifth of the rows starts the full fit
   # (the objective is a mean, so both optima are close); the result is the full-data optimum.
@@ -494,7 +496,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
     if (all(tabulate(yi[idx] + 1L, K) > 0L)) sub <- idx
   }
   # Large feature matrices are held in single precision (half the memory, twice the speed).
-  p_out <- cpp_gem_feature_count(dz, ncol(last$V), last$degree, last$keep_input, last$ones)
+  p_out <- cpp_gem_feature_count(.gem_in_dim(z, pre), ncol(last$V), last$degree, last$keep_input, last$ones)
   single <- as.numeric(n) * p_out > .gem_single_cells()
   .check_memory(as.numeric(n) * p_out * (if (single) 4 else 8), "the feature matrix", caller,
                 "; lower 'top', raise 'threshold', use a lower 'degree' or fewer rows")

@@ -402,6 +402,19 @@ void feature_block(const CMatRef& xb, const CMatRef& V, int base, int degree, bo
   }
 }
 
+// feature_block of the rows xb after the input map (when it is active).
+template <class Out>
+void mapped_feature_block(const CMatRef& xb, const InputMap& map, const CMatRef& V, int base,
+                          int degree, bool keep_input, bool ones, Out&& out) {
+  if (!map.active()) {
+    feature_block(xb, V, base, degree, keep_input, ones, out);
+    return;
+  }
+  Mat zb(xb.rows(), map.D);
+  map.apply(xb, zb);
+  feature_block(zb, V, base, degree, keep_input, ones, out);
+}
+
 void check_feature_args(const CMatRef& x, const CMatRef& V, int degree, const InputMap& map) {
   check_map(x, map);
   if (V.rows() != map.out_dim(x.cols()))
@@ -435,14 +448,8 @@ void gem_features(const CMatRef& x, const CMatRef& V, int base, int degree, bool
   if (out.rows() != n || out.cols() != gem_feature_count(dz, V.cols(), degree, keep_input, ones))
     throw Error("gem: feature matrix has the wrong shape");
   blocks_in_rounds(n, 512, threads, cb, [&](Eigen::Index r0, Eigen::Index len) {
-    if (map.active()) {
-      Mat zb(len, dz);
-      map.apply(x.middleRows(r0, len), zb);
-      feature_block(zb, V, base, degree, keep_input, ones, out.middleRows(r0, len));
-    } else {
-      feature_block(x.middleRows(r0, len), V, base, degree, keep_input, ones,
-                    out.middleRows(r0, len));
-    }
+    mapped_feature_block(x.middleRows(r0, len), map, V, base, degree, keep_input, ones,
+                         out.middleRows(r0, len));
   });
 }
 
@@ -457,13 +464,7 @@ void gem_features_f32(const CMatRef& x, const CMatRef& V, int base, int degree, 
   out.data.assign(static_cast<std::size_t>(n * p), 0.0f);
   blocks_in_rounds(n, 256, threads, cb, [&](Eigen::Index r0, Eigen::Index len) {
     Mat tmp(len, p);
-    if (map.active()) {
-      Mat zb(len, dz);
-      map.apply(x.middleRows(r0, len), zb);
-      feature_block(zb, V, base, degree, keep_input, ones, tmp);
-    } else {
-      feature_block(x.middleRows(r0, len), V, base, degree, keep_input, ones, tmp);
-    }
+    mapped_feature_block(x.middleRows(r0, len), map, V, base, degree, keep_input, ones, tmp);
     Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> dst(
         out.row(r0), len, p);
     dst = tmp.cast<float>();
