@@ -101,6 +101,10 @@ cpp_kernel_matrix_naive <- function(x, z, kernel) {
     .Call(`_kernlearn_cpp_kernel_matrix_naive`, x, z, kernel)
 }
 
+cpp_kernel_derivatives <- function(x, z, e, kernel, threads) {
+    .Call(`_kernlearn_cpp_kernel_derivatives`, x, z, e, kernel, threads)
+}
+
 cpp_gpu_probe <- function(lib) {
     .Call(`_kernlearn_cpp_gpu_probe`, lib)
 }

@@ -68,7 +68,8 @@
 #'   with \code{gamma = 1 / ncol(x)} after encoding), a kernel name, or
 #'   \code{"precomputed"}.
 #' @param cost Cost of constraint violations \eqn{C > 0}.
-#' @param gamma Optional width of the Gaussian or Laplacian kernel; replaces
+#' @param gamma Optional width of the Gaussian, Laplacian or hierarchical
+#'   Gaussian kernel; replaces
 #'   the kernel's \code{gamma} (convenient in \code{\link{kl_tune}} grids).
 #' @param epsilon Half-width of the insensitive tube for regression (\eqn{\ge 0}).
 #' @param type \code{"C-classification"} or \code{"eps-regression"}; by default
@@ -276,8 +277,8 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
 .svm_kernel <- function(kernel, gamma, caller) {
   kernel <- .as_kernel(kernel, caller)
   if (!is.null(gamma)) {
-    if (!(kernel$name %in% c("gaussian", "laplacian")))
-      stop(sprintf("%s: 'gamma' applies to the Gaussian and Laplacian kernels, not the %s kernel",
+    if (!(kernel$name %in% c("gaussian", "laplacian", "hierarchical_gaussian")))
+      stop(sprintf("%s: 'gamma' applies to the Gaussian, Laplacian and hierarchical Gaussian kernels, not the %s kernel",
                    caller, kernel$name), call. = FALSE)
     .check_number(gamma, "gamma", lower = 0, lower_open = TRUE)
     kernel$gamma <- gamma
@@ -323,7 +324,7 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
            call. = FALSE)
     kernel <- "precomputed"
   } else {
-    kernel <- .resolve_kernel(.svm_kernel(kernel, gamma, caller), ncol(inp$x))
+    kernel <- .resolve_kernel(.svm_kernel(kernel, gamma, caller), ncol(inp$x), caller)
   }
   params <- .svm_params(cost, epsilon, tol, shrinking, cache, max_iter, probability,
                         prob_folds, caller)
@@ -671,7 +672,7 @@ print.summary.kernel_svm <- function(x, ...) {
       kk <- 0L
     }
     for (grp in groups) {
-      kern <- .resolve_kernel(kernels[[grp[1L]]], ncol(X))
+      kern <- .resolve_kernel(kernels[[grp[1L]]], ncol(X), caller)
       cst <- vapply(points[grp], function(p) as.numeric(p$cost), numeric(1))
       path <- sort(unique(cst))
       decs <- cpp_svm_path(X, NULL, yarg, kk, unname(w), .kernel_spec(kern), params,

@@ -22,7 +22,8 @@
 #' @param scale,offset Scale of the inner product and constant of the
 #'   polynomial kernel.
 #' @return An object of class \code{c("kl_<name>_kernel", "kl_kernel")}.
-#' @seealso \code{\link{kernel_matrix}}, \code{\link{kernel_ridge}}
+#' @seealso \code{\link{kernel_matrix}}, \code{\link{kernel_ridge}}; the learned kernels
+#'   \code{\link{hierarchical_gaussian_kernel}} and \code{\link{tessellated_kernel}}
 #' @examples
 #' k <- gaussian_kernel(gamma = 0.5)
 #' k
@@ -73,6 +74,21 @@ print.kl_kernel <- function(x, ...) {
     linear = "Linear kernel: <x, z>",
     polynomial = sprintf("Polynomial kernel: (%s <x, z> + %s)^%d", format(x$scale),
                          format(x$offset), x$degree),
+    hierarchical_gaussian = {
+      e <- .hgk_extent(x)
+      if (e[["depth"]] == 1)
+        sprintf("Hierarchical Gaussian kernel: depth 1, %d weights (range %s to %s), gamma = %s",
+                length(x$weights), format(min(abs(x$weights)), digits = 3),
+                format(max(abs(x$weights)), digits = 3), format(x$gamma, digits = 6))
+      else
+        sprintf("Hierarchical Gaussian kernel: depth %d, %d first-layer node(s) over columns up to %d, gamma = %s",
+                e[["depth"]], length(.hgk_flatten(x)$leaf) - sum(!.hgk_flatten(x)$leaf),
+                e[["cols"]], format(x$gamma, digits = 6))
+    },
+    tessellated = sprintf("Tessellated kernel: degree %d, P %d x %d, box [%s, %s]%s", x$degree,
+                          nrow(x$P), ncol(x$P), paste(format(unique(x$lower)), collapse = ", "),
+                          paste(format(unique(x$upper)), collapse = ", "),
+                          if (is.na(x$d)) "" else sprintf(" in %d columns", x$d)),
     sprintf("%s kernel", x$name))
   cat(txt, "\n", sep = "")
   invisible(x)
@@ -87,7 +103,7 @@ print.kl_kernel <- function(x, ...) {
       laplacian = laplacian_kernel(),
       linear = linear_kernel(),
       polynomial = polynomial_kernel(),
-      stop(sprintf("%s: unknown kernel \"%s\"; use gaussian_kernel(), laplacian_kernel(), linear_kernel() or polynomial_kernel()",
+      stop(sprintf("%s: unknown kernel \"%s\"; use gaussian_kernel(), laplacian_kernel(), linear_kernel(), polynomial_kernel(), hierarchical_gaussian_kernel() or tessellated_kernel()",
                    caller, kernel), call. = FALSE))
   }
   if (!inherits(kernel, "kl_kernel"))
@@ -96,22 +112,55 @@ print.kl_kernel <- function(x, ...) {
   kernel
 }
 
-# Fills in data-dependent defaults (gamma = 1 / p).
-.resolve_kernel <- function(kernel, p) {
+# Fills in data-dependent defaults (gamma = 1 / p) and checks that the kernel is defined on p
+# columns.
+.resolve_kernel <- function(kernel, p, caller = "kernel") {
   if (kernel$name %in% c("gaussian", "laplacian") && is.null(kernel$gamma))
     kernel$gamma <- 1 / p
+  if (kernel$name == "hierarchical_gaussian") {
+    e <- .hgk_extent(kernel)
+    if (is.null(kernel$nodes) && length(kernel$weights) != p)
+      stop(sprintf("%s: the hierarchical Gaussian kernel has %d weights but the data have %d columns",
+                   caller, length(kernel$weights), p), call. = FALSE)
+    if (e[["cols"]] > p)
+      stop(sprintf("%s: the hierarchical Gaussian kernel uses column %d but the data have %d columns",
+                   caller, e[["cols"]], p), call. = FALSE)
+    kernel$d <- as.integer(p)
+  }
+  if (kernel$name == "tessellated") {
+    if (!is.na(kernel$d) && kernel$d != p)
+      stop(sprintf("%s: the tessellated kernel's P (%d x %d, degree %d) is for %d columns but the data have %d",
+                   caller, nrow(kernel$P), ncol(kernel$P), kernel$degree, kernel$d, p),
+           call. = FALSE)
+    if (!is.na(kernel$d) || length(kernel$lower) %in% c(1L, p) && length(kernel$upper) %in% c(1L, p)) {
+      kernel$lower <- rep_len(kernel$lower, p)
+      kernel$upper <- rep_len(kernel$upper, p)
+    } else {
+      stop(sprintf("%s: the tessellated kernel's box has %d bounds but the data have %d columns",
+                   caller, max(length(kernel$lower), length(kernel$upper)), p), call. = FALSE)
+    }
+    kernel$d <- as.integer(p)
+  }
   kernel
 }
 
-# The list the C++ glue reads (klr::kernel_spec_from_r).
+# The list the C++ glue reads (klr::kernel_from_r in src/glue.hpp) of a resolved kernel: the one
+# place on the R side that knows what each family sends.
 .kernel_spec <- function(kernel) {
-  code <- match(kernel$name, c("gaussian", "laplacian", "linear", "polynomial")) - 1L
-  if (is.na(code)) stop("internal error: unknown kernel ", kernel$name, call. = FALSE)
-  list(type = code,
-       gamma = if (is.null(kernel$gamma)) 1 else as.numeric(kernel$gamma),
-       degree = if (is.null(kernel$degree)) 1 else as.numeric(kernel$degree),
-       scale = if (is.null(kernel$scale)) 1 else as.numeric(kernel$scale),
-       offset = if (is.null(kernel$offset)) 0 else as.numeric(kernel$offset))
+  switch(kernel$name,
+    gaussian = , laplacian = , linear = , polynomial =
+      list(name = kernel$name,
+           gamma = if (is.null(kernel$gamma)) 1 else as.numeric(kernel$gamma),
+           degree = if (is.null(kernel$degree)) 1 else as.numeric(kernel$degree),
+           scale = if (is.null(kernel$scale)) 1 else as.numeric(kernel$scale),
+           offset = if (is.null(kernel$offset)) 0 else as.numeric(kernel$offset)),
+    hierarchical_gaussian = c(list(name = kernel$name,
+                                   d = if (is.null(kernel$d)) .hgk_extent(kernel)[["cols"]]
+                                       else kernel$d),
+                              .hgk_flatten(kernel)),
+    tessellated = list(name = kernel$name, P = kernel$P, degree = kernel$degree,
+                       lower = as.numeric(kernel$lower), upper = as.numeric(kernel$upper)),
+    stop("internal error: unknown kernel ", kernel$name, call. = FALSE))
 }
 
 #' Kernel matrix between two sets of points
@@ -151,7 +200,7 @@ kernel_matrix <- function(kernel, x, y = NULL, threads = NULL) {
   if (ncol(x) != ncol(y))
     stop(sprintf("%s: 'x' has %d columns but 'y' has %d", caller, ncol(x), ncol(y)),
          call. = FALSE)
-  kernel <- .resolve_kernel(kernel, ncol(x))
+  kernel <- .resolve_kernel(kernel, ncol(x), caller)
   K <- cpp_kernel_matrix(x, y, .kernel_spec(kernel), .kl_threads(threads), .kl_backend_arg())
   if (!is.null(rownames(x)) || !is.null(rownames(y)))
     dimnames(K) <- list(rownames(x), rownames(y))

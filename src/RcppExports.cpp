@@ -446,6 +446,21 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_kernel_derivatives
+Rcpp::NumericVector cpp_kernel_derivatives(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Eigen::MatrixXd> e, Rcpp::List kernel, int threads);
+RcppExport SEXP _kernlearn_cpp_kernel_derivatives(SEXP xSEXP, SEXP zSEXP, SEXP eSEXP, SEXP kernelSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type z(zSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type e(eSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type kernel(kernelSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_kernel_derivatives(x, z, e, kernel, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_gpu_probe
 Rcpp::List cpp_gpu_probe(std::string lib);
 RcppExport SEXP _kernlearn_cpp_gpu_probe(SEXP libSEXP) {
@@ -733,6 +748,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_linear_svm_predict", (DL_FUNC) &_kernlearn_cpp_linear_svm_predict, 3},
     {"_kernlearn_cpp_kernel_matrix", (DL_FUNC) &_kernlearn_cpp_kernel_matrix, 5},
     {"_kernlearn_cpp_kernel_matrix_naive", (DL_FUNC) &_kernlearn_cpp_kernel_matrix_naive, 3},
+    {"_kernlearn_cpp_kernel_derivatives", (DL_FUNC) &_kernlearn_cpp_kernel_derivatives, 5},
     {"_kernlearn_cpp_gpu_probe", (DL_FUNC) &_kernlearn_cpp_gpu_probe, 1},
     {"_kernlearn_cpp_ridge_fit", (DL_FUNC) &_kernlearn_cpp_ridge_fit, 5},
     {"_kernlearn_cpp_kernel_ridge_fit", (DL_FUNC) &_kernlearn_cpp_kernel_ridge_fit, 8},

@@ -54,7 +54,7 @@ Rcpp::List cpp_dikl_objective(const Eigen::Map<Eigen::MatrixXd> x,
                               Rcpp::Named("gV") = Rcpp::wrap(g.gV),
                               Rcpp::Named("gc") = Rcpp::wrap(g.gc));
   } catch (const kl::Interrupted&) {
-    Rcpp::stop("interrupted by the user");
+    throw Rcpp::internal::InterruptedException();
   } catch (const kl::Error& e) {
     Rcpp::stop(e.what());
   }
@@ -97,7 +97,7 @@ Rcpp::List cpp_dikl_train(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<
         Rcpp::Named("best_epoch") = r.best_epoch, Rcpp::Named("stop") = r.stop);
     return out;
   } catch (const kl::Interrupted&) {
-    Rcpp::stop("interrupted by the user");
+    throw Rcpp::internal::InterruptedException();
   } catch (const kl::Error& e) {
     Rcpp::stop(e.what());
   }
@@ -120,7 +120,7 @@ Rcpp::List cpp_dikl_ridge_head(const Eigen::Map<Eigen::MatrixXd> x,
     return Rcpp::List::create(Rcpp::Named("V") = Rcpp::wrap(V), Rcpp::Named("c") = Rcpp::wrap(c),
                               Rcpp::Named("di") = di);
   } catch (const kl::Interrupted&) {
-    Rcpp::stop("interrupted by the user");
+    throw Rcpp::internal::InterruptedException();
   } catch (const kl::Error& e) {
     Rcpp::stop(e.what());
   }
@@ -177,7 +177,7 @@ Rcpp::NumericMatrix cpp_dikl_features(const Eigen::Map<Eigen::MatrixXd> x, int m
     });
     return out;
   } catch (const kl::Interrupted&) {
-    Rcpp::stop("interrupted by the user");
+    throw Rcpp::internal::InterruptedException();
   } catch (const kl::Error& e) {
     Rcpp::stop(e.what());
   }

@@ -65,22 +65,68 @@ inline std::uint64_t seed_from_r(const Rcpp::IntegerVector& s) {
 }  // namespace klr
 
 #include "core/backend.hpp"
+#include "core/kernel_hgk.hpp"
+#include "core/kernel_tkl.hpp"
 #include "core/kernels.hpp"
 
 namespace klr {
 
-// Kernel parameters come from R as list(type = <int code>, gamma, degree, scale, offset),
-// built by .kernel_spec() in R/kernels.R.
-inline kl::KernelSpec kernel_spec_from_r(const Rcpp::List& k) {
-  kl::KernelSpec s;
-  const int type = Rcpp::as<int>(k["type"]);
-  if (type < 0 || type > 3) Rcpp::stop("internal error: unknown kernel type code");
-  s.type = static_cast<kl::KernelType>(type);
-  s.gamma = Rcpp::as<double>(k["gamma"]);
-  s.degree = Rcpp::as<double>(k["degree"]);
-  s.scale = Rcpp::as<double>(k["scale"]);
-  s.offset = Rcpp::as<double>(k["offset"]);
-  return s;
+// The kernel object of a kernel list built by .kernel_spec() in R/kernels.R: the one place on
+// this side of the glue that knows the kernel families.
+//   list(name = "gaussian" | "laplacian" | "linear" | "polynomial", gamma, degree, scale, offset)
+//   list(name = "hierarchical_gaussian", d, leaf (logical per node), members (list of 0-based
+//        integer vectors), weights (list of numeric vectors), scale (numeric per node))
+//   list(name = "tessellated", P, degree, lower, upper)
+inline kl::KernelPtr kernel_from_r(const Rcpp::List& k) {
+  const std::string name = Rcpp::as<std::string>(k["name"]);
+  if (name == "gaussian" || name == "laplacian" || name == "linear" || name == "polynomial") {
+    kl::KernelSpec s;
+    s.type = name == "gaussian"    ? kl::KernelType::Gaussian
+             : name == "laplacian" ? kl::KernelType::Laplacian
+             : name == "linear"    ? kl::KernelType::Linear
+                                   : kl::KernelType::Polynomial;
+    s.gamma = Rcpp::as<double>(k["gamma"]);
+    s.degree = Rcpp::as<double>(k["degree"]);
+    s.scale = Rcpp::as<double>(k["scale"]);
+    s.offset = Rcpp::as<double>(k["offset"]);
+    return kl::make_standard_kernel(s);
+  }
+  if (name == "hierarchical_gaussian") {
+    Rcpp::LogicalVector leaf = k["leaf"];
+    Rcpp::List members = k["members"], weights = k["weights"];
+    Rcpp::NumericVector scale = k["scale"];
+    std::vector<kl::HgkNode> nodes(leaf.size());
+    for (R_xlen_t v = 0; v < leaf.size(); ++v) {
+      nodes[v].leaf = leaf[v];
+      nodes[v].members = Rcpp::as<std::vector<int>>(members[v]);
+      nodes[v].weights = Rcpp::as<std::vector<double>>(weights[v]);
+      nodes[v].scale = scale[v];
+    }
+    return kl::make_hierarchical_gaussian_kernel(std::move(nodes), Rcpp::as<int>(k["d"]));
+  }
+  if (name == "tessellated") {
+    const Eigen::MatrixXd P = Rcpp::as<Eigen::MatrixXd>(k["P"]);
+    const Eigen::VectorXd lo = Rcpp::as<Eigen::VectorXd>(k["lower"]);
+    const Eigen::VectorXd hi = Rcpp::as<Eigen::VectorXd>(k["upper"]);
+    return kl::make_tessellated_kernel(P, Rcpp::as<int>(k["degree"]), lo, hi);
+  }
+  throw kl::Error("unknown kernel \"" + name + "\"");
+}
+
+// The error boundary of the glue: every export runs its body through guard(). A core interrupt
+// becomes an R interrupt condition (as Ctrl-C at the R prompt), core errors R errors with the
+// core's message and no C++ call in it.
+template <class F>
+auto guard(F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const kl::Interrupted&) {
+    throw Rcpp::internal::InterruptedException();
+  } catch (const kl::Error& e) {
+    throw Rcpp::exception(e.what(), false);
+  } catch (const std::bad_alloc&) {
+    throw Rcpp::exception("out of memory", false);
+  }
 }
 
 // The backend chosen on the R side (.kl_backend_arg() in R/backend.R):

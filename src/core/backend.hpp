@@ -19,9 +19,12 @@ class Backend {
   // "cpu" or "cuda: <device name>".
   virtual std::string name() const = 0;
   virtual bool is_gpu() const = 0;
-  // K (n x m) = k(X, Z).
-  virtual void kernel_matrix(const KernelSpec& spec, CMatRef X, CMatRef Z, MatRef K, int threads,
+  // K (n x m) = k(X, Z). A backend computes the kernels it has a routine for and leaves the
+  // others to the kernel's own block() on the CPU.
+  virtual void kernel_matrix(const Kernel& kernel, CMatRef X, CMatRef Z, MatRef K, int threads,
                              const Callbacks& cb) = 0;
+  // Whether this backend computes `kernel` itself (rather than the CPU).
+  virtual bool computes(const Kernel& kernel) const = 0;
   // C (n x m) = A (n x k) * B' (m x k).
   virtual void gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) = 0;
   // C (k x m) = A' (k x n) * B (n x m).
@@ -32,8 +35,9 @@ class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu"; }
   bool is_gpu() const override { return false; }
-  void kernel_matrix(const KernelSpec& spec, CMatRef X, CMatRef Z, MatRef K, int threads,
+  void kernel_matrix(const Kernel& kernel, CMatRef X, CMatRef Z, MatRef K, int threads,
                      const Callbacks& cb) override;
+  bool computes(const Kernel&) const override { return true; }
   void gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) override;
   void gemm_tn(CMatRef A, CMatRef B, MatRef C, int threads) override;
 };

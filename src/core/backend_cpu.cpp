@@ -6,9 +6,9 @@
 
 namespace kl {
 
-void CpuBackend::kernel_matrix(const KernelSpec& spec, CMatRef X, CMatRef Z, MatRef K,
+void CpuBackend::kernel_matrix(const Kernel& kernel, CMatRef X, CMatRef Z, MatRef K,
                                int threads, const Callbacks& cb) {
-  kl::kernel_matrix(spec, X, Z, K, threads, cb);
+  kernel.block(X, Z, K, threads, cb);
 }
 
 void CpuBackend::gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) {

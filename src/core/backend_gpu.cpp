@@ -43,14 +43,19 @@ class GpuBackend final : public Backend {
   std::string name() const override { return "cuda: " + device_; }
   bool is_gpu() const override { return true; }
 
-  void kernel_matrix(const KernelSpec& spec, CMatRef X, CMatRef Z, MatRef K, int threads,
+  // The GPU routine covers the Gaussian kernel; the others run on the CPU.
+  bool computes(const Kernel& kernel) const override {
+    const KernelSpec* s = kernel.standard();
+    return s && s->type == KernelType::Gaussian;
+  }
+
+  void kernel_matrix(const Kernel& kernel, CMatRef X, CMatRef Z, MatRef K, int threads,
                      const Callbacks& cb) override {
-    // The GPU routine covers the Gaussian kernel; the others run on the CPU.
-    if (spec.type != KernelType::Gaussian) {
-      cpu_backend().kernel_matrix(spec, X, Z, K, threads, cb);
+    if (!computes(kernel)) {
+      cpu_backend().kernel_matrix(kernel, X, Z, K, threads, cb);
       return;
     }
-    validate(spec);
+    const KernelSpec& spec = *kernel.standard();
     const Eigen::Index n = X.rows(), m = Z.rows(), d = X.cols();
     if (Z.cols() != d) throw Error("X and Z must have the same number of columns");
     if (K.rows() != n || K.cols() != m) throw Error("K has the wrong shape");

@@ -12,17 +12,12 @@ namespace kl {
 
 namespace {
 
-KernelSpec gaussian(double gamma) {
-  KernelSpec s;
-  s.type = KernelType::Gaussian;
-  s.gamma = gamma;
-  return s;
-}
+KernelPtr gaussian(double gamma) { return make_standard_kernel(gaussian_spec(gamma)); }
 
 // B = k(Z, Z) for a Nystrom map.
 Mat landmark_gram(const DiklMapParams& p, Backend& be, int threads) {
   Mat B(p.dim(), p.dim());
-  be.kernel_matrix(gaussian(p.gamma), p.P, p.P, B, threads, Callbacks());
+  be.kernel_matrix(*gaussian(p.gamma), p.P, p.P, B, threads, Callbacks());
   return B;
 }
 
@@ -70,7 +65,7 @@ void dikl_features(const DiklMapParams& p, CMatRef X, Mat& F, Mat* sin_out, Back
   const Eigen::Index n = X.rows(), J = p.dim();
   F.resize(n, J);
   if (p.map == DiklMap::nystrom) {
-    be.kernel_matrix(gaussian(p.gamma), X, p.P, F, threads, cb);
+    be.kernel_matrix(*gaussian(p.gamma), X, p.P, F, threads, cb);
     return;
   }
   be.gemm_nt(X, p.P, F, threads);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "simd.hpp"
@@ -11,6 +12,30 @@
 #endif
 
 namespace kl {
+
+float exp_neg(float x) {
+  // x = n ln 2 + r with |r| <= ln(2) / 2, a degree-6 polynomial for exp(r) and 2^n from the
+  // exponent bits.
+  const bool under = x < -87.0f;
+  x = x < -87.0f ? -87.0f : x;
+  const float t = x * 1.44269504088896341f - 0.5f;
+  const int n = static_cast<int>(t);  // truncation of t <= 0 rounds towards 0: n = round(x log2 e)
+  const float fn = static_cast<float>(n);
+  float r = x - fn * 0.693359375f;
+  r = r - fn * -2.12194440e-4f;
+  const float r2 = r * r;
+  float q = 1.9875691500e-4f;
+  q = q * r + 1.3981999507e-3f;
+  q = q * r + 8.3334519073e-3f;
+  q = q * r + 4.1665795894e-2f;
+  q = q * r + 1.6666665459e-1f;
+  q = q * r + 5.0000001201e-1f;
+  const float e = q * r2 + r + 1.0f;
+  int bits = (n + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return under ? 0.0f : e * scale;
+}
 
 void validate(const KernelSpec& s) {
   switch (s.type) {
@@ -32,85 +57,83 @@ void validate(const KernelSpec& s) {
   }
 }
 
-
-double kernel_value(const KernelSpec& s, const double* x, std::ptrdiff_t incx, const double* z,
-                    std::ptrdiff_t incz, int d) {
-  switch (s.type) {
-    case KernelType::Gaussian:
-    case KernelType::Laplacian: {
-      double d2 = 0.0;
-      for (int k = 0; k < d; ++k) {
-        const double t = x[k * incx] - z[k * incz];
-        d2 += t * t;
-      }
-      return s.type == KernelType::Gaussian ? std::exp(-s.gamma * d2)
-                                            : std::exp(-s.gamma * std::sqrt(d2));
-    }
-    case KernelType::Linear:
-    case KernelType::Polynomial: {
-      double ip = 0.0;
-      for (int k = 0; k < d; ++k) ip += x[k * incx] * z[k * incz];
-      if (s.type == KernelType::Linear) return ip;
-      return ipow(s.scale * ip + s.offset, static_cast<int>(s.degree));
-    }
-  }
-  return 0.0;
-}
-
-void finish_kernel_block(const KernelSpec& s, const double* xn, const double* zn, MatRef G) {
-  const Eigen::Index r = G.rows(), c = G.cols();
-  switch (s.type) {
-    case KernelType::Gaussian:
-      for (Eigen::Index j = 0; j < c; ++j) {
-        double* g = G.col(j).data();
-        const double zj = zn[j];
-        for (Eigen::Index i = 0; i < r; ++i) {
-          const double d2 = std::max(xn[i] + zj - 2.0 * g[i], 0.0);
-          g[i] = std::exp(-s.gamma * d2);
-        }
-      }
-      break;
-    case KernelType::Laplacian:
-      for (Eigen::Index j = 0; j < c; ++j) {
-        double* g = G.col(j).data();
-        const double zj = zn[j];
-        for (Eigen::Index i = 0; i < r; ++i) {
-          const double d2 = std::max(xn[i] + zj - 2.0 * g[i], 0.0);
-          g[i] = std::exp(-s.gamma * std::sqrt(d2));
-        }
-      }
-      break;
-    case KernelType::Linear:
-      break;
-    case KernelType::Polynomial: {
-      const int deg = static_cast<int>(s.degree);
-      for (Eigen::Index j = 0; j < c; ++j) {
-        double* g = G.col(j).data();
-        for (Eigen::Index i = 0; i < r; ++i) g[i] = ipow(s.scale * g[i] + s.offset, deg);
-      }
-      break;
-    }
-  }
-}
-
 namespace {
-// Block sizes: fixed (never derived from the thread count) so results are reproducible.
+
+using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// The four standard kernels differ only in the map applied to an inner product (or to a squared
+// distance built from it); each map is a small struct and the kernel class is one template.
+struct GaussianOp {
+  static constexpr bool distance = true;
+  double g;
+  explicit GaussianOp(const KernelSpec& s) : g(s.gamma) {}
+  double operator()(double d2) const { return std::exp(-g * d2); }
+  float single(double d2) const { return exp_neg(static_cast<float>(-g * d2)); }
+  double diag(double) const { return 1.0; }
+  static const char* name() { return "gaussian"; }
+};
+
+struct LaplacianOp {
+  static constexpr bool distance = true;
+  double g;
+  explicit LaplacianOp(const KernelSpec& s) : g(s.gamma) {}
+  double operator()(double d2) const { return std::exp(-g * std::sqrt(d2)); }
+  float single(double d2) const { return exp_neg(static_cast<float>(-g * std::sqrt(d2))); }
+  double diag(double) const { return 1.0; }
+  static const char* name() { return "laplacian"; }
+};
+
+struct LinearOp {
+  static constexpr bool distance = false;
+  explicit LinearOp(const KernelSpec&) {}
+  double operator()(double ip) const { return ip; }
+  float single(double ip) const { return static_cast<float>(ip); }
+  double diag(double norm2) const { return norm2; }
+  static const char* name() { return "linear"; }
+};
+
+struct PolynomialOp {
+  static constexpr bool distance = false;
+  double scale, offset;
+  int deg;
+  explicit PolynomialOp(const KernelSpec& s)
+      : scale(s.scale), offset(s.offset), deg(static_cast<int>(s.degree)) {}
+  double operator()(double ip) const { return ipow(scale * ip + offset, deg); }
+  float single(double ip) const { return static_cast<float>((*this)(ip)); }
+  double diag(double norm2) const { return (*this)(norm2); }
+  static const char* name() { return "polynomial"; }
+};
+
+// G(i, j) <- op(G(i, j)) for an inner-product block G, with the squared norms of its rows and
+// columns for the distance kernels.
+template <class Op>
+void finish_block(const Op& op, const double* xn, const double* zn, MatRef G) {
+  const Eigen::Index r = G.rows(), c = G.cols();
+  for (Eigen::Index j = 0; j < c; ++j) {
+    double* g = G.col(j).data();
+    if (Op::distance) {
+      const double zj = zn[j];
+      for (Eigen::Index i = 0; i < r; ++i) g[i] = op(std::max(xn[i] + zj - 2.0 * g[i], 0.0));
+    } else {
+      for (Eigen::Index i = 0; i < r; ++i) g[i] = op(g[i]);
+    }
+  }
+}
+
+// Block sizes of the standard kernel matrix: fixed, so results are reproducible.
 constexpr Eigen::Index kRowBlock = 512;
 constexpr Eigen::Index kColBlock = 1024;
-}  // namespace
 
-void kernel_matrix(const KernelSpec& s, CMatRef X, CMatRef Z, MatRef K, int threads,
-                   const Callbacks& cb) {
-  validate(s);
+template <class Op>
+void standard_block(const Op& op, CMatRef X, CMatRef Z, MatRef K, int threads,
+                    const Callbacks& cb) {
   const Eigen::Index n = X.rows(), m = Z.rows(), d = X.cols();
   if (Z.cols() != d) throw Error("X and Z must have the same number of columns");
   if (K.rows() != n || K.cols() != m) throw Error("K has the wrong shape");
   if (n == 0 || m == 0) return;
   threads = clamp_threads(threads);
-
-  const bool needs_norms = s.type == KernelType::Gaussian || s.type == KernelType::Laplacian;
   Vec xn, zn;
-  if (needs_norms) {
+  if (Op::distance) {
     xn = X.rowwise().squaredNorm();
     zn = Z.rowwise().squaredNorm();
   }
@@ -118,7 +141,6 @@ void kernel_matrix(const KernelSpec& s, CMatRef X, CMatRef Z, MatRef K, int thre
   const Eigen::Index ncb = (m + kColBlock - 1) / kColBlock;
   const Eigen::Index nblocks = nrb * ncb;
   const SimdLevel level = simd_level();
-
   // Sweeps of a bounded number of blocks let the caller interrupt long computations.
   const Eigen::Index sweep = std::max<Eigen::Index>(1, 8 * threads);
   for (Eigen::Index start = 0; start < nblocks; start += sweep) {
@@ -138,10 +160,8 @@ void kernel_matrix(const KernelSpec& s, CMatRef X, CMatRef Z, MatRef K, int thre
                      Z.outerStride(), 1, G.data(), 1, nr);
         else
           G.noalias() = X.middleRows(r0, nr) * Z.middleRows(c0, nc).transpose();
-        if (needs_norms)
-          finish_kernel_block(s, xn.data() + r0, zn.data() + c0, G);
-        else
-          finish_kernel_block(s, nullptr, nullptr, G);
+        finish_block(op, Op::distance ? xn.data() + r0 : nullptr,
+                     Op::distance ? zn.data() + c0 : nullptr, G);
         K.block(r0, c0, nr, nc) = G;
       } catch (...) {
 #ifdef _OPENMP
@@ -154,6 +174,140 @@ void kernel_matrix(const KernelSpec& s, CMatRef X, CMatRef Z, MatRef K, int thre
     cb.check();
     cb.report(static_cast<double>(stop) / static_cast<double>(nblocks));
   }
+}
+
+template <class Op>
+double standard_value(const Op& op, const double* x, std::ptrdiff_t incx, const double* z,
+                      std::ptrdiff_t incz, int d) {
+  double acc = 0.0;
+  if (Op::distance) {
+    for (int k = 0; k < d; ++k) {
+      const double t = x[k * incx] - z[k * incz];
+      acc += t * t;
+    }
+  } else {
+    for (int k = 0; k < d; ++k) acc += x[k * incx] * z[k * incz];
+  }
+  return op(acc);
+}
+
+// The rows of a standard kernel over a row-major copy of the points and their squared norms.
+template <class Op>
+class StandardRows final : public KernelRows {
+ public:
+  StandardRows(const Op& op, KernelPtr owner, RowMat X)
+      : op_(op), owner_(std::move(owner)), X_(std::move(X)),
+        norms_(X_.rowwise().squaredNorm()) {}
+  int size() const override { return static_cast<int>(X_.rows()); }
+  double diag(int p) const override { return op_.diag(norms_[p]); }
+  double value(int i, int j) const override {
+    return standard_value(op_, X_.row(i).data(), 1, X_.row(j).data(), 1,
+                          static_cast<int>(X_.cols()));
+  }
+  void row(int p, float* out, int threads) const override {
+    const int n = size(), d = static_cast<int>(X_.cols());
+    const double* xp = X_.data() + static_cast<std::size_t>(p) * d;
+    const double np = norms_[p];
+    const int chunk = 512;
+    const int nchunks = (n + chunk - 1) / chunk;
+    const double work = static_cast<double>(n) * (d + 10);
+    const int nt = (threads > 1 && work > 1.5e5) ? threads : 1;
+    (void)nt;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+#endif
+    for (int c = 0; c < nchunks; ++c) {
+      const int lo = c * chunk, hi = std::min(n, lo + chunk);
+      double dots[chunk];
+      Eigen::Map<const RowMat> Xc(X_.data() + static_cast<std::size_t>(lo) * d, hi - lo, d);
+      Eigen::Map<const Vec> xv(xp, d);
+      Eigen::Map<Vec> dv(dots, hi - lo);
+      dv.noalias() = Xc * xv;
+      float* o = out + lo;
+      const double* nq = norms_.data() + lo;
+      const int len = hi - lo;
+      if (Op::distance) {
+#ifdef _OPENMP
+#pragma omp simd
+#endif
+        for (int q = 0; q < len; ++q) {
+          double d2 = np + nq[q] - 2.0 * dots[q];
+          d2 = d2 > 0.0 ? d2 : 0.0;
+          o[q] = op_.single(d2);
+        }
+      } else {
+        for (int q = 0; q < len; ++q) o[q] = op_.single(dots[q]);
+      }
+    }
+  }
+  void block(const std::vector<int>& rows, const std::vector<int>& cols, MatRef out,
+             int threads) const override {
+    const int r = static_cast<int>(rows.size()), c = static_cast<int>(cols.size());
+    Mat A(r, X_.cols()), B(c, X_.cols());
+    for (int i = 0; i < r; ++i) A.row(i) = X_.row(rows[i]);
+    for (int j = 0; j < c; ++j) B.row(j) = X_.row(cols[j]);
+    standard_block(op_, A, B, out, threads, Callbacks());
+  }
+  std::unique_ptr<KernelRows> subset(const std::vector<int>& rows) const override {
+    RowMat S(rows.size(), X_.cols());
+    for (std::size_t i = 0; i < rows.size(); ++i) S.row(i) = X_.row(rows[i]);
+    return std::unique_ptr<KernelRows>(new StandardRows(op_, owner_, std::move(S)));
+  }
+
+ private:
+  Op op_;
+  KernelPtr owner_;
+  RowMat X_;
+  Vec norms_;
+};
+
+template <class Op>
+class StandardKernel final : public Kernel {
+ public:
+  explicit StandardKernel(const KernelSpec& s) : spec_(s), op_(s) {}
+  std::string name() const override { return Op::name(); }
+  void block(CMatRef X, CMatRef Z, MatRef K, int threads, const Callbacks& cb) const override {
+    standard_block(op_, X, Z, K, threads, cb);
+  }
+  double value(const double* x, std::ptrdiff_t incx, const double* z, std::ptrdiff_t incz,
+               int d) const override {
+    return standard_value(op_, x, incx, z, incz, d);
+  }
+  std::unique_ptr<KernelRows> rows(CMatRef X) const override {
+    return std::unique_ptr<KernelRows>(new StandardRows<Op>(op_, share(*this), RowMat(X)));
+  }
+  const KernelSpec* standard() const override { return &spec_; }
+
+ private:
+  KernelSpec spec_;
+  Op op_;
+};
+
+}  // namespace
+
+KernelPtr make_standard_kernel(const KernelSpec& s) {
+  validate(s);
+  switch (s.type) {
+    case KernelType::Gaussian:
+      return std::make_shared<StandardKernel<GaussianOp>>(s);
+    case KernelType::Laplacian:
+      return std::make_shared<StandardKernel<LaplacianOp>>(s);
+    case KernelType::Linear:
+      return std::make_shared<StandardKernel<LinearOp>>(s);
+    case KernelType::Polynomial:
+      return std::make_shared<StandardKernel<PolynomialOp>>(s);
+  }
+  throw Error("unknown kernel type");
+}
+
+double kernel_value(const KernelSpec& s, const double* x, std::ptrdiff_t incx, const double* z,
+                    std::ptrdiff_t incz, int d) {
+  return make_standard_kernel(s)->value(x, incx, z, incz, d);
+}
+
+void kernel_matrix(const KernelSpec& s, CMatRef X, CMatRef Z, MatRef K, int threads,
+                   const Callbacks& cb) {
+  make_standard_kernel(s)->block(X, Z, K, threads, cb);
 }
 
 }  // namespace kl
