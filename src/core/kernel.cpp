@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <new>
 
+#include "simd.hpp"
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -75,6 +77,21 @@ void Kernel::check_dim(Eigen::Index d, const char* what) const {
   if (want >= 0 && d != want)
     throw Error("the " + name() + " kernel is defined on " + std::to_string(want) +
                 " columns but " + what + " has " + std::to_string(d));
+}
+
+void tile_product_nt(CMatRef A, Eigen::Index r0, Eigen::Index nr, CMatRef B, Eigen::Index c0,
+                     Eigen::Index nc, Mat& C) {
+  C.resize(nr, nc);
+  const Eigen::Index p = A.cols();
+  const SimdLevel level = simd_level();
+  if (p == 0) {
+    C.setZero();
+  } else if (level != SimdLevel::none) {
+    gemm_block(level, nr, nc, p, A.data() + r0, 1, A.outerStride(), B.data() + c0,
+               B.outerStride(), 1, C.data(), 1, nr);
+  } else {
+    C.noalias() = A.middleRows(r0, nr) * B.middleRows(c0, nc).transpose();
+  }
 }
 
 void for_each_tile(Eigen::Index n, Eigen::Index m, int threads, const Callbacks& cb,

@@ -92,4 +92,9 @@ void for_each_tile(Eigen::Index n, Eigen::Index m, int threads, const Callbacks&
                    const std::function<void(Eigen::Index, Eigen::Index, Eigen::Index,
                                             Eigen::Index)>& fn);
 
+// C (nr x nc) = A.middleRows(r0, nr) B.middleRows(c0, nc)' on the calling thread, through the
+// vectorised kernels of simd.hpp when the processor has them (the tile product of kernels).
+void tile_product_nt(CMatRef A, Eigen::Index r0, Eigen::Index nr, CMatRef B, Eigen::Index c0,
+                     Eigen::Index nc, Mat& C);
+
 }  // namespace kl

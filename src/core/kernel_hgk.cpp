@@ -17,21 +17,6 @@ namespace {
 
 using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// C (nr x nc, column-major, leading dimension nr) = A.middleRows(r0, nr) B.middleRows(c0, nc)'.
-void product_nt(const Mat& A, Eigen::Index r0, Eigen::Index nr, const Mat& B, Eigen::Index c0,
-                Eigen::Index nc, Mat& C) {
-  C.resize(nr, nc);
-  const Eigen::Index p = A.cols();
-  const SimdLevel level = simd_level();
-  if (p == 0) {
-    C.setZero();
-  } else if (level != SimdLevel::none) {
-    gemm_block(level, nr, nc, p, A.data() + r0, 1, A.outerStride(), B.data() + c0,
-               B.outerStride(), 1, C.data(), 1, nr);
-  } else {
-    C.noalias() = A.middleRows(r0, nr) * B.middleRows(c0, nc).transpose();
-  }
-}
 
 // 1 - exp(-s) for s >= 0 in single precision without cancellation for small s.
 inline float one_minus_exp_neg(float s) {
@@ -280,7 +265,7 @@ class HgkKernel final : public Kernel {
     for (std::size_t v = 0; v < nn; ++v) {
       const HgkNode& nd = nodes_[v];
       if (nd.leaf) {
-        product_nt(LX.X[v], r0, nr, LZ.X[v], c0, nc, S);
+        tile_product_nt(LX.X[v], r0, nr, LZ.X[v], c0, nc, S);
         const double* xn = LX.norms[v].data() + r0;
         const double* zn = LZ.norms[v].data() + c0;
         for (Eigen::Index j = 0; j < nc; ++j)

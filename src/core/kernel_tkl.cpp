@@ -38,20 +38,6 @@ Terms monomial_terms(int d, int q) {
   return T;
 }
 
-void product_nt(CMatRef A, Eigen::Index r0, Eigen::Index nr, CMatRef B, Eigen::Index c0,
-                Eigen::Index nc, Mat& C) {
-  C.resize(nr, nc);
-  const Eigen::Index p = A.cols();
-  const SimdLevel level = simd_level();
-  if (p == 0) {
-    C.setZero();
-  } else if (level != SimdLevel::none) {
-    gemm_block(level, nr, nc, p, A.data() + r0, 1, A.outerStride(), B.data() + c0,
-               B.outerStride(), 1, C.data(), 1, nr);
-  } else {
-    C.noalias() = A.middleRows(r0, nr) * B.middleRows(c0, nc).transpose();
-  }
-}
 
 class TklKernel final : public Kernel {
  public:
@@ -108,8 +94,8 @@ class TklKernel final : public Kernel {
                   [&](Eigen::Index r0, Eigen::Index nr, Eigen::Index c0, Eigen::Index nc) {
                     Mat A, T1, T2;
                     box_block(x.Xc, z.Xc, r0, nr, c0, nc, A);
-                    product_nt(F, r0, nr, z.Zm, c0, nc, T1);
-                    product_nt(G, r0, nr, z.Zt, c0, nc, T2);
+                    tile_product_nt(F, r0, nr, z.Zm, c0, nc, T1);
+                    tile_product_nt(G, r0, nr, z.Zt, c0, nc, T2);
                     K.block(r0, c0, nr, nc) = A.cwiseProduct(T1) + T2;
                   });
   }
