@@ -93,6 +93,14 @@ cpp_linear_svm_predict <- function(x, W, b) {
     .Call(`_kernlearn_cpp_linear_svm_predict`, x, W, b)
 }
 
+cpp_hgk_learn <- function(x, y, kernel, theta, options, seed, threads, progress = NULL) {
+    .Call(`_kernlearn_cpp_hgk_learn`, x, y, kernel, theta, options, seed, threads, progress)
+}
+
+cpp_hgk_objective <- function(x1, y1, x2, y2, kernel, theta, gamma, lambda, variant, alpha, bias, gradient, threads) {
+    .Call(`_kernlearn_cpp_hgk_objective`, x1, y1, x2, y2, kernel, theta, gamma, lambda, variant, alpha, bias, gradient, threads)
+}
+
 cpp_kernel_matrix <- function(x, z, kernel, threads, backend) {
     .Call(`_kernlearn_cpp_kernel_matrix`, x, z, kernel, threads, backend)
 }

@@ -418,6 +418,47 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_hgk_learn
+Rcpp::List cpp_hgk_learn(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> y, Rcpp::List kernel, SEXP theta, Rcpp::List options, Rcpp::IntegerVector seed, int threads, SEXP progress);
+RcppExport SEXP _kernlearn_cpp_hgk_learn(SEXP xSEXP, SEXP ySEXP, SEXP kernelSEXP, SEXP thetaSEXP, SEXP optionsSEXP, SEXP seedSEXP, SEXP threadsSEXP, SEXP progressSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type y(ySEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type kernel(kernelSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type theta(thetaSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type options(optionsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type seed(seedSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_hgk_learn(x, y, kernel, theta, options, seed, threads, progress));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_hgk_objective
+Rcpp::List cpp_hgk_objective(const Eigen::Map<Eigen::MatrixXd> x1, const Eigen::Map<Eigen::MatrixXd> y1, const Eigen::Map<Eigen::MatrixXd> x2, const Eigen::Map<Eigen::MatrixXd> y2, Rcpp::List kernel, Eigen::VectorXd theta, double gamma, double lambda, std::string variant, SEXP alpha, SEXP bias, bool gradient, int threads);
+RcppExport SEXP _kernlearn_cpp_hgk_objective(SEXP x1SEXP, SEXP y1SEXP, SEXP x2SEXP, SEXP y2SEXP, SEXP kernelSEXP, SEXP thetaSEXP, SEXP gammaSEXP, SEXP lambdaSEXP, SEXP variantSEXP, SEXP alphaSEXP, SEXP biasSEXP, SEXP gradientSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x1(x1SEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type y1(y1SEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x2(x2SEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type y2(y2SEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type kernel(kernelSEXP);
+    Rcpp::traits::input_parameter< Eigen::VectorXd >::type theta(thetaSEXP);
+    Rcpp::traits::input_parameter< double >::type gamma(gammaSEXP);
+    Rcpp::traits::input_parameter< double >::type lambda(lambdaSEXP);
+    Rcpp::traits::input_parameter< std::string >::type variant(variantSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type alpha(alphaSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type bias(biasSEXP);
+    Rcpp::traits::input_parameter< bool >::type gradient(gradientSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_hgk_objective(x1, y1, x2, y2, kernel, theta, gamma, lambda, variant, alpha, bias, gradient, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_kernel_matrix
 Rcpp::NumericMatrix cpp_kernel_matrix(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> z, Rcpp::List kernel, int threads, Rcpp::List backend);
 RcppExport SEXP _kernlearn_cpp_kernel_matrix(SEXP xSEXP, SEXP zSEXP, SEXP kernelSEXP, SEXP threadsSEXP, SEXP backendSEXP) {
@@ -746,6 +787,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_linear_svm_fit", (DL_FUNC) &_kernlearn_cpp_linear_svm_fit, 12},
     {"_kernlearn_cpp_linear_svm_decision", (DL_FUNC) &_kernlearn_cpp_linear_svm_decision, 3},
     {"_kernlearn_cpp_linear_svm_predict", (DL_FUNC) &_kernlearn_cpp_linear_svm_predict, 3},
+    {"_kernlearn_cpp_hgk_learn", (DL_FUNC) &_kernlearn_cpp_hgk_learn, 8},
+    {"_kernlearn_cpp_hgk_objective", (DL_FUNC) &_kernlearn_cpp_hgk_objective, 13},
     {"_kernlearn_cpp_kernel_matrix", (DL_FUNC) &_kernlearn_cpp_kernel_matrix, 5},
     {"_kernlearn_cpp_kernel_matrix_naive", (DL_FUNC) &_kernlearn_cpp_kernel_matrix_naive, 3},
     {"_kernlearn_cpp_kernel_derivatives", (DL_FUNC) &_kernlearn_cpp_kernel_derivatives, 5},

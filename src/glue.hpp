@@ -71,6 +71,21 @@ inline std::uint64_t seed_from_r(const Rcpp::IntegerVector& s) {
 
 namespace klr {
 
+// The nodes of a hierarchical Gaussian kernel list (see kernel_from_r below).
+inline std::vector<kl::HgkNode> hgk_nodes_from_r(const Rcpp::List& k) {
+  Rcpp::LogicalVector leaf = k["leaf"];
+  Rcpp::List members = k["members"], weights = k["weights"];
+  Rcpp::NumericVector scale = k["scale"];
+  std::vector<kl::HgkNode> nodes(leaf.size());
+  for (R_xlen_t v = 0; v < leaf.size(); ++v) {
+    nodes[v].leaf = leaf[v];
+    nodes[v].members = Rcpp::as<std::vector<int>>(members[v]);
+    nodes[v].weights = Rcpp::as<std::vector<double>>(weights[v]);
+    nodes[v].scale = scale[v];
+  }
+  return nodes;
+}
+
 // The kernel object of a kernel list built by .kernel_spec() in R/kernels.R: the one place on
 // this side of the glue that knows the kernel families.
 //   list(name = "gaussian" | "laplacian" | "linear" | "polynomial", gamma, degree, scale, offset)
@@ -91,19 +106,8 @@ inline kl::KernelPtr kernel_from_r(const Rcpp::List& k) {
     s.offset = Rcpp::as<double>(k["offset"]);
     return kl::make_standard_kernel(s);
   }
-  if (name == "hierarchical_gaussian") {
-    Rcpp::LogicalVector leaf = k["leaf"];
-    Rcpp::List members = k["members"], weights = k["weights"];
-    Rcpp::NumericVector scale = k["scale"];
-    std::vector<kl::HgkNode> nodes(leaf.size());
-    for (R_xlen_t v = 0; v < leaf.size(); ++v) {
-      nodes[v].leaf = leaf[v];
-      nodes[v].members = Rcpp::as<std::vector<int>>(members[v]);
-      nodes[v].weights = Rcpp::as<std::vector<double>>(weights[v]);
-      nodes[v].scale = scale[v];
-    }
-    return kl::make_hierarchical_gaussian_kernel(std::move(nodes), Rcpp::as<int>(k["d"]));
-  }
+  if (name == "hierarchical_gaussian")
+    return kl::make_hierarchical_gaussian_kernel(hgk_nodes_from_r(k), Rcpp::as<int>(k["d"]));
   if (name == "tessellated") {
     const Eigen::MatrixXd P = Rcpp::as<Eigen::MatrixXd>(k["P"]);
     const Eigen::VectorXd lo = Rcpp::as<Eigen::VectorXd>(k["lower"]);
