@@ -82,7 +82,8 @@ Rcpp::List cpp_hgk_learn(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<E
 
 // The validation risk of the least-squares SVM fitted on (x1, y1), on (x2, y2), at log-weights
 // theta: variant "bilevel" (alpha re-solved) or "fixed" (alpha, bias given); with its
-// gradient w.r.t. theta when gradient is TRUE. Also returns the fit on (x1, y1) at theta.
+// gradient w.r.t. theta when gradient is TRUE. Also returns the fit on (x1, y1) at theta
+// (bilevel) or the given one (fixed).
 // [[Rcpp::export]]
 Rcpp::List cpp_hgk_objective(const Eigen::Map<Eigen::MatrixXd> x1,
                              const Eigen::Map<Eigen::MatrixXd> y1,
@@ -98,8 +99,9 @@ Rcpp::List cpp_hgk_objective(const Eigen::Map<Eigen::MatrixXd> x1,
     kl::HgkObjective obj(fam, x1, y1, x2, y2, gamma, lambda, threads, cb);
     kl::Vec g;
     double v;
+    kl::LsFit f;
     if (variant == "fixed") {
-      kl::LsFit f;
+      // alpha and bias are given: no factorisation, as inside the optimisation
       f.alpha = Rcpp::as<Eigen::MatrixXd>(alpha);
       f.bias = Rcpp::as<Eigen::VectorXd>(bias);
       if (f.alpha.rows() != x1.rows() || f.alpha.cols() != y1.cols() || f.bias.size() != y1.cols())
@@ -107,10 +109,10 @@ Rcpp::List cpp_hgk_objective(const Eigen::Map<Eigen::MatrixXd> x1,
       v = obj.fixed(theta, f, gradient ? &g : nullptr);
     } else if (variant == "bilevel") {
       v = obj.bilevel(theta, gradient ? &g : nullptr);
+      f = obj.fit_at(theta);
     } else {
       throw kl::Error("unknown variant \"" + variant + "\"");
     }
-    const kl::LsFit& f = obj.fit_at(theta);
     Rcpp::List out = Rcpp::List::create(Rcpp::Named("value") = v,
                                         Rcpp::Named("alpha") = Rcpp::wrap(f.alpha),
                                         Rcpp::Named("bias") = Rcpp::wrap(f.bias));

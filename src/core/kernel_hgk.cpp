@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "hgk_simd.hpp"
 #include "kernels.hpp"
 #include "simd.hpp"
 
@@ -87,13 +88,22 @@ class HgkKernel final : public Kernel {
       gauss_->block(scaled_root(X), scaled_root(Z), K, threads, cb);
       return;
     }
-    Leaves LX = leaves(X, true), LZ = leaves(Z, true);
+    // K(X, X): the tiles that reach the upper triangle, then the mirror image.
+    const bool sym = same_points(X, Z);
+    Leaves LX = leaves(X, true);
+    Leaves LZ = sym ? Leaves() : leaves(Z, true);
+    const Leaves& RZ = sym ? LX : LZ;
     for_each_tile(X.rows(), Z.rows(), threads, cb,
                   [&](Eigen::Index r0, Eigen::Index nr, Eigen::Index c0, Eigen::Index nc) {
                     std::vector<Mat> Kv, Om;
-                    forward(LX, LZ, r0, nr, c0, nc, Kv, Om);
-                    K.block(r0, c0, nr, nc) = Kv.back();
+                    for (Eigen::Index rr = 0; rr < nr; rr += kChunk) {
+                      const Eigen::Index m = std::min(kChunk, nr - rr);
+                      if (sym && c0 + nc <= r0 + rr) break;
+                      forward(LX, RZ, r0 + rr, m, c0, nc, Kv, Om);
+                      K.block(r0 + rr, c0, m, nc) = Kv.back();
+                    }
                   });
+    if (sym) K.triangularView<Eigen::StrictlyLower>() = K.transpose();
   }
 
   double value(const double* x, std::ptrdiff_t incx, const double* z, std::ptrdiff_t incz,
@@ -135,47 +145,65 @@ class HgkKernel final : public Kernel {
     if (E.rows() != X.rows() || E.cols() != Z.rows())
       throw Error("the weight matrix must have the shape of the kernel block");
     if (g.size() != nparams_) throw Error("gradient has the wrong length");
-    Leaves LX = leaves(X, true), LZ = leaves(Z, true);
-    Leaves RX = leaves(X, false), RZ = leaves(Z, false);
+    // For K(X, X), <E, dK> = sum over i <= j of (E_ij + E_ji) dK_ij (E_ii once): the tiles
+    // that reach the upper triangle only.
+    const bool sym = same_points(X, Z);
+    Leaves LX = leaves(X, true), RX = leaves(X, false);
+    Leaves LZ = sym ? Leaves() : leaves(Z, true), RZ = sym ? Leaves() : leaves(Z, false);
+    const Leaves& LZr = sym ? LX : LZ;
+    const Leaves& RZr = sym ? RX : RZ;
     const Eigen::Index ncb = (Z.rows() + kTileCols - 1) / kTileCols;
     const Eigen::Index nrb = (X.rows() + kTileRows - 1) / kTileRows;
     std::vector<Vec> per_tile(static_cast<std::size_t>(nrb * ncb));
     const int root = static_cast<int>(nodes_.size()) - 1;
     for_each_tile(X.rows(), Z.rows(), threads, cb,
-                  [&](Eigen::Index r0, Eigen::Index nr, Eigen::Index c0, Eigen::Index nc) {
-      std::vector<Mat> Kv, Om;
-      forward(LX, LZ, r0, nr, c0, nc, Kv, Om);
+                  [&](Eigen::Index t0, Eigen::Index tn, Eigen::Index c0, Eigen::Index nc) {
+      if (sym && c0 + nc <= t0) return;
+      std::vector<Mat> Kv, Om, adj(nodes_.size());
       Vec gt = Vec::Zero(nparams_);
-      std::vector<Mat> adj(nodes_.size());
-      adj[root] = E.block(r0, c0, nr, nc);
-      for (int v = root; v >= 0; --v) {
-        const HgkNode& nd = nodes_[v];
-        const Mat T = adj[v].cwiseProduct(Kv[v]);
-        adj[v].resize(0, 0);
-        const int off = offset_[v];
-        if (!nd.leaf) {
-          for (std::size_t i = 0; i < nd.members.size(); ++i) {
-            const int c = nd.members[i];
-            const double w = nd.weights[i];
-            gt[off + i] = -2.0 * nd.scale * w * T.cwiseProduct(Om[c]).sum();
-            adj[c] = (nd.scale * w * w) * T;
-          }
-        } else {
-          const Eigen::Index p = static_cast<Eigen::Index>(nd.members.size());
-          auto Xr = RX.X[v].middleRows(r0, nr);
-          auto Zr = RZ.X[v].middleRows(c0, nc);
-          const Mat TZ = T * Zr;  // nr x p
-          const Vec rs = T.rowwise().sum();
-          const Vec cs = T.colwise().sum().transpose();
-          for (Eigen::Index i = 0; i < p; ++i) {
-            const double q = rs.dot(Xr.col(i).cwiseAbs2()) + cs.dot(Zr.col(i).cwiseAbs2()) -
-                             2.0 * Xr.col(i).dot(TZ.col(i));
-            const double w = nd.weights[i];
-            gt[off + i] = -2.0 * nd.scale * w * q;
+      // Row chunks of the tile, so that every node's values of a chunk stay in cache.
+      for (Eigen::Index r0 = t0; r0 < t0 + tn; r0 += kChunk) {
+        const Eigen::Index nr = std::min(kChunk, t0 + tn - r0);
+        if (sym && c0 + nc <= r0) break;
+        forward(LX, LZr, r0, nr, c0, nc, Kv, Om);
+        adj[root] = E.block(r0, c0, nr, nc);
+        if (sym) {
+          Mat& A = adj[root];
+          A += E.block(c0, r0, nc, nr).transpose();
+          for (Eigen::Index j = 0; j < nc; ++j)
+            for (Eigen::Index i = 0; i < nr; ++i) {
+              const Eigen::Index gi = r0 + i, gj = c0 + j;
+              if (gj < gi) A(i, j) = 0.0;
+              else if (gj == gi) A(i, j) = E(gi, gi);
+            }
+        }
+        for (int v = root; v >= 0; --v) {
+          const HgkNode& nd = nodes_[v];
+          const Mat T = adj[v].cwiseProduct(Kv[v]);
+          const int off = offset_[v];
+          if (!nd.leaf) {
+            for (std::size_t i = 0; i < nd.members.size(); ++i) {
+              const int c = nd.members[i];
+              const double w = nd.weights[i];
+              gt[off + i] += -2.0 * nd.scale * w * T.cwiseProduct(Om[c]).sum();
+              adj[c] = (nd.scale * w * w) * T;
+            }
+          } else {
+            const Eigen::Index p = static_cast<Eigen::Index>(nd.members.size());
+            auto Xr = RX.X[v].middleRows(r0, nr);
+            auto Zr = RZr.X[v].middleRows(c0, nc);
+            const Mat TZ = T * Zr;  // nr x p
+            const Vec rs = T.rowwise().sum();
+            const Vec cs = T.colwise().sum().transpose();
+            for (Eigen::Index i = 0; i < p; ++i) {
+              const double q = rs.dot(Xr.col(i).cwiseAbs2()) + cs.dot(Zr.col(i).cwiseAbs2()) -
+                               2.0 * Xr.col(i).dot(TZ.col(i));
+              gt[off + i] += -2.0 * nd.scale * nd.weights[i] * q;
+            }
           }
         }
       }
-      per_tile[(r0 / kTileRows) * ncb + c0 / kTileCols] = std::move(gt);
+      per_tile[(t0 / kTileRows) * ncb + c0 / kTileCols] = std::move(gt);
     });
     g.setZero();
     for (const Vec& t : per_tile)
@@ -223,6 +251,17 @@ class HgkKernel final : public Kernel {
         throw Error("node " + std::to_string(v + 1) + " is not connected to the root");
   }
 
+  // Rows of a tile handled at once, so that every node's values of a chunk stay in cache.
+  static constexpr Eigen::Index kChunk = 32;
+  // Leaves of at most this many columns compute distances directly, wider ones by a product.
+  static constexpr Eigen::Index kDirect = 16;
+
+  // Whether two blocks of points are the same matrix (a symmetric kernel block).
+  static bool same_points(CMatRef X, CMatRef Z) {
+    return X.data() == Z.data() && X.rows() == Z.rows() && X.cols() == Z.cols() &&
+           X.outerStride() == Z.outerStride();
+  }
+
   // X with column i multiplied by the root leaf's weight i (depth 1).
   Mat scaled_root(CMatRef X) const {
     const HgkNode& r = nodes_.back();
@@ -259,12 +298,17 @@ class HgkKernel final : public Kernel {
                Eigen::Index c0, Eigen::Index nc, std::vector<Mat>& Kv,
                std::vector<Mat>& Om) const {
     const std::size_t nn = nodes_.size();
-    Kv.assign(nn, Mat());
-    Om.assign(nn, Mat());
+    Kv.resize(nn);
+    Om.resize(nn);
     Mat S;
     for (std::size_t v = 0; v < nn; ++v) {
       const HgkNode& nd = nodes_[v];
-      if (nd.leaf) {
+      if (nd.leaf && LX.X[v].cols() <= kDirect) {
+        // narrow leaves: the squared distances directly (no cancellation)
+        S.resize(nr, nc);
+        hgk_leaf_distances(LX.X[v].data() + r0, LX.X[v].rows(), LZ.X[v].data() + c0,
+                           LZ.X[v].rows(), nr, nc, LX.X[v].cols(), nd.scale, S.data());
+      } else if (nd.leaf) {
         tile_product_nt(LX.X[v], r0, nr, LZ.X[v], c0, nc, S);
         const double* xn = LX.norms[v].data() + r0;
         const double* zn = LZ.norms[v].data() + c0;
@@ -279,9 +323,11 @@ class HgkKernel final : public Kernel {
         }
         S *= nd.scale;
       }
-      Kv[v] = (-S).array().exp().matrix();
-      Om[v].resize(nr, nc);
-      for (Eigen::Index t = 0; t < S.size(); ++t) Om[v].data()[t] = -std::expm1(-S.data()[t]);
+      // K_v, and 1 - K_v for the parent and the gradient (not needed at the root)
+      Kv[v].resize(nr, nc);
+      const bool root = v + 1 == nn;
+      if (!root) Om[v].resize(nr, nc);
+      hgk_exp_pair(S.data(), Kv[v].data(), root ? nullptr : Om[v].data(), S.size());
     }
   }
 
