@@ -84,6 +84,22 @@ void leaf_scalar(const double* X, std::ptrdiff_t ldx, const double* Z, std::ptrd
   }
 }
 
+void leaf_backward_scalar(const double* T, const double* K, double f, std::ptrdiff_t nr,
+                          std::ptrdiff_t nc, const double* X, std::ptrdiff_t ldx, const double* Z,
+                          std::ptrdiff_t ldz, std::ptrdiff_t p, double* q) {
+  for (std::ptrdiff_t k = 0; k < p; ++k) {
+    double acc = 0.0;
+    for (std::ptrdiff_t j = 0; j < nc; ++j) {
+      const double z = Z[j + k * ldz];
+      for (std::ptrdiff_t i = 0; i < nr; ++i) {
+        const double dd = X[i + k * ldx] - z;
+        acc += T[i + j * nr] * K[i + j * nr] * dd * dd;
+      }
+    }
+    q[k] += f * acc;
+  }
+}
+
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(_WIN32)
 #define KL_HGK_SIMD 1
 typedef double v4d __attribute__((vector_size(32)));
@@ -175,6 +191,66 @@ __attribute__((always_inline)) inline void leaf_impl(const double* X, std::ptrdi
   }
 }
 
+// At most this many columns per leaf (the accumulators of hgk_leaf_backward).
+constexpr std::ptrdiff_t kMaxLeafCols = 16;
+
+template <class V, int W>
+__attribute__((always_inline)) inline void leaf_backward_impl(
+    const double* T, const double* K, double f, std::ptrdiff_t nr, std::ptrdiff_t nc,
+    const double* X, std::ptrdiff_t ldx, const double* Z, std::ptrdiff_t ldz, std::ptrdiff_t p,
+    double* q) {
+  V acc[kMaxLeafCols];
+  double tail[kMaxLeafCols];
+  for (std::ptrdiff_t k = 0; k < p; ++k) {
+    acc[k] = V{};
+    tail[k] = 0.0;
+  }
+  const std::ptrdiff_t nv = nr / W * W;
+  for (std::ptrdiff_t j = 0; j < nc; ++j) {
+    const double* tj = T + j * nr;
+    const double* kj = K + j * nr;
+    for (std::ptrdiff_t i = 0; i < nv; i += W) {
+      V t, kk;
+      std::memcpy(&t, tj + i, sizeof t);
+      std::memcpy(&kk, kj + i, sizeof kk);
+      t *= kk;
+      for (std::ptrdiff_t k = 0; k < p; ++k) {
+        V x;
+        std::memcpy(&x, X + k * ldx + i, sizeof x);
+        const V dd = x - Z[j + k * ldz];
+        acc[k] += t * dd * dd;
+      }
+    }
+    for (std::ptrdiff_t i = nv; i < nr; ++i) {
+      const double t = tj[i] * kj[i];
+      for (std::ptrdiff_t k = 0; k < p; ++k) {
+        const double dd = X[k * ldx + i] - Z[j + k * ldz];
+        tail[k] += t * dd * dd;
+      }
+    }
+  }
+  for (std::ptrdiff_t k = 0; k < p; ++k) {
+    double lanes[W];
+    std::memcpy(lanes, &acc[k], sizeof lanes);
+    double s = tail[k];
+    for (int u = 0; u < W; ++u) s += lanes[u];
+    q[k] += f * s;
+  }
+}
+
+__attribute__((target("avx2,fma"))) void leaf_backward_avx2(
+    const double* T, const double* K, double f, std::ptrdiff_t nr, std::ptrdiff_t nc,
+    const double* X, std::ptrdiff_t ldx, const double* Z, std::ptrdiff_t ldz, std::ptrdiff_t p,
+    double* q) {
+  leaf_backward_impl<v4d, 4>(T, K, f, nr, nc, X, ldx, Z, ldz, p, q);
+}
+__attribute__((target("avx512f,avx2,fma"))) void leaf_backward_avx512(
+    const double* T, const double* K, double f, std::ptrdiff_t nr, std::ptrdiff_t nc,
+    const double* X, std::ptrdiff_t ldx, const double* Z, std::ptrdiff_t ldz, std::ptrdiff_t p,
+    double* q) {
+  leaf_backward_impl<v8d, 8>(T, K, f, nr, nc, X, ldx, Z, ldz, p, q);
+}
+
 __attribute__((target("avx2,fma"))) void exp_pair_avx2(const double* S, double* K, double* O,
                                                        std::ptrdiff_t n) {
   exp_pair_impl<v4d, v4l, 4>(S, K, O, n);
@@ -199,6 +275,21 @@ __attribute__((target("avx512f,avx2,fma"))) void leaf_avx512(const double* X, st
 #endif
 
 }  // namespace
+
+void hgk_leaf_backward(const double* T, const double* K, double f, std::ptrdiff_t nr,
+                       std::ptrdiff_t nc, const double* X, std::ptrdiff_t ldx, const double* Z,
+                       std::ptrdiff_t ldz, std::ptrdiff_t p, double* q) {
+#ifdef KL_HGK_SIMD
+  if (p <= kMaxLeafCols) {
+    switch (simd_level()) {
+      case SimdLevel::avx512: leaf_backward_avx512(T, K, f, nr, nc, X, ldx, Z, ldz, p, q); return;
+      case SimdLevel::avx2: leaf_backward_avx2(T, K, f, nr, nc, X, ldx, Z, ldz, p, q); return;
+      default: break;
+    }
+  }
+#endif
+  leaf_backward_scalar(T, K, f, nr, nc, X, ldx, Z, ldz, p, q);
+}
 
 void hgk_exp_pair(const double* S, double* K, double* O, std::ptrdiff_t n) {
 #ifdef KL_HGK_SIMD

@@ -18,4 +18,11 @@ void hgk_leaf_distances(const double* X, std::ptrdiff_t ldx, const double* Z, st
                         std::ptrdiff_t nr, std::ptrdiff_t nc, std::ptrdiff_t p, double scale,
                         double* S);
 
+// q[k] += f * sum_{i, j} T(i, j) K(i, j) (X(i, k) - Z(j, k))^2 for k < p: T and K column-major
+// nr x nc (leading dimension nr), X and Z as for hgk_leaf_distances. The sums run in a fixed
+// order.
+void hgk_leaf_backward(const double* T, const double* K, double f, std::ptrdiff_t nr,
+                       std::ptrdiff_t nc, const double* X, std::ptrdiff_t ldx, const double* Z,
+                       std::ptrdiff_t ldz, std::ptrdiff_t p, double* q);
+
 }  // namespace kl

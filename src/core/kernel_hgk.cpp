@@ -67,6 +67,10 @@ class HgkKernel final : public Kernel {
       off += static_cast<int>(v.weights.size());
     }
     nparams_ = off;
+    parent_.assign(nodes_.size(), -1);
+    for (std::size_t v = 0; v < nodes_.size(); ++v)
+      if (!nodes_[v].leaf)
+        for (int c : nodes_[v].members) parent_[c] = static_cast<int>(v);
     const HgkNode& root = nodes_.back();
     depth1_ = nodes_.size() == 1;
     if (depth1_) gauss_ = make_standard_kernel(gaussian_spec(root.scale));
@@ -159,8 +163,9 @@ class HgkKernel final : public Kernel {
     for_each_tile(X.rows(), Z.rows(), threads, cb,
                   [&](Eigen::Index t0, Eigen::Index tn, Eigen::Index c0, Eigen::Index nc) {
       if (sym && c0 + nc <= t0) return;
-      std::vector<Mat> Kv, Om, adj(nodes_.size());
-      Vec gt = Vec::Zero(nparams_);
+      std::vector<Mat> Kv, Om, adj(nodes_.size()), Tm(nodes_.size());
+      std::vector<double> fac(nodes_.size(), 1.0);
+      Vec gt = Vec::Zero(nparams_), q;
       // Row chunks of the tile, so that every node's values of a chunk stay in cache.
       for (Eigen::Index r0 = t0; r0 < t0 + tn; r0 += kChunk) {
         const Eigen::Index nr = std::min(kChunk, t0 + tn - r0);
@@ -177,28 +182,42 @@ class HgkKernel final : public Kernel {
               else if (gj == gi) A(i, j) = E(gi, gi);
             }
         }
+        // Backwards from the root: node v's adjoint is fac[v] times its parent's T (the
+        // parent's adjoint times its K), so no adjoint is stored.
         for (int v = root; v >= 0; --v) {
           const HgkNode& nd = nodes_[v];
-          const Mat T = adj[v].cwiseProduct(Kv[v]);
+          const Mat& Tp = v == root ? adj[root] : Tm[parent_[v]];
+          const double f = v == root ? 1.0 : fac[v];
           const int off = offset_[v];
+          const Eigen::Index p = static_cast<Eigen::Index>(nd.members.size());
+          if (nd.leaf && p <= kDirect) {
+            q.setZero(p);
+            hgk_leaf_backward(Tp.data(), Kv[v].data(), f, nr, nc, RX.X[v].data() + r0,
+                              RX.X[v].rows(), RZr.X[v].data() + c0, RZr.X[v].rows(), p,
+                              q.data());
+            for (Eigen::Index i = 0; i < p; ++i)
+              gt[off + i] += -2.0 * nd.scale * nd.weights[i] * q[i];
+            continue;
+          }
+          Tm[v].noalias() = f * Tp.cwiseProduct(Kv[v]);
+          const Mat& T = Tm[v];
           if (!nd.leaf) {
             for (std::size_t i = 0; i < nd.members.size(); ++i) {
               const int c = nd.members[i];
               const double w = nd.weights[i];
               gt[off + i] += -2.0 * nd.scale * w * T.cwiseProduct(Om[c]).sum();
-              adj[c] = (nd.scale * w * w) * T;
+              fac[c] = nd.scale * w * w;
             }
           } else {
-            const Eigen::Index p = static_cast<Eigen::Index>(nd.members.size());
             auto Xr = RX.X[v].middleRows(r0, nr);
             auto Zr = RZr.X[v].middleRows(c0, nc);
             const Mat TZ = T * Zr;  // nr x p
             const Vec rs = T.rowwise().sum();
             const Vec cs = T.colwise().sum().transpose();
             for (Eigen::Index i = 0; i < p; ++i) {
-              const double q = rs.dot(Xr.col(i).cwiseAbs2()) + cs.dot(Zr.col(i).cwiseAbs2()) -
-                               2.0 * Xr.col(i).dot(TZ.col(i));
-              gt[off + i] += -2.0 * nd.scale * nd.weights[i] * q;
+              const double qi = rs.dot(Xr.col(i).cwiseAbs2()) + cs.dot(Zr.col(i).cwiseAbs2()) -
+                                2.0 * Xr.col(i).dot(TZ.col(i));
+              gt[off + i] += -2.0 * nd.scale * nd.weights[i] * qi;
             }
           }
         }
@@ -334,6 +353,7 @@ class HgkKernel final : public Kernel {
   std::vector<HgkNode> nodes_;
   int d_;
   std::vector<int> offset_;
+  std::vector<int> parent_;  // the parent of each node (-1 at the root)
   int nparams_ = 0;
   bool depth1_ = false;
   KernelPtr gauss_;
