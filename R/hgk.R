@@ -21,8 +21,9 @@
 #' kept; after \code{patience} steps without a better \eqn{D_3} error the rows of
 #' \eqn{D_1} and \eqn{D_2} are reshuffled (at most \code{reshuffles} times, the
 #' next stall ends the run). Finally \eqn{(\gamma, \lambda)} are chosen again
-#' for the learned weights (fit on \eqn{D_1 \cup D_2}, validate on \eqn{D_3})
-#' and the least-squares SVM is fitted on all rows. Everything runs in the
+#' on the grid for the learned weights (fit on \eqn{D_1}, validate on
+#' \eqn{D_3}, which the optimisation never saw) and the least-squares SVM is
+#' fitted on all rows. Everything runs in the
 #' C++ core.
 #'
 #' \code{gradient = "bilevel"} differentiates the validation risk with the SVM
@@ -49,8 +50,9 @@
 #' nothing beyond the cross-validation. \code{final = "refit"} learns the
 #' weights once more on all rows and chooses \eqn{(\gamma, \lambda)} by
 #' \code{folds}-fold cross-validation of the least-squares SVM (over
-#' \eqn{\gamma} in \eqn{\{1/2, 1, 2\}} times the learned width and the
-#' \eqn{\lambda} grid), then fits on all rows.
+#' \eqn{\gamma} in \eqn{\{1/2, 1, 2\}} times the learned width, or the
+#' given \code{gamma} values, and the \eqn{\lambda} grid), then fits on all
+#' rows.
 #'
 #' \strong{Targets and errors.} Classification uses \eqn{\pm 1}{+-1} targets
 #' (one output for two classes; one-vs-all outputs sharing one kernel for
@@ -511,7 +513,7 @@ hgk_control <- function(split = c(0.4, 0.4), maxit = 30, anneal_steps = 5, pertu
 # final = "refit": (gamma, lambda) by k-fold CV of the least-squares SVM with the learned weights.
 .hgk_refit_grid <- function(ctx, m, folds, lambda, caller) {
   n <- nrow(ctx$x)
-  gammas <- m$gamma * c(0.5, 1, 2)
+  gammas <- if (is.null(ctx$opts$gammas)) m$gamma * c(0.5, 1, 2) else ctx$opts$gammas
   n1 <- n - ceiling(n / folds)
   lambdas <- if (is.null(lambda)) exp(seq(log(1e-3 / n1), log(0.1), length.out = 6L)) else lambda
   foldid <- .klcv_folds(list(n = n, task = ctx$task, y = ctx$y), folds, NULL, caller)$foldid

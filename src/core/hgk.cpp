@@ -419,11 +419,10 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
       }
     }
     theta = best;
-    // The width and penalty for the learned weights: fit on D1 and D2, validate on D3.
+    // The width and penalty for the learned weights: fit on D1 (the size the weights were
+    // learned at), validate on D3, which the weights never saw.
     if (gammas.size() > 1 || lambdas.size() > 1) {
-      std::vector<int> i12 = d12;
-      const Mat X12 = take_rows(X, i12), Y12 = take_rows(Y, i12);
-      ch = select_width_penalty(fam, theta, gammas, lambdas, X12, Y12, X3, Y3, threads, cb);
+      ch = select_width_penalty(fam, theta, gammas, lambdas, X1, Y1, X3, Y3, threads, cb);
       gamma = ch.gamma;
       lambda = ch.lambda;
       res.trace.push_back({res.steps, 4, true, std::numeric_limits<double>::quiet_NaN(), ch.risk,
