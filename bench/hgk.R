@@ -1,0 +1,128 @@
+# hgk(): the cost of the learning objective and of whole fits, against the dense algebra it
+# rests on and the Gaussian least-squares SVM baseline, in the same run.
+#
+# Usage: KERNLEARN_DATA_DIR=<data> Rscript bench/hgk.R [sections] [reps]
+#   sections: a comma list of objective, fit, protocol (default objective,fit)
+#   objective  n1 = n2 = 2500, d = 16 (uniform [0, 1], +-1 targets), depth 2 with 8 nodes over
+#              blocks of 2 coordinates: one objective + gradient, bilevel (kernel blocks K11 and
+#              K21, one Cholesky, the contraction of both blocks) and fixed-alpha (K21 and its
+#              contraction), against one Cholesky of a 2500 x 2500 matrix by the core (the
+#              factorisation the bilevel objective uses) and by R's chol() (whatever BLAS R has).
+#   fit        Letter, 5000 training rows (rows 1..5000 of the training part): hgk() with a given
+#              architecture (depth 1; depth 2 with 8 nodes), final = "average" (5 fold models);
+#              test error on rows 16001..20000.
+#   protocol   Letter, 5000 training rows: the whole Table-1 protocol (hgk() defaults: depth 1 and
+#              depth 2 with 4..16 nodes by 5-fold CV, the average of the fold models), and the
+#              Gaussian least-squares SVM baseline: kl_tune(kernel_ridge) over the paper's
+#              10 x 10 (lambda, gamma) grid with 5-fold CV, its refit, and the test errors.
+# Times are elapsed seconds, 2 threads, medians of `reps` runs (fit and protocol: one run).
+# Results: bench/results/hgk.csv (rows of earlier runs of other sections are kept).
+suppressPackageStartupMessages(library(kernlearn))
+args <- commandArgs(TRUE)
+sections <- if (length(args) >= 1L) strsplit(args[1], ",")[[1]] else c("objective", "fit")
+reps <- if (length(args) >= 2L) as.integer(args[2]) else 5L
+options(kernlearn.backend = "cpu", kernlearn.threads = 2L)
+dir.create(file.path("bench", "results"), showWarnings = FALSE, recursive = TRUE)
+out_file <- file.path("bench", "results", "hgk.csv")
+old <- if (file.exists(out_file)) utils::read.csv(out_file, stringsAsFactors = FALSE) else NULL
+if (!is.null(old)) old <- old[!(old$section %in% sections), , drop = FALSE]
+rows <- list()
+timed <- function(f, n) {
+  t <- numeric(n); v <- NULL
+  for (i in seq_len(n)) { gc(FALSE); t[i] <- system.time(v <- f())[["elapsed"]] }
+  list(value = v, times = t, median = stats::median(t))
+}
+record <- function(section, what, tm, ref = NA_real_, ref_name = "", extra = "") {
+  rows[[length(rows) + 1L]] <<- data.frame(
+    date = format(Sys.time(), "%Y-%m-%d %H:%M"), section = section, what = what,
+    median_s = round(tm$median, 3), runs_s = paste(round(tm$times, 3), collapse = " "),
+    ratio = round(tm$median / ref, 3), ratio_to = ref_name, note = extra,
+    stringsAsFactors = FALSE)
+  cat(sprintf("%-9s %-58s %8.3f s (runs %s)%s  %s\n", section, what, tm$median,
+              paste(round(tm$times, 2), collapse = " "),
+              if (is.na(ref)) "" else sprintf("  x%.2f of %s", tm$median / ref, ref_name), extra))
+  utils::write.csv(rbind(old, do.call(rbind, rows)), out_file, row.names = FALSE)
+}
+
+if ("objective" %in% sections) {
+  set.seed(1)
+  n <- 2500; d <- 16
+  x1 <- matrix(runif(n * d), n, d); x2 <- matrix(runif(n * d), n, d)
+  f <- function(x) sign(sin(4 * x[, 1]) + x[, 2] - x[, 3] * x[, 4] - 0.3)
+  y1 <- matrix(f(x1)); y2 <- matrix(f(x2))
+  blocks <- split(sample(d), rep(1:8, each = 2))
+  k <- hierarchical_gaussian_kernel(weights = lapply(blocks, function(b) runif(2, 0.5, 1.5)),
+                                    nodes = unname(blocks), node_weights = rep(sqrt(1 / 8), 8))
+  spec <- kernlearn:::.kernel_spec(k)
+  theta <- log(kernlearn:::.hgk_params(k))
+  gamma <- 2; lambda <- 1e-4
+  A <- kernel_matrix(k, x1) + diag(n * lambda, n)
+  ch <- timed(function() kernlearn:::cpp_cholesky(A, 2L), reps)
+  record("objective", "core Cholesky 2500 x 2500", ch, ch$median, "core Cholesky")
+  rch <- timed(function() chol(A), max(1L, reps %/% 2L))
+  record("objective", "R chol() 2500 x 2500", rch, ch$median, "core Cholesky")
+  bi <- timed(function() kernlearn:::cpp_hgk_objective(x1, y1, x2, y2, spec, theta, gamma, lambda,
+                                                      "bilevel", NULL, NULL, TRUE, 2L), reps)
+  record("objective", "bilevel objective + gradient (8 nodes, 48 weights)", bi, ch$median,
+         "core Cholesky", sprintf("risk %.5f", bi$value$value))
+  fx <- timed(function() kernlearn:::cpp_hgk_objective(x1, y1, x2, y2, spec, theta, gamma, lambda,
+                                                      "fixed", bi$value$alpha, bi$value$bias,
+                                                      TRUE, 2L), reps)
+  record("objective", "fixed-alpha objective + gradient", fx, ch$median, "core Cholesky",
+         sprintf("risk %.5f", fx$value$value))
+  km <- timed(function() kernel_matrix(k, x1, x2), reps)
+  record("objective", "one kernel block 2500 x 2500 (for reference)", km, ch$median,
+         "core Cholesky")
+}
+
+letter <- function() {
+  dir <- Sys.getenv("KERNLEARN_DATA_DIR")
+  if (!nzchar(dir)) stop("set KERNLEARN_DATA_DIR to the data directory")
+  d <- kl_dataset("letter", dir = dir, quiet = TRUE)
+  list(x = d$x[1:5000, ], y = d$y[1:5000], xt = d$x[16001:20000, ], yt = d$y[16001:20000])
+}
+# The paper's least-squares error: +-1 one-vs-all targets, decisions clipped to [-1, 1].
+ls_error <- function(D, y) {
+  Y <- matrix(-1, length(y), nlevels(y)); Y[cbind(seq_along(y), as.integer(y))] <- 1
+  mean((pmin(pmax(D, -1), 1) - Y)^2)
+}
+
+if ("fit" %in% sections) {
+  L <- letter()
+  for (case in list(list("hgk() Letter 5000 rows, depth 1, average of 5", list(depth = 1)),
+                    list("hgk() Letter 5000 rows, depth 2 8 nodes, average of 5", list(nodes = 8)))) {
+    set.seed(1)
+    tm <- timed(function() do.call(hgk, c(list(L$x, L$y), case[[2]])), 1L)
+    fit <- tm$value
+    record("fit", case[[1]], tm, 120, "2-minute target",
+           sprintf("test error %.4f, LS error %.4f, steps %s", mean(predict(fit, L$xt) != L$yt),
+                   ls_error(predict(fit, L$xt, type = "decision"), L$yt),
+                   paste(vapply(fit$models, function(m) m$info$steps, 0L), collapse = "/")))
+  }
+}
+
+if ("protocol" %in% sections) {
+  L <- letter()
+  set.seed(1)
+  tm <- timed(function() hgk(L$x, L$y), 1L)
+  fit <- tm$value
+  record("protocol", "hgk() Letter 5000 rows, 8 architectures x 5 folds + average", tm, 1200,
+         "20-minute target",
+         sprintf("chose %s; test error %.4f, LS error %.4f", fit$architecture$label,
+                 mean(predict(fit, L$xt) != L$yt),
+                 ls_error(predict(fit, L$xt, type = "decision"), L$yt)))
+  # The paper's baseline grid (liquidSVM): width t from 0.2 n^(-1/d) to 5 (1 + 5/n)^d for
+  # exp(-||x - z||^2 / t^2), lambda from 0.001/n to 0.1 (c = n lambda); inputs in [0, 1].
+  n <- nrow(L$x); dd <- ncol(L$x); n1 <- n - n %/% 5
+  tt <- exp(seq(log(0.2 * n^(-1 / dd)), log(5 * (1 + 5 / n)^dd), length.out = 10))
+  lam <- exp(seq(log(0.001 / n1), log(0.1), length.out = 10))
+  grid <- list(kernel = lapply(1 / tt^2, gaussian_kernel), lambda = n1 * lam)
+  set.seed(1)
+  tb <- timed(function() kl_tune(kernel_ridge, L$x, L$y, grid = grid, folds = 5), 1L)
+  best <- tb$value$best
+  refit <- kernel_ridge(L$x, L$y, kernel = best$kernel, lambda = best$lambda * n / n1)
+  record("protocol", "Gaussian LS-SVM baseline: kl_tune 10 x 10 grid, 5 folds", tb, tm$median,
+         "hgk protocol",
+         sprintf("test error %.4f, LS error %.4f", mean(predict(refit, L$xt) != L$yt),
+                 ls_error(predict(refit, L$xt, type = "decision"), L$yt)))
+}
