@@ -430,17 +430,20 @@ hgk_control <- function(split = c(0.4, 0.4), maxit = 30, anneal_steps = 5, pertu
 }
 
 .hgk_check_rows <- function(n, folds, split, final, narch, caller) {
-  sizes <- integer()
-  if (narch > 1L || final == "average") sizes <- c(sizes, n - ceiling(n / folds))
-  if (final == "refit") sizes <- c(sizes, n)
-  m <- min(sizes)
-  parts <- c(floor(split[1L] * m), floor(split[2L] * m))
-  parts <- c(parts, m - sum(parts))
-  if (any(parts < 30L)) {
-    need <- ceiling(30 / min(split[1L], split[2L], 1 - sum(split)))
-    if (narch > 1L || final == "average") need <- ceiling(need * folds / (folds - 1))
-    stop(sprintf("%s: too few rows: the split of %d rows gives parts of %s rows; each of D1, D2, D3 needs at least 30 (about %d rows with these settings)",
-                 caller, m, paste(parts, collapse = " / "), need + 1L), call. = FALSE)
+  cv <- narch > 1L || final == "average"
+  # The rows the smallest learning run sees (a fold's training rows, or all rows).
+  fit_rows <- function(n) if (cv) n - max(tabulate(rep_len(seq_len(folds), n))) else n
+  parts_of <- function(m) {
+    p <- c(floor(split[1L] * m), floor(split[2L] * m))
+    c(p, m - sum(p))
+  }
+  ok <- function(n) all(parts_of(fit_rows(n)) >= 30L)
+  if (!ok(n)) {
+    need <- n + 1L
+    while (!ok(need) || !ok(need + 1L) || !ok(need + folds)) need <- need + 1L
+    m <- fit_rows(n)
+    stop(sprintf("%s: too few rows: each learning run sees %d rows, split into parts of %s; each of D1, D2, D3 needs at least 30 (%d rows or more with these settings)",
+                 caller, m, paste(parts_of(m), collapse = " / "), need), call. = FALSE)
   }
   invisible(TRUE)
 }
@@ -557,7 +560,7 @@ hgk_control <- function(split = c(0.4, 0.4), maxit = 30, anneal_steps = 5, pertu
         nd <- k$nodes[[j]]
         c_j <- if (inherits(nd, "kl_kernel")) curv(nd) else {
           v <- numeric(d)
-          v[nd] <- v[nd] + k$weights[[j]]^2
+          for (t in seq_along(nd)) v[nd[t]] <- v[nd[t]] + k$weights[[j]][t]^2
           v
         }
         out <- out + k$node_weights[j]^2 * c_j
@@ -609,6 +612,10 @@ predict.hgk <- function(object, newdata, type = NULL, threads = NULL, ...) {
   if (nrow(x) == 0L) {
     if (type == "class") return(factor(character(), levels = lev))
     if (type == "prob") return(matrix(numeric(), 0L, length(lev), dimnames = list(NULL, lev)))
+    if (type == "decision" && length(lev) > 2L) {
+      cn <- if (object$loss == "hinge") .svm_pair_names(lev) else lev
+      return(matrix(numeric(), 0L, length(cn), dimnames = list(NULL, cn)))
+    }
     return(numeric())
   }
   nm <- length(object$models)

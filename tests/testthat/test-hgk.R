@@ -1,0 +1,865 @@
+# hgk(): the learning objective and its gradients against independent R computations and finite
+# differences, the learner against kernel_ridge() / kernel_svm() when nothing is learned, the
+# annealing and reproducibility guarantees, relevance on Friedman data, the methods and the
+# input errors.
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+# One thread unless a test asks for more: OpenMP barriers on tiny problems are slow on a busy
+# machine. Restored at the end of the file.
+old_options <- options(kernlearn.threads = 1L)
+
+hgk_obj <- function(x1, y1, x2, y2, k, theta, gamma, lambda, variant = "bilevel",
+                    alpha = NULL, bias = NULL, gradient = FALSE, threads = 1L) {
+  spec <- kernlearn:::.kernel_spec(kernlearn:::.resolve_kernel(k, ncol(x1)))
+  kernlearn:::cpp_hgk_objective(x1, y1, x2, y2, spec, theta, gamma, lambda, variant, alpha,
+                                bias, gradient, threads)
+}
+
+# The kernel with the weights exp(theta) (in .hgk_params order) and the root width gamma.
+hgk_at <- function(k, theta, gamma) {
+  k <- kernlearn:::.hgk_set_params(k, exp(theta))
+  k$gamma <- gamma
+  k
+}
+
+# An independent R evaluation of a hierarchical kernel's Gram matrix (NOTES sec. 2): a leaf is
+# exp(-scale * sum_i w_i^2 (x_i - z_i)^2), an inner node exp(-scale * sum_c u_c^2 (1 - K_c)).
+sqdist_col <- function(x, z, i) outer(x[, i], z[, i], "-")^2
+gram_r <- function(k, x, z) {
+  if (is.null(k$nodes)) {
+    D <- Reduce(`+`, lapply(seq_along(k$weights), function(i) k$weights[i]^2 * sqdist_col(x, z, i)))
+    return(exp(-k$gamma * D))
+  }
+  S <- 0
+  for (j in seq_along(k$nodes)) {
+    nd <- k$nodes[[j]]
+    Kj <- if (inherits(nd, "kl_kernel")) gram_r(nd, x, z) else
+      exp(-Reduce(`+`, lapply(seq_along(nd), function(t)
+        k$weights[[j]][t]^2 * sqdist_col(x, z, nd[t]))))
+    S <- S + k$node_weights[j]^2 * (1 - Kj)
+  }
+  exp(-k$gamma * S)
+}
+
+# The LS-SVM (K11 + c I) alpha + 1 b' = Y1, 1'alpha = 0 as one bordered system, by solve().
+ls_svm_r <- function(K11, Y1, c) {
+  n1 <- nrow(K11)
+  A <- rbind(cbind(K11 + c * diag(n1), 1), c(rep(1, n1), 0))
+  sol <- solve(A, rbind(Y1, 0))
+  list(alpha = sol[seq_len(n1), , drop = FALSE], bias = sol[n1 + 1L, ], A = A)
+}
+
+risk_r <- function(K21, Y2, alpha, bias)
+  sum((Y2 - K21 %*% alpha - matrix(bias, nrow(Y2), ncol(Y2), byrow = TRUE))^2) / length(Y2)
+
+central_diff <- function(f, v, h = 1e-5) {
+  vapply(seq_along(v), function(i) {
+    vp <- v; vm <- v
+    vp[i] <- vp[i] + h; vm[i] <- vm[i] - h
+    (f(vp) - f(vm)) / (2 * h)
+  }, numeric(1))
+}
+
+rel_err <- function(a, b) max(abs(a - b)) / max(abs(b))
+
+# Small regression / multi-output problems for the objective.
+obj_data <- function(n1 = 50, n2 = 40, d = 4, L = 2, seed = 1) {
+  set.seed(seed)
+  x1 <- matrix(runif(n1 * d), n1, d)
+  x2 <- matrix(runif(n2 * d), n2, d)
+  f <- function(x) cbind(sin(3 * x[, 1]) + x[, 2], x[, 2] * x[, 3] - x[, 1], cos(2 * x[, d]))
+  y1 <- f(x1)[, seq_len(L), drop = FALSE] + matrix(rnorm(n1 * L, sd = 0.1), n1)
+  y2 <- f(x2)[, seq_len(L), drop = FALSE] + matrix(rnorm(n2 * L, sd = 0.1), n2)
+  list(x1 = x1, y1 = y1, x2 = x2, y2 = y2)
+}
+
+# Kernels of depth 1, 2 (overlapping nodes) and 3 (a root over depth-2 subtrees) on 5 columns.
+k_d1 <- hierarchical_gaussian_kernel(c(0.5, 1.2, 2, 0.8, 1.1))
+k_d2 <- hierarchical_gaussian_kernel(weights = list(c(1.5, 0.7), c(0.4, 2, 1), c(1.1, 0.6)),
+                                     nodes = list(1:2, 2:4, c(3, 5)),
+                                     node_weights = c(0.8, 1.3, 0.5))
+k_sub <- hierarchical_gaussian_kernel(weights = list(c(0.9, 1.2), c(1.4, 0.5, 0.8)),
+                                      nodes = list(c(4, 1), c(2, 3, 5)),
+                                      node_weights = c(1.1, 0.7), gamma = 0.6)
+k_d3 <- hierarchical_gaussian_kernel(weights = list(NULL, NULL, c(0.7, 1.3)),
+                                     nodes = list(k_d2, k_sub, c(1, 5)),
+                                     node_weights = c(1.2, 0.6, 0.9))
+
+# ---- the objective ---------------------------------------------------------------------------
+
+test_that("the bilevel and fixed objectives equal an independent LS-SVM computation", {
+  for (L in 1:3) {
+    dd <- obj_data(n1 = 45, n2 = 35, d = 5, L = L, seed = L)
+    for (k in list(k_d1, k_d2, k_d3)) {
+      set.seed(10 + L)
+      theta <- log(kernlearn:::.hgk_params(k)) + rnorm(length(kernlearn:::.hgk_params(k)), sd = 0.2)
+      g <- 1.7; lam <- 0.02
+      kk <- hgk_at(k, theta, g)
+      K11 <- gram_r(kk, dd$x1, dd$x1)
+      K21 <- gram_r(kk, dd$x2, dd$x1)
+      sol <- ls_svm_r(K11, dd$y1, nrow(dd$x1) * lam)
+      ref <- risk_r(K21, dd$y2, sol$alpha, sol$bias)
+      b <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, theta, g, lam, "bilevel")
+      expect_equal(b$value, ref, tolerance = 1e-10)
+      expect_equal(unname(b$alpha), sol$alpha, tolerance = 1e-8)
+      expect_equal(as.vector(b$bias), sol$bias, tolerance = 1e-8)
+      expect_equal(colSums(b$alpha), rep(0, L), tolerance = 1e-10)
+      # fixed: any alpha and bias, the risk of K21 alpha + b on D2
+      a <- matrix(rnorm(nrow(dd$x1) * L), ncol = L)
+      bb <- rnorm(L)
+      f <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, theta, g, lam, "fixed", a, bb)
+      expect_equal(f$value, risk_r(K21, dd$y2, a, bb), tolerance = 1e-10)
+      expect_equal(f$alpha, a)
+      # fixed at the bilevel solution is the bilevel value
+      f2 <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, theta, g, lam, "fixed", b$alpha, b$bias)
+      expect_equal(f2$value, b$value, tolerance = 1e-12)
+    }
+  }
+  # the width argument replaces the kernel's own gamma at the root
+  dd <- obj_data(d = 5, L = 1)
+  k <- k_d1
+  k$gamma <- 123
+  th <- log(kernlearn:::.hgk_params(k))
+  expect_equal(hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, th, 0.8, 0.01)$value,
+               hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k_d1, th, 0.8, 0.01)$value, tolerance = 1e-14)
+  expect_error(hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, th[-1], 0.8, 0.01), "theta")
+  expect_error(hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, th, 0.8, 0.01, "nope"), "variant")
+  expect_error(hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, th, 0.8, 0.01, "fixed",
+                       matrix(0, 3, 1), 0), "alpha and bias")
+})
+
+test_that("bilevel and fixed gradients match central differences at depth 1, 2, 3, L = 1, 3", {
+  for (L in c(1, 3)) {
+    dd <- obj_data(n1 = 50, n2 = 40, d = 5, L = L, seed = 20 + L)
+    for (k in list(k_d1, k_d2, k_d3)) {
+      set.seed(30 + L)
+      p <- length(kernlearn:::.hgk_params(k))
+      theta <- log(kernlearn:::.hgk_params(k)) + rnorm(p, sd = 0.3)
+      g <- 1.3; lam <- 0.01
+      b <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, theta, g, lam, "bilevel", gradient = TRUE)
+      expect_length(b$gradient, p)
+      fb <- function(t) hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, t, g, lam, "bilevel")$value
+      expect_lt(rel_err(b$gradient, central_diff(fb, theta)), 1e-6)
+      # fixed: alpha and b held (here at a perturbed fit, so that they are not the optimum)
+      a <- b$alpha + matrix(rnorm(length(b$alpha), sd = 0.1), nrow(b$alpha))
+      f <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, theta, g, lam, "fixed", a, b$bias,
+                   gradient = TRUE)
+      ff <- function(t) hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, t, g, lam, "fixed", a, b$bias)$value
+      expect_lt(rel_err(f$gradient, central_diff(ff, theta)), 1e-6)
+      # the two gradients differ: the bilevel one carries the re-solved alpha
+      expect_gt(rel_err(f$gradient, b$gradient), 1e-3)
+    }
+  }
+})
+
+# The bilevel gradient from the derivative of the bordered system, one weight at a time:
+# A [dalpha; db'] = -[dK11 alpha; 0], dRes = -(dK21 alpha + K21 dalpha + 1 db'),
+# dR = 2 <Res, dRes> / (n2 L).
+loop_gradient <- function(dK11, dK21, K21, sol, Y2) {
+  n1 <- nrow(sol$alpha)
+  L <- ncol(Y2)
+  res <- Y2 - K21 %*% sol$alpha - matrix(sol$bias, nrow(Y2), L, byrow = TRUE)
+  vapply(seq_along(dK11), function(t) {
+    dsol <- solve(sol$A, rbind(-dK11[[t]] %*% sol$alpha, 0))
+    dres <- -(dK21[[t]] %*% sol$alpha + K21 %*% dsol[seq_len(n1), , drop = FALSE] +
+                matrix(dsol[n1 + 1L, ], nrow(Y2), L, byrow = TRUE))
+    2 * sum(res * dres) / length(Y2)
+  }, numeric(1))
+}
+
+test_that("the one-GEMM bilevel gradient equals a plain loop over the weights (depth 1 and 2)", {
+  dd <- obj_data(n1 = 45, n2 = 35, d = 5, L = 2, seed = 41)
+  g <- 0.9; lam <- 0.005
+  c1 <- nrow(dd$x1) * lam
+  # depth 1: dK/dlog w_i = -2 gamma w_i^2 (x_i - z_i)^2 K
+  set.seed(42)
+  theta <- log(kernlearn:::.hgk_params(k_d1)) + rnorm(5, sd = 0.3)
+  w <- exp(theta)
+  kk <- hgk_at(k_d1, theta, g)
+  K11 <- gram_r(kk, dd$x1, dd$x1)
+  K21 <- gram_r(kk, dd$x2, dd$x1)
+  sol <- ls_svm_r(K11, dd$y1, c1)
+  dK11 <- lapply(1:5, function(i) -2 * g * w[i]^2 * sqdist_col(dd$x1, dd$x1, i) * K11)
+  dK21 <- lapply(1:5, function(i) -2 * g * w[i]^2 * sqdist_col(dd$x2, dd$x1, i) * K21)
+  ref <- loop_gradient(dK11, dK21, K21, sol, dd$y2)
+  got <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k_d1, theta, g, lam, gradient = TRUE)$gradient
+  expect_lt(rel_err(got, ref), 1e-8)
+  # the fixed gradient is the first term alone: -2/(n2 L) <Res, dK21 alpha>
+  res <- dd$y2 - K21 %*% sol$alpha - matrix(sol$bias, nrow(dd$y2), 2, byrow = TRUE)
+  ref_fixed <- vapply(1:5, function(i) -2 * sum(res * (dK21[[i]] %*% sol$alpha)) / length(dd$y2),
+                      numeric(1))
+  got_fixed <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k_d1, theta, g, lam, "fixed", sol$alpha,
+                       sol$bias, gradient = TRUE)$gradient
+  expect_lt(rel_err(got_fixed, ref_fixed), 1e-8)
+
+  # depth 2 by the chain rule, k = exp(-gamma S), S = sum_j u_j^2 (1 - K_j):
+  #   dk/dlog u_j = -2 gamma u_j^2 (1 - K_j) k,
+  #   dk/dlog w_ji = -2 gamma u_j^2 w_ji^2 (x_i - z_i)^2 K_j k.
+  # Parameters: the leaf weights node by node, then the node weights u.
+  set.seed(43)
+  p <- length(kernlearn:::.hgk_params(k_d2))
+  theta <- log(kernlearn:::.hgk_params(k_d2)) + rnorm(p, sd = 0.3)
+  kk <- hgk_at(k_d2, theta, g)
+  K11 <- gram_r(kk, dd$x1, dd$x1)
+  K21 <- gram_r(kk, dd$x2, dd$x1)
+  sol <- ls_svm_r(K11, dd$y1, c1)
+  leaf_gram <- function(j, x, z)
+    exp(-Reduce(`+`, lapply(seq_along(kk$nodes[[j]]), function(t)
+      kk$weights[[j]][t]^2 * sqdist_col(x, z, kk$nodes[[j]][t]))))
+  dK <- function(x, z, K) {
+    out <- list()
+    u <- kk$node_weights
+    for (j in seq_along(kk$nodes)) {
+      Kj <- leaf_gram(j, x, z)
+      for (t in seq_along(kk$nodes[[j]]))
+        out[[length(out) + 1L]] <- -2 * g * u[j]^2 * kk$weights[[j]][t]^2 *
+          sqdist_col(x, z, kk$nodes[[j]][t]) * Kj * K
+    }
+    for (j in seq_along(kk$nodes))
+      out[[length(out) + 1L]] <- -2 * g * u[j]^2 * (1 - leaf_gram(j, x, z)) * K
+    out
+  }
+  ref <- loop_gradient(dK(dd$x1, dd$x1, K11), dK(dd$x2, dd$x1, K21), K21, sol, dd$y2)
+  expect_length(ref, p)
+  got <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k_d2, theta, g, lam, gradient = TRUE)$gradient
+  expect_lt(rel_err(got, ref), 1e-8)
+})
+
+test_that("the objective and its gradient do not depend on the thread count", {
+  dd <- obj_data(n1 = 300, n2 = 200, d = 5, L = 2, seed = 51)
+  theta <- log(kernlearn:::.hgk_params(k_d3))
+  a <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k_d3, theta, 1.1, 0.01, gradient = TRUE, threads = 1L)
+  b <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k_d3, theta, 1.1, 0.01, gradient = TRUE, threads = 2L)
+  expect_equal(a, b, tolerance = 1e-13)
+})
+
+# ---- the learner without learning: kernel_ridge() and kernel_svm() ---------------------------
+
+# Data for the learner: inputs in [0, 1] with columns of different importance.
+reg_data <- function(n = 150, d = 4, seed = 1) {
+  set.seed(seed)
+  x <- matrix(runif(n * d), n, d)
+  list(x = x, y = sin(4 * x[, 1]) + x[, 2]^2 + rnorm(n, sd = 0.1))
+}
+cls_data <- function(n = 150, d = 4, seed = 1, classes = 2) {
+  set.seed(seed)
+  x <- matrix(runif(n * d), n, d)
+  s <- sin(3 * x[, 1]) + x[, 2] + rnorm(n, sd = 0.2)
+  y <- if (classes == 2) factor(ifelse(s > 1, "b", "a"))
+       else factor(c("u", "v", "w")[cut(s, quantile(s, c(0, 1 / 3, 2 / 3, 1)), labels = FALSE,
+                                       include.lowest = TRUE)])
+  list(x = x, y = y)
+}
+ctl0 <- hgk_control(maxit = 0, split = c(0.3, 0.3))
+gauss_gram <- function(g, x, z = x) {
+  D <- outer(rowSums(x^2), rowSums(z^2), "+") - 2 * x %*% t(z)
+  exp(-g * pmax(D, 0))
+}
+
+test_that("maxit = 0, one (gamma, lambda), refit: kernel_ridge / kernel_svm, Gaussian kernel", {
+  g <- 2.5; l <- 1e-3
+  # regression: the decision is kernel ridge on y scaled to [-1, 1] with the training range
+  r <- reg_data(n = 150, seed = 61)
+  n <- length(r$y)
+  fit <- hgk(r$x, r$y, depth = 1, gamma = g, lambda = l, final = "refit", folds = 3, control = ctl0)
+  expect_length(fit$models, 1L)
+  expect_equal(fit$models[[1]]$gamma, g)
+  expect_equal(fit$models[[1]]$lambda, l)
+  expect_equal(kernlearn:::.hgk_params(learned_kernel(fit)), rep(1, 4))
+  ys <- 2 * (r$y - min(r$y)) / diff(range(r$y)) - 1
+  kr <- kernel_ridge(r$x, ys, kernel = gaussian_kernel(g), lambda = n * l)
+  set.seed(62)
+  xn <- matrix(runif(40 * 4, -0.2, 1.2), 40, 4)
+  dec <- predict(fit, xn, type = "decision")
+  expect_equal(dec, predict(kr, xn), tolerance = 1e-10)
+  resp <- predict(fit, xn)
+  expect_equal(resp, min(r$y) + (pmin(pmax(dec, -1), 1) + 1) / 2 * diff(range(r$y)),
+               tolerance = 1e-12)
+  expect_true(all(resp >= min(r$y) - 1e-12 & resp <= max(r$y) + 1e-12))
+  # ... and the LS-SVM of an independent computation
+  sol <- ls_svm_r(gauss_gram(g, fit$x), matrix(ys), n * l)
+  expect_equal(unname(fit$models[[1]]$alpha), sol$alpha, tolerance = 1e-8)
+  expect_equal(fit$models[[1]]$bias, sol$bias, tolerance = 1e-8)
+
+  # two classes: +-1 targets in both
+  cd <- cls_data(n = 150, seed = 63)
+  fit <- hgk(cd$x, cd$y, depth = 1, gamma = g, lambda = l, final = "refit", folds = 3,
+             control = ctl0)
+  kr <- kernel_ridge(cd$x, cd$y, kernel = gaussian_kernel(g), lambda = n * l)
+  expect_equal(predict(fit, xn, type = "decision"), predict(kr, xn, type = "decision"),
+               tolerance = 1e-10)
+  expect_identical(predict(fit, xn), predict(kr, xn))
+  # three classes: one-vs-all outputs sharing the kernel
+  c3 <- cls_data(n = 150, seed = 64, classes = 3)
+  fit <- hgk(c3$x, c3$y, depth = 1, gamma = g, lambda = l, final = "refit", folds = 3,
+             control = ctl0)
+  kr <- kernel_ridge(c3$x, c3$y, kernel = gaussian_kernel(g), lambda = n * l)
+  expect_equal(predict(fit, xn, type = "decision"), predict(kr, xn, type = "decision"),
+               tolerance = 1e-10)
+  expect_identical(predict(fit, xn), predict(kr, xn))
+  # hinge loss: kernel_svm with cost 1 / (2 n lambda)
+  fit <- hgk(cd$x, cd$y, depth = 1, gamma = g, lambda = l, final = "refit", folds = 3,
+             loss = "hinge", control = ctl0)
+  ks <- kernel_svm(cd$x, cd$y, kernel = gaussian_kernel(g), cost = 1 / (2 * n * l))
+  expect_equal(predict(fit, xn, type = "decision"), predict(ks, xn, type = "decision"),
+               tolerance = 1e-6)
+  expect_identical(predict(fit, xn), predict(ks, xn))
+  expect_s3_class(fit$models[[1]]$svm, "kernel_svm")
+})
+
+test_that("maxit = 0, final = \"average\": the mean of LS-SVMs fitted outside each fold", {
+  g <- 3; l <- 2e-3
+  cd <- cls_data(n = 150, seed = 65)
+  set.seed(66)
+  fit <- hgk(cd$x, cd$y, depth = 1, gamma = g, lambda = l, folds = 3, control = ctl0)
+  expect_length(fit$models, 3L)
+  # the training rows of the folds: each row is left out by exactly one model
+  cnt <- tabulate(unlist(lapply(fit$models, `[[`, "rows")), 150)
+  expect_true(all(cnt == 2L))
+  Y <- ifelse(cd$y == "b", 1, -1)
+  xn <- matrix(runif(30 * 4), 30, 4)
+  # predict() scales new rows with the training range, as fit$x was scaled
+  xs <- sweep(sweep(xn, 2, apply(cd$x, 2, min)), 2, apply(cd$x, 2, function(v) diff(range(v))), "/")
+  decs <- lapply(fit$models, function(m) {
+    sol <- ls_svm_r(gauss_gram(g, fit$x[m$rows, ]), matrix(Y[m$rows]), length(m$rows) * l)
+    expect_equal(unname(m$alpha), sol$alpha, tolerance = 1e-8)
+    expect_equal(m$bias, sol$bias, tolerance = 1e-8)
+    gauss_gram(g, xs, fit$x[m$rows, ]) %*% sol$alpha + sol$bias
+  })
+  expect_equal(predict(fit, xn, type = "decision"), as.vector(Reduce(`+`, decs) / 3),
+               tolerance = 1e-8)
+  # the CV error is the paper's: the MSE of the held-out decisions clipped to [-1, 1]
+  errs <- vapply(fit$models, function(m) {
+    te <- setdiff(seq_len(150), m$rows)
+    d <- gauss_gram(g, fit$x[te, ], fit$x[m$rows, ]) %*% m$alpha + m$bias
+    mean((pmin(pmax(d, -1), 1) - Y[te])^2)
+  }, numeric(1))
+  expect_equal(as.vector(attr(fit$cv, "folds")), errs, tolerance = 1e-10)
+  expect_equal(fit$cv$error, mean(errs), tolerance = 1e-10)
+  # without a grid, (gamma, lambda) come from the documented default grids
+  set.seed(67)
+  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, control = ctl0)
+  for (m in fit$models) {
+    expect_true(any(abs(m$gamma / m$gamma0 - c(0.25, 0.5, 1, 2, 4, 8)) < 1e-12))
+    n1 <- floor(0.3 * length(m$rows))
+    expect_true(any(abs(m$lambda / exp(seq(log(1e-3 / n1), log(0.1), length.out = 6)) - 1) < 1e-10))
+  }
+  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, gamma = c(0.5, 7), lambda = c(1e-4, 0.05),
+             control = ctl0)
+  for (m in fit$models) {
+    expect_true(m$gamma %in% c(0.5, 7))
+    expect_true(m$lambda %in% c(1e-4, 0.05))
+  }
+})
+
+test_that("a user tree is kept, starts at its weights and with maxit = 0 is kernel ridge with it", {
+  r <- reg_data(n = 160, d = 5, seed = 68)
+  k <- k_d3
+  fit <- hgk(r$x, r$y, kernel = k, gamma = 1.3, lambda = 1e-3, final = "refit", folds = 3,
+             control = ctl0)
+  expect_identical(fit$architecture$depth, 3)
+  kl <- learned_kernel(fit)
+  expect_s3_class(kl, "kl_hierarchical_gaussian_kernel")
+  expect_equal(kernlearn:::.hgk_params(kl), kernlearn:::.hgk_params(k))
+  expect_equal(kl$gamma, 1.3)
+  expect_equal(kl$nodes[[3]], k$nodes[[3]])
+  expect_s3_class(kl$nodes[[1]], "kl_hierarchical_gaussian_kernel")
+  ys <- 2 * (r$y - min(r$y)) / diff(range(r$y)) - 1
+  sol <- ls_svm_r(gram_r(kl, fit$x, fit$x), matrix(ys), 160 * 1e-3)
+  expect_equal(unname(fit$models[[1]]$alpha), sol$alpha, tolerance = 1e-8)
+  # and learning moves the weights of every level of the tree
+  set.seed(69)
+  fit <- hgk(r$x, r$y, kernel = k, final = "refit", folds = 3,
+             control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+  p <- kernlearn:::.hgk_params(learned_kernel(fit))
+  expect_length(p, length(kernlearn:::.hgk_params(k)))
+  expect_gt(max(abs(log(abs(p)) - log(kernlearn:::.hgk_params(k)))), 1e-3)
+})
+
+# ---- the optimisation ------------------------------------------------------------------------
+
+# Pairs (row, previous row) of a trace with the previous row in the same split (after the last
+# reshuffle row) and not the final selection.
+trace_pairs <- function(tr) {
+  i <- seq_len(nrow(tr))[-1L]
+  i[tr$kind[i] %in% c("gradient", "annealing") &
+      !(tr$kind[i - 1L] %in% c("reshuffle", "final selection"))]
+}
+
+# A large penalty makes the objective flat enough that gradient steps stall and annealing runs.
+test_that("annealing at temperature 0 never accepts an increase; a rejection changes nothing", {
+  cd <- cls_data(n = 150, seed = 2)
+  n_anneal <- 0
+  for (grad in c("bilevel", "fixed")) {
+    set.seed(3)
+    fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, gradient = grad, lambda = 0.1,
+               control = hgk_control(temperature = 0, maxit = 30, anneal_steps = 10,
+                                     patience = 100, split = c(0.3, 0.3)))
+    for (m in fit$models) {
+      tr <- m$trace
+      expect_identical(names(tr), c("step", "kind", "accepted", "risk", "error", "seconds"))
+      i <- trace_pairs(tr)
+      ann <- i[tr$kind[i] == "annealing"]
+      if (grad == "fixed") {
+        # the last proposal of a phase carries the bilevel risk of the new weights
+        last <- ann[!(ann + 1L) %in% ann]
+        ann <- setdiff(ann, last)
+      }
+      n_anneal <- n_anneal + length(ann)
+      acc <- ann[tr$accepted[ann]]
+      rej <- ann[!tr$accepted[ann]]
+      expect_true(all(tr$risk[acc] <= tr$risk[acc - 1L] * (1 + 1e-12)))
+      expect_true(all(abs(tr$risk[rej] - tr$risk[rej - 1L]) <= 1e-12 * tr$risk[rej - 1L]))
+      expect_true(all(tr$error[rej] == tr$error[rej - 1L]))
+      # a successful gradient step lowers the objective (bilevel: the trace risk)
+      gs <- i[tr$kind[i] == "gradient" & tr$accepted[i]]
+      if (grad == "bilevel") expect_true(all(tr$risk[gs] < tr$risk[gs - 1L]))
+      # phases have at most anneal_steps proposals, at the step of a failed gradient step
+      ph <- table(tr$step[tr$kind == "annealing"])
+      expect_true(all(ph <= 10))
+      fails <- tr$step[tr$kind == "gradient" & !tr$accepted]
+      expect_setequal(as.integer(names(ph)), fails)
+      expect_lte(max(tr$step), 30)
+    }
+  }
+  expect_gt(n_anneal, 50)  # the checks above saw annealing proposals
+})
+
+test_that("at a high temperature annealing accepts increases (the check above can fail)", {
+  cd <- cls_data(n = 150, seed = 2)
+  set.seed(3)
+  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, lambda = 0.1,
+             control = hgk_control(temperature = 100, cooling = 1, maxit = 30, anneal_steps = 10,
+                                   patience = 100, split = c(0.3, 0.3)))
+  up <- sum(vapply(fit$models, function(m) {
+    tr <- m$trace
+    i <- trace_pairs(tr)
+    a <- i[tr$kind[i] == "annealing" & tr$accepted[i]]
+    sum(tr$risk[a] > tr$risk[a - 1L] * (1 + 1e-12))
+  }, numeric(1)))
+  expect_gt(up, 0)
+})
+
+test_that("reshuffles and stopping follow patience and reshuffles", {
+  cd <- cls_data(n = 150, seed = 4)
+  for (rs in 0:1) {
+    set.seed(5)
+    fit <- hgk(cd$x, cd$y, depth = 1, folds = 3,
+               control = hgk_control(maxit = 30, patience = 1, reshuffles = rs,
+                                     split = c(0.3, 0.3)))
+    for (m in fit$models) {
+      tr <- m$trace
+      expect_identical(sum(tr$kind == "reshuffle"), m$info$reshuffles)
+      expect_lte(m$info$reshuffles, rs)
+      expect_identical(max(tr$step), m$info$steps)
+      expect_identical(sum(tr$kind == "start"), 1L)
+      expect_identical(as.character(tail(tr$kind, 1)), "final selection")
+      # with patience 1 every step without a better D3 error reshuffles or ends the run
+      if (m$info$stop == "maxit reached") expect_identical(m$info$steps, 30L)
+      else expect_match(m$info$stop, "no better early-stopping error")
+    }
+    expect_true(any(vapply(fit$models, function(m) m$info$steps < 30L, logical(1))))
+  }
+})
+
+strip_times <- function(f) {
+  f$seconds <- NULL
+  f$call <- NULL
+  f$models <- lapply(f$models, function(m) {
+    m$trace$seconds <- NULL
+    m$info$seconds <- NULL
+    m
+  })
+  f
+}
+
+test_that("the same seed gives the same model, another seed another one", {
+  cd <- cls_data(n = 240, d = 5, seed = 71)
+  fitit <- function(seed, ...) {
+    set.seed(seed)
+    hgk(cd$x, cd$y, nodes = 3, folds = 3, control = hgk_control(maxit = 10), ...)
+  }
+  a <- fitit(7)
+  b <- fitit(7)
+  expect_identical(predict(a, cd$x, type = "decision"), predict(b, cd$x, type = "decision"))
+  expect_identical(strip_times(a), strip_times(b))
+  c2 <- fitit(8)
+  expect_false(isTRUE(all.equal(kernlearn:::.hgk_params(learned_kernel(a)),
+                                kernlearn:::.hgk_params(learned_kernel(c2)))))
+})
+
+test_that("1 and 2 threads give the same model (several kernel and Cholesky tiles)", {
+  r <- reg_data(n = 700, d = 4, seed = 72)
+  fitit <- function(threads) {
+    set.seed(9)
+    hgk(r$x, r$y, depth = 1, final = "refit", folds = 3, lambda = 1e-3, threads = threads,
+        control = hgk_control(maxit = 4, anneal_steps = 2))
+  }
+  a <- fitit(1)
+  b <- fitit(2)
+  expect_equal(strip_times(a), strip_times(b), tolerance = 1e-12)
+  expect_equal(predict(a, r$x, type = "decision"),
+               predict(b, r$x, type = "decision", threads = 2), tolerance = 1e-12)
+})
+
+test_that("on Friedman data the noise columns get much less relevance than the signal", {
+  fried <- function(n, seed) {
+    set.seed(seed)
+    x <- matrix(runif(n * 10), n, 10)
+    y <- 10 * sin(pi * x[, 1] * x[, 2]) + 20 * (x[, 3] - 0.5)^2 + 10 * x[, 4] + 5 * x[, 5] +
+      rnorm(n)
+    list(x = x, y = y)
+  }
+  for (s in 1:2) {
+    tr <- fried(500, s)
+    te <- fried(1000, 100 + s)
+    set.seed(200 + s)
+    fit <- hgk(tr$x, tr$y, depth = 1, folds = 3, control = hgk_control(maxit = 30))
+    r <- fit$relevance
+    expect_named(r, colnames(fit$x))
+    # the nonlinear inputs x1..x3 beat every pure-noise input (x6..x10); linear x4, x5 need
+    # little curvature, so they are not compared one by one
+    expect_lt(max(r[6:10]), min(r[1:3]))
+    expect_lt(mean(r[6:10]), 0.4 * mean(r[1:3]))
+    # the start kernel gives every column the same relevance; learning improves the test error
+    set.seed(200 + s)
+    fit0 <- hgk(tr$x, tr$y, depth = 1, folds = 3, control = hgk_control(maxit = 0))
+    expect_lt(diff(range(fit0$relevance)) / max(fit0$relevance), 1e-12)
+    mse <- mean((predict(fit, te$x) - te$y)^2)
+    mse0 <- mean((predict(fit0, te$x) - te$y)^2)
+    expect_lt(mse, 0.75 * mse0)
+  }
+})
+
+# ---- architectures ---------------------------------------------------------------------------
+
+test_that("depth-2 start kernels deal the columns as documented", {
+  r <- reg_data(n = 150, d = 4, seed = 81)
+  blocks_of <- function(nodes, saturation = NULL) {
+    set.seed(82)
+    hgk(r$x, r$y, nodes = nodes, saturation = saturation, final = "refit", gamma = 1,
+        lambda = 0.01, control = ctl0)$start_kernel
+  }
+  k <- blocks_of(2)  # saturation 1: a partition of the columns
+  expect_identical(sort(unlist(k$nodes)), 1:4)
+  expect_equal(k$node_weights, rep(sqrt(1 / 2), 2))
+  expect_equal(unname(unlist(k$weights)), rep(1, 4))
+  k <- blocks_of(6, saturation = 1.5)  # 6 columns for 6 nodes: one each, all columns seen
+  expect_length(k$nodes, 6L)
+  expect_true(all(lengths(k$nodes) == 1L))
+  expect_setequal(unlist(k$nodes), 1:4)
+  expect_equal(k$node_weights, rep(sqrt(1 / 6), 6))
+  k <- blocks_of(2, saturation = 2)  # 8 columns wrapped around: each node sees all 4
+  expect_true(all(vapply(k$nodes, function(b) identical(b, 1:4), logical(1))))
+  fit <- hgk(r$x, r$y, nodes = 2, gamma = 1, lambda = 0.01, final = "refit", control = ctl0)
+  expect_identical(fit$architecture$label, "depth 2, 2 nodes")
+  expect_null(fit$cv)
+})
+
+test_that("the architecture is chosen by cross-validation among the candidates", {
+  cd <- cls_data(n = 150, d = 4, seed = 83)
+  set.seed(84)
+  fit <- hgk(cd$x, cd$y, candidates = c(0, 2), folds = 3,
+             control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
+  expect_identical(fit$cv$architecture, c("depth 1", "depth 2, 2 nodes"))
+  expect_identical(dim(attr(fit$cv, "folds")), c(2L, 3L))
+  expect_equal(fit$cv$error, rowMeans(attr(fit$cv, "folds")))
+  best <- which.min(fit$cv$error)
+  expect_identical(fit$architecture$label, fit$cv$architecture[best])
+  expect_length(fit$models, 3L)
+  for (m in fit$models) expect_identical(is.null(m$kernel$nodes), best == 1L)
+  # refit: the same CV table, one model on all rows
+  set.seed(84)
+  fit2 <- hgk(cd$x, cd$y, candidates = c(0, 2), folds = 3, final = "refit",
+              control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
+  expect_equal(fit2$cv, fit$cv)
+  expect_length(fit2$models, 1L)
+  expect_identical(fit2$models[[1]]$rows, seq_len(150))
+  expect_s3_class(fit2$refit_cv, "data.frame")
+})
+
+# ---- predict ---------------------------------------------------------------------------------
+
+test_that("predict gives classes, decisions and (hinge) probabilities", {
+  c3 <- cls_data(n = 150, seed = 91, classes = 3)
+  set.seed(92)
+  fit <- hgk(c3$x, c3$y, depth = 1, folds = 3,
+             control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
+  cls <- predict(fit, c3$x)
+  expect_s3_class(cls, "factor")
+  expect_identical(levels(cls), c("u", "v", "w"))
+  expect_identical(predict(fit), cls)
+  dec <- predict(fit, c3$x, type = "decision")
+  expect_identical(dim(dec), c(150L, 3L))
+  expect_identical(colnames(dec), c("u", "v", "w"))
+  expect_identical(cls, factor(c("u", "v", "w")[max.col(dec, "first")], levels = c("u", "v", "w")))
+  expect_gt(mean(cls == c3$y), 0.7)
+  expect_error(predict(fit, c3$x, type = "prob"), "not probabilities")
+  expect_error(predict(fit, c3$x, type = "response"), "for regression")
+  # two classes: one decision column, positive meaning the second level
+  cd <- cls_data(n = 150, seed = 93)
+  set.seed(94)
+  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3,
+             control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
+  dec <- predict(fit, cd$x, type = "decision")
+  expect_true(is.numeric(dec) && is.null(dim(dec)))
+  expect_identical(predict(fit, cd$x), factor(ifelse(dec > 0, "b", "a"), levels = c("a", "b")))
+  # hinge with Platt probabilities: rows sum to 1, the class is the most probable one
+  set.seed(95)
+  fit <- hgk(c3$x, c3$y, depth = 1, folds = 3, loss = "hinge", probability = TRUE,
+             control = hgk_control(maxit = 2, split = c(0.3, 0.3)))
+  expect_identical(attr(fit$cv, "criterion"), "misclassification rate")
+  P <- predict(fit, c3$x, type = "prob")
+  expect_identical(dim(P), c(150L, 3L))
+  expect_identical(colnames(P), c("u", "v", "w"))
+  expect_true(all(P >= 0 & P <= 1))
+  expect_equal(rowSums(P), rep(1, 150), tolerance = 1e-8)
+  expect_identical(predict(fit, c3$x), factor(c("u", "v", "w")[max.col(P, "first")],
+                                               levels = c("u", "v", "w")))
+  expect_identical(ncol(predict(fit, c3$x, type = "decision")), 3L)  # the pairwise decisions
+  set.seed(95)
+  fit <- hgk(c3$x, c3$y, depth = 1, folds = 3, loss = "hinge",
+             control = hgk_control(maxit = 2, split = c(0.3, 0.3)))
+  expect_error(predict(fit, c3$x, type = "prob"), "probability = TRUE")
+  expect_gt(mean(predict(fit, c3$x) == c3$y), 0.7)
+})
+
+test_that("regression predictions stay in the training range; new data are matched by column", {
+  r <- reg_data(n = 150, d = 4, seed = 96)
+  colnames(r$x) <- c("a", "b", "c", "d")
+  set.seed(97)
+  fit <- hgk(r$x, r$y, depth = 1, folds = 3, control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
+  set.seed(98)
+  far <- matrix(runif(200 * 4, -3, 4), 200, 4, dimnames = list(NULL, colnames(r$x)))
+  p <- predict(fit, far)
+  expect_true(all(p >= min(r$y) & p <= max(r$y)))
+  dec <- predict(fit, far, type = "decision")
+  expect_equal(p, min(r$y) + (pmin(pmax(dec, -1), 1) + 1) / 2 * diff(range(r$y)))
+  expect_lt(mean((predict(fit, r$x) - r$y)^2), 0.1 * var(r$y))
+  expect_error(predict(fit, r$x, type = "class"), "regression")
+  expect_error(predict(fit, r$x, type = "prob"), "regression")
+  # columns by name, in any order, as a matrix or a data.frame
+  expect_identical(predict(fit, far[, 4:1]), p)
+  expect_identical(predict(fit, as.data.frame(far)), p)
+  expect_error(predict(fit, far[, 1:3]), "lacks column")
+  expect_error(predict(fit, unname(far[, 1:3])), "3 columns")
+})
+
+test_that("the formula interface one-hot encodes a factor predictor", {
+  set.seed(101)
+  n <- 180
+  df <- data.frame(u = runif(n), v = runif(n), f = factor(sample(c("p", "q", "r"), n, TRUE)))
+  df$y <- factor(ifelse(df$u + (df$f == "q") + rnorm(n, sd = 0.2) > 1, "yes", "no"))
+  set.seed(102)
+  fit <- hgk(y ~ ., data = df, depth = 1, folds = 3,
+             control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+  expect_identical(ncol(fit$x), 5L)  # u, v and three indicator columns of f
+  expect_identical(names(fit$relevance), colnames(fit$x))
+  expect_length(kernlearn:::.hgk_params(learned_kernel(fit)), 5L)
+  expect_identical(predict(fit, df[1:20, ]), predict(fit)[1:20])
+  expect_gt(mean(predict(fit, df) == df$y), 0.8)
+  expect_identical(predict(fit, df[c("f", "v", "u")])[1:5], predict(fit)[1:5])
+  bad <- df[1:3, ]
+  bad$f <- factor(c("p", "s", "q"))
+  expect_error(predict(fit, bad), "not seen in training")
+  expect_error(predict(fit, df[c("u", "v")]), "lacks column")
+  expect_identical(predict(fit, df[0, ]), factor(character(), levels = c("no", "yes")))
+  expect_identical(predict(fit, df[0, ], type = "decision"), numeric())
+  expect_error(hgk(y ~ ., data = df, depth = 1, folds = 3, control = ctl0, extra = 1),
+               "unused argument")
+})
+
+# ---- input errors ----------------------------------------------------------------------------
+
+test_that("bad input is an error that names the problem", {
+  r <- reg_data(n = 150, d = 5, seed = 111)
+  x <- r$x; y <- r$y
+  h <- function(...) hgk(x, y, folds = 3, control = ctl0, ...)
+  expect_error(h(nodes = 7), "nodes = 7 exceeds the 5 input column.*saturation")
+  expect_error(h(kernel = hierarchical_gaussian_kernel(rep(1, 4))),
+               "does not cover input column\\(s\\) 5")
+  expect_error(h(kernel = hierarchical_gaussian_kernel(rep(1, 6))), "uses column 6")
+  expect_error(h(kernel = hierarchical_gaussian_kernel(weights = list(c(1, 1), c(1, 1, 1)),
+                                                       nodes = list(1:2, 4:6),
+                                                       node_weights = c(1, 1))),
+               "uses column 6")
+  expect_error(h(kernel = hierarchical_gaussian_kernel(weights = list(c(1, 1), c(1, 1, 1)),
+                                                       nodes = list(1:2, 3:5),
+                                                       node_weights = c(1, 0))),
+               "weights equal to 0")
+  expect_error(h(kernel = gaussian_kernel(1)), "must be a hierarchical_gaussian_kernel")
+  expect_error(h(depth = 1, kernel = hierarchical_gaussian_kernel(rep(1, 5))), "either 'kernel'")
+  expect_error(h(depth = 3), "'depth' must be 1 or 2")
+  expect_error(h(depth = 1, nodes = 2), "depth-1 kernel has no 'nodes'")
+  expect_error(h(depth = 2, candidates = 0), "depth = 2 needs")
+  expect_error(h(nodes = 2.5), "'nodes' must hold whole numbers")
+  expect_error(h(candidates = c(0, -1)), "'candidates' must hold whole numbers")
+  expect_error(h(nodes = 2, saturation = 0.5), "'saturation' must be NULL or a number >= 1")
+  expect_error(h(nodes = 2, saturation = 6), "more than the 5 columns")
+  expect_error(h(depth = 1, loss = "foo"), "'loss' must be one of")
+  expect_error(h(depth = 1, gradient = "foo"), "'gradient' must be one of")
+  expect_error(h(depth = 1, final = "foo"), "'final' must be one of")
+  expect_error(h(depth = 1, gamma = -1), "'gamma' must be NULL or a vector of positive")
+  expect_error(h(depth = 1, lambda = c(0.1, NA)), "'lambda' must be NULL or a vector of positive")
+  expect_error(h(depth = 1, loss = "hinge"), "hinge.*is for classification")
+  expect_error(hgk(x, y, depth = 1, folds = 1, control = ctl0),
+               "'folds' must be a whole number >= 2")
+  expect_error(hgk(x, y, depth = 1, folds = 3, control = list(maxit = 0)),
+               "must come from hgk_control")
+  expect_error(h(depth = 1, foo = 1), "unused argument.*foo")
+  # too few rows for D1 / D2 / D3 (30 each) in the CV folds or the refit
+  expect_error(hgk(x[1:100, ], y[1:100], depth = 1, folds = 3, control = hgk_control(maxit = 0)),
+               "too few rows.*at least 30")
+  expect_error(hgk(x[1:100, ], y[1:100], depth = 1, final = "refit",
+                   control = hgk_control(maxit = 0)),
+               "too few rows.*40 / 40 / 20")
+  expect_error(hgk(x, rep(1, 150), depth = 1, folds = 3, control = ctl0), "response is constant")
+  xn <- x
+  xn[3, 2] <- NA
+  expect_error(hgk(xn, y, depth = 1, folds = 3, control = ctl0),
+               "missing or infinite.*row\\(s\\) 3")
+  expect_error(hgk(x, factor(rep("a", 150)), depth = 1, folds = 3, control = ctl0),
+               "only one class")
+  yc <- factor(ifelse(y > median(y), "hi", "lo"))
+  expect_error(hgk(x, yc, depth = 1, folds = 3, control = ctl0, probability = TRUE),
+               "probability = TRUE needs loss = \"hinge\"")
+  expect_error(hgk(x, yc, depth = 1, folds = 3, control = ctl0, probability = NA),
+               "'probability' must be TRUE or FALSE")
+  expect_error(hgk(y ~ x, depth = 1), "'data' is required")
+  # control
+  expect_error(hgk_control(perturbation = 1), "'perturbation' must be a number in \\(0, 1\\)")
+  expect_error(hgk_control(perturbation = 0), "'perturbation'")
+  expect_error(hgk_control(split = c(0.5, 0.5)), "'split' must be two positive fractions")
+  expect_error(hgk_control(split = c(0.6, 0.5)), "'split'")
+  expect_error(hgk_control(split = 0.5), "'split'")
+  expect_error(hgk_control(maxit = -1), "'maxit' must be a whole number >= 0")
+  expect_error(hgk_control(maxit = 2.5), "'maxit'")
+  expect_error(hgk_control(anneal_steps = -1), "'anneal_steps'")
+  expect_error(hgk_control(temperature = -1), "'temperature' must be a number >= 0")
+  expect_error(hgk_control(cooling = 0), "'cooling' must be a number in \\(0, 1\\]")
+  expect_error(hgk_control(cooling = 1.5), "'cooling'")
+  expect_error(hgk_control(patience = 0), "'patience' must be a whole number >= 1")
+  expect_error(hgk_control(reshuffles = -1), "'reshuffles'")
+  expect_s3_class(hgk_control(), "hgk_control")
+})
+
+# ---- learned kernels, relevance and methods --------------------------------------------------
+
+test_that("learned_kernel gives a usable hierarchical kernel; with refit it reproduces the model", {
+  cd <- cls_data(n = 150, d = 4, seed = 121)
+  set.seed(122)
+  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3,
+             control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+  k <- learned_kernel(fit)
+  expect_s3_class(k, "kl_hierarchical_gaussian_kernel")
+  # the geometric mean of the fold models' weights and widths
+  W <- sapply(fit$models, function(m) abs(kernlearn:::.hgk_params(m$kernel)))
+  expect_equal(kernlearn:::.hgk_params(k), exp(rowMeans(log(W))), tolerance = 1e-12)
+  expect_equal(k$gamma, exp(mean(log(vapply(fit$models, `[[`, 0, "gamma")))), tolerance = 1e-12)
+  expect_identical(learned_kernel(fit, fold = 2), fit$models[[2]]$kernel)
+  expect_error(learned_kernel(fit, fold = 4), "'fold' must be one of 1..3")
+  K <- kernel_matrix(k, fit$x)
+  expect_equal(unname(K), gram_r(k, fit$x, fit$x), tolerance = 1e-12)
+  expect_equal(unname(diag(K)), rep(1, 150))
+  svm <- kernel_svm(fit$x, cd$y, kernel = k)
+  expect_gt(mean(predict(svm, fit$x) == cd$y), 0.8)
+
+  set.seed(123)
+  fit <- hgk(cd$x, cd$y, nodes = 2, folds = 3, final = "refit",
+             control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+  k <- learned_kernel(fit)
+  expect_identical(k, fit$models[[1]]$kernel)
+  expect_length(k$nodes, 2L)
+  expect_identical(k$gamma, fit$models[[1]]$gamma)
+  kr <- kernel_ridge(fit$x, cd$y, kernel = k, lambda = 150 * fit$models[[1]]$lambda)
+  expect_equal(predict(kr, fit$x, type = "decision"), predict(fit, cd$x, type = "decision"),
+               tolerance = 1e-8)
+})
+
+# The relevance is the square root of the curvature of the root's argument -log k(x, z) along
+# each coordinate at x = z (mean of squares over the models): -log k(z + h e_i, z) / h^2.
+curvature_relevance <- function(fit, h = 1e-4) {
+  d <- ncol(fit$x)
+  z <- rep(0.5, d)
+  sq <- sapply(fit$models, function(m) vapply(seq_len(d), function(i) {
+    zi <- z
+    zi[i] <- zi[i] + h
+    -log(kernel_matrix(m$kernel, rbind(zi), rbind(z))[1, 1]) / h^2
+  }, numeric(1)))
+  sqrt(rowMeans(matrix(sq, d)))
+}
+
+test_that("relevance is the curvature of the learned kernel at depth 1, 2 and 3", {
+  r <- reg_data(n = 150, d = 5, seed = 131)
+  set.seed(132)
+  fit <- hgk(r$x, r$y, depth = 1, folds = 3, control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+  expect_equal(unname(fit$relevance), curvature_relevance(fit), tolerance = 1e-5)
+  rel1 <- sqrt(rowMeans(sapply(fit$models, function(m) m$gamma * m$kernel$weights^2)))
+  expect_equal(unname(fit$relevance), rel1, tolerance = 1e-12)
+  set.seed(133)
+  fit <- hgk(r$x, r$y, nodes = 3, saturation = 1.6, folds = 3,
+             control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+  expect_equal(unname(fit$relevance), curvature_relevance(fit), tolerance = 1e-5)
+  set.seed(134)
+  fit <- hgk(r$x, r$y, kernel = k_d3, final = "refit", folds = 3,
+             control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+  expect_equal(unname(fit$relevance), curvature_relevance(fit), tolerance = 1e-5)
+})
+
+test_that("print, summary and plot run", {
+  r <- reg_data(n = 150, d = 4, seed = 141)
+  set.seed(142)
+  fit <- hgk(r$x, r$y, depth = 1, folds = 3, control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+  expect_output(print(fit), "Hierarchical Gaussian kernel learning: least-squares SVM regression")
+  expect_output(print(fit), "average of the 3 fold models")
+  s <- summary(fit)
+  expect_s3_class(s, "summary.hgk")
+  expect_identical(nrow(s$models), 3L)
+  expect_identical(s$models$steps, vapply(fit$models, function(m) m$info$steps, 0L))
+  expect_identical(names(s$relevance), names(sort(fit$relevance, decreasing = TRUE)))
+  expect_output(print(s), "Models of the predictor")
+  expect_output(print(s), "Input relevance")
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off(), add = TRUE)
+  expect_invisible(plot(fit))
+  expect_identical(plot(fit, which = "relevance"), fit)
+  expect_error(plot(fit, which = "foo"), "'which' must be one of")
+  cd <- cls_data(n = 150, seed = 143)
+  set.seed(144)
+  fit <- hgk(cd$x, cd$y, depth = 1, final = "refit", loss = "hinge", folds = 3,
+             control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
+  expect_output(print(fit), "SVM \\(hinge loss\\) classification, 2 classes")
+  expect_output(print(fit), "refit on all rows")
+  expect_output(print(summary(fit)), "Models of the predictor")
+  expect_silent(plot(fit))
+  fit0 <- hgk(cd$x, cd$y, depth = 1, folds = 3, control = ctl0)
+  expect_output(print(summary(fit0)), "maxit = 0")
+  expect_error(plot(fit0), "not optimised \\(maxit = 0\\)")
+  expect_silent(plot(fit0, which = "relevance"))
+})
+
+
+test_that("relevance counts a column listed twice in a node once per listing", {
+  set.seed(1)
+  n <- 150
+  x <- matrix(runif(n * 3), n, 3)
+  y <- sin(3 * x[, 1]) + x[, 2]
+  k <- hierarchical_gaussian_kernel(weights = list(c(1, 2, 1), c(1, 1)),
+                                    nodes = list(c(1, 1, 2), 2:3), node_weights = c(1, 1))
+  fit <- hgk(x, y, kernel = k, gamma = 1, lambda = 0.01, final = "refit",
+             control = hgk_control(maxit = 0))
+  expect_equal(unname(fit$relevance), sqrt(c(1 + 4, 1 + 1, 1)))
+})
+
+test_that("the row hint of the too-few-rows error is a size that works", {
+  set.seed(2)
+  x <- matrix(runif(400 * 2), 400, 2)
+  y <- x[, 1] + x[, 2]
+  msg <- tryCatch(hgk(x[1:100, ], y[1:100], depth = 1), error = conditionMessage)
+  need <- as.integer(sub(".*\\((\\d+) rows or more.*", "\\1", msg))
+  expect_true(need > 100 && need <= 400)
+  expect_s3_class(hgk(x[1:need, ], y[1:need], depth = 1, folds = 5,
+                      control = hgk_control(maxit = 0)), "hgk")
+})
+options(old_options)
