@@ -270,7 +270,7 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
                      .dikl_objective_code(objective), rho, 1e-10, as.integer(batch_size), lr,
                      as.integer(max_epochs), as.integer(patience), tol, 0.1, threads,
                      .kl_seed(), backend, .kl_progressor()),
-      error = function(e) stop(sprintf("%s: %s", caller, sub("^dikl: ", "", conditionMessage(e))),
+      error = function(e) stop(sprintf("%s: %s", caller, conditionMessage(e)),
                                call. = FALSE))
     P <- r$P
     if (map == "fourier") b <- as.vector(r$b)

@@ -417,7 +417,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
         j <- as.integer(sub("class ", "", hit))
         msg <- sub("class [0-9]+", sprintf("class '%s'", lev[j]), msg)
       }
-      stop(sprintf("%s: %s", caller, sub("^gem: ", "", msg)), call. = FALSE)
+      stop(sprintf("%s: %s", caller, msg), call. = FALSE)
     })
   spectra <- lapply(res, function(r) as.vector(r$spectrum))
   kept <- vapply(res, function(r) ncol(r$vectors), integer(1))

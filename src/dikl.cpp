@@ -37,7 +37,7 @@ Rcpp::List cpp_dikl_objective(const Eigen::Map<Eigen::MatrixXd> x,
                               Rcpp::NumericVector b, int objective, double rho, double jitter,
                               const Eigen::Map<Eigen::MatrixXd> V, Rcpp::NumericVector c,
                               bool gradient, int threads, Rcpp::List backend) {
-  try {
+  return klr::guard([&]() -> Rcpp::List {
     const kl::DiklMapParams p = map_from_r(map, gamma, P, b);
     const kl::IVec cls = classes_from_r(classes);
     const kl::Mat Vm = V;
@@ -53,11 +53,7 @@ Rcpp::List cpp_dikl_objective(const Eigen::Map<Eigen::MatrixXd> x,
                               Rcpp::Named("gb") = Rcpp::wrap(g.gb),
                               Rcpp::Named("gV") = Rcpp::wrap(g.gV),
                               Rcpp::Named("gc") = Rcpp::wrap(g.gc));
-  } catch (const kl::Interrupted&) {
-    throw Rcpp::internal::InterruptedException();
-  } catch (const kl::Error& e) {
-    Rcpp::stop(e.what());
-  }
+  });
 }
 
 // Mini-batch training of a map from its initial parameters.
@@ -69,7 +65,7 @@ Rcpp::List cpp_dikl_train(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<
                           int max_epochs, int patience, double rel_tol, double factor,
                           int threads, Rcpp::IntegerVector seed, Rcpp::List backend,
                           SEXP progress = R_NilValue) {
-  try {
+  return klr::guard([&]() -> Rcpp::List {
     const kl::DiklMapParams p = map_from_r(map, gamma, P, b);
     const kl::IVec cls = classes_from_r(classes);
     kl::DiklTrainOptions opt;
@@ -96,11 +92,7 @@ Rcpp::List cpp_dikl_train(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<
         Rcpp::Named("epochs") = r.epochs, Rcpp::Named("steps") = r.steps,
         Rcpp::Named("best_epoch") = r.best_epoch, Rcpp::Named("stop") = r.stop);
     return out;
-  } catch (const kl::Interrupted&) {
-    throw Rcpp::internal::InterruptedException();
-  } catch (const kl::Error& e) {
-    Rcpp::stop(e.what());
-  }
+  });
 }
 
 // The ridge head on all rows (and the DI of all rows).
@@ -109,7 +101,7 @@ Rcpp::List cpp_dikl_ridge_head(const Eigen::Map<Eigen::MatrixXd> x,
                                const Eigen::Map<Eigen::MatrixXd> y, int map, double gamma,
                                const Eigen::Map<Eigen::MatrixXd> P, Rcpp::NumericVector b,
                                double rho, double jitter, int threads, Rcpp::List backend) {
-  try {
+  return klr::guard([&]() -> Rcpp::List {
     const kl::DiklMapParams p = map_from_r(map, gamma, P, b);
     kl::Mat V;
     kl::Vec c;
@@ -119,18 +111,14 @@ Rcpp::List cpp_dikl_ridge_head(const Eigen::Map<Eigen::MatrixXd> x,
     });
     return Rcpp::List::create(Rcpp::Named("V") = Rcpp::wrap(V), Rcpp::Named("c") = Rcpp::wrap(c),
                               Rcpp::Named("di") = di);
-  } catch (const kl::Interrupted&) {
-    throw Rcpp::internal::InterruptedException();
-  } catch (const kl::Error& e) {
-    Rcpp::stop(e.what());
-  }
+  });
 }
 
 // Whitening matrix of a Nystrom map, T = U_k L_k^-1/2, and the kept eigenvalues of k(Z, Z).
 // [[Rcpp::export]]
 Rcpp::List cpp_nystrom_whitener(const Eigen::Map<Eigen::MatrixXd> P, double gamma, int threads,
                                 Rcpp::List backend) {
-  try {
+  return klr::guard([&]() -> Rcpp::List {
     const kl::DiklMapParams p = map_from_r(0, gamma, P, Rcpp::NumericVector());
     kl::Mat T;
     kl::Vec values;
@@ -140,9 +128,7 @@ Rcpp::List cpp_nystrom_whitener(const Eigen::Map<Eigen::MatrixXd> P, double gamm
     });
     return Rcpp::List::create(Rcpp::Named("T") = Rcpp::wrap(T),
                               Rcpp::Named("values") = Rcpp::wrap(values));
-  } catch (const kl::Error& e) {
-    Rcpp::stop(e.what());
-  }
+  });
 }
 
 // Features of x: k(x, Z) T for a Nystrom map (T = NULL: no whitening), or the random Fourier
@@ -151,7 +137,7 @@ Rcpp::List cpp_nystrom_whitener(const Eigen::Map<Eigen::MatrixXd> P, double gamm
 Rcpp::NumericMatrix cpp_dikl_features(const Eigen::Map<Eigen::MatrixXd> x, int map, double gamma,
                                       const Eigen::Map<Eigen::MatrixXd> P, Rcpp::NumericVector b,
                                       SEXP T, int threads, Rcpp::List backend) {
-  try {
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
     const kl::DiklMapParams p = map_from_r(map, gamma, P, b);
     kl::dikl_check_params(p, x.cols());
     const bool white = !Rf_isNull(T);
@@ -176,9 +162,5 @@ Rcpp::NumericMatrix cpp_dikl_features(const Eigen::Map<Eigen::MatrixXd> x, int m
       return 0;
     });
     return out;
-  } catch (const kl::Interrupted&) {
-    throw Rcpp::internal::InterruptedException();
-  } catch (const kl::Error& e) {
-    Rcpp::stop(e.what());
-  }
+  });
 }

@@ -49,34 +49,36 @@ Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::Integer
                               int threads, Rcpp::IntegerVector seed,
                               SEXP progress = R_NilValue, SEXP rff_W = R_NilValue,
                               SEXP rff_b = R_NilValue) {
-  const kl::InputMap map = input_map(rff_W, rff_b, x.cols());
-  kl::GemOptions opt;
-  opt.ridge = ridge;
-  opt.relative = relative;
-  opt.top = top;
-  opt.threshold = threshold;
-  opt.method = method;
-  opt.tol = tol;
-  opt.threads = kl::clamp_threads(threads);
-  opt.seed = klr::seed_from_r(seed);
-  kl::Callbacks cb = klr::make_callbacks(progress);
-  std::vector<int> nu(num.begin(), num.end()), de(den.begin(), den.end());
-  std::vector<kl::GemPair> pairs = klr::with_eigen_threads(1, [&]() {
-    kl::ClassMoments M = kl::class_moments(x, klr::labels_from_r(y), K, opt.threads, cb.stage(0.0, 0.5),
-                                       map);
-    for (int m = 0; m < K; ++m)
-      if (M.count[m] == 0) Rcpp::stop("internal error: a class without rows");
-    return kl::gem_directions(M, nu, de, opt, cb.stage(0.5, 1.0));
+  return klr::guard([&]() -> Rcpp::List {
+    const kl::InputMap map = input_map(rff_W, rff_b, x.cols());
+    kl::GemOptions opt;
+    opt.ridge = ridge;
+    opt.relative = relative;
+    opt.top = top;
+    opt.threshold = threshold;
+    opt.method = method;
+    opt.tol = tol;
+    opt.threads = kl::clamp_threads(threads);
+    opt.seed = klr::seed_from_r(seed);
+    kl::Callbacks cb = klr::make_callbacks(progress);
+    std::vector<int> nu(num.begin(), num.end()), de(den.begin(), den.end());
+    std::vector<kl::GemPair> pairs = klr::with_eigen_threads(1, [&]() {
+      kl::ClassMoments M = kl::class_moments(x, klr::labels_from_r(y), K, opt.threads, cb.stage(0.0, 0.5),
+                                         map);
+      for (int m = 0; m < K; ++m)
+        if (M.count[m] == 0) Rcpp::stop("internal error: a class without rows");
+      return kl::gem_directions(M, nu, de, opt, cb.stage(0.5, 1.0));
+    });
+    Rcpp::List out(pairs.size());
+    for (std::size_t q = 0; q < pairs.size(); ++q) {
+      const kl::GemPair& g = pairs[q];
+      out[q] = Rcpp::List::create(Rcpp::Named("spectrum") = Rcpp::wrap(g.spectrum),
+                                  Rcpp::Named("vectors") = Rcpp::wrap(g.vectors),
+                                  Rcpp::Named("dense") = g.dense,
+                                  Rcpp::Named("applications") = g.applications);
+    }
+    return out;
   });
-  Rcpp::List out(pairs.size());
-  for (std::size_t q = 0; q < pairs.size(); ++q) {
-    const kl::GemPair& g = pairs[q];
-    out[q] = Rcpp::List::create(Rcpp::Named("spectrum") = Rcpp::wrap(g.spectrum),
-                                Rcpp::Named("vectors") = Rcpp::wrap(g.vectors),
-                                Rcpp::Named("dense") = g.dense,
-                                Rcpp::Named("applications") = g.applications);
-  }
-  return out;
 }
 
 // The feature map of x through the directions V. With standardize, the columns are centred
@@ -89,30 +91,32 @@ Rcpp::NumericMatrix cpp_gem_features(const Eigen::Map<Eigen::MatrixXd> x,
                                      SEXP center, SEXP scale, int threads,
                                      SEXP progress = R_NilValue, SEXP rff_W = R_NilValue,
                                      SEXP rff_b = R_NilValue) {
-  const kl::InputMap map = input_map(rff_W, rff_b, x.cols());
-  const Eigen::Index p = kl::gem_feature_count(map.out_dim(x.cols()), V.cols(), degree,
-                                               keep_input, ones);
-  if (static_cast<double>(x.rows()) * static_cast<double>(p) > 4.5e15)
-    Rcpp::stop("the feature matrix would be too large");
-  Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(p));
-  Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), p);
-  kl::Callbacks cb = klr::make_callbacks(progress);
-  klr::with_eigen_threads(1, [&]() {
-    kl::gem_features(x, V, base, degree, keep_input, ones, Z, threads, cb, map);
-  });
-  if (standardize) {
-    const bool compute = Rf_isNull(center);
-    kl::Vec c, s;
-    if (!compute) {
-      Rcpp::NumericVector cv(center), sv(scale);
-      c = Eigen::Map<const Eigen::VectorXd>(cv.begin(), cv.size());
-      s = Eigen::Map<const Eigen::VectorXd>(sv.begin(), sv.size());
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    const kl::InputMap map = input_map(rff_W, rff_b, x.cols());
+    const Eigen::Index p = kl::gem_feature_count(map.out_dim(x.cols()), V.cols(), degree,
+                                                 keep_input, ones);
+    if (static_cast<double>(x.rows()) * static_cast<double>(p) > 4.5e15)
+      Rcpp::stop("the feature matrix would be too large");
+    Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(p));
+    Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), p);
+    kl::Callbacks cb = klr::make_callbacks(progress);
+    klr::with_eigen_threads(1, [&]() {
+      kl::gem_features(x, V, base, degree, keep_input, ones, Z, threads, cb, map);
+    });
+    if (standardize) {
+      const bool compute = Rf_isNull(center);
+      kl::Vec c, s;
+      if (!compute) {
+        Rcpp::NumericVector cv(center), sv(scale);
+        c = Eigen::Map<const Eigen::VectorXd>(cv.begin(), cv.size());
+        s = Eigen::Map<const Eigen::VectorXd>(sv.begin(), sv.size());
+      }
+      kl::standardize_columns(Z, c, s, compute, kl::clamp_threads(threads));
+      out.attr("center") = Rcpp::wrap(c);
+      out.attr("scale") = Rcpp::wrap(s);
     }
-    kl::standardize_columns(Z, c, s, compute, kl::clamp_threads(threads));
-    out.attr("center") = Rcpp::wrap(c);
-    out.attr("scale") = Rcpp::wrap(s);
-  }
-  return out;
+    return out;
+  });
 }
 
 // Random Fourier features sqrt(2 / D) cos(x W + b), rows in parallel.
@@ -120,19 +124,21 @@ Rcpp::NumericMatrix cpp_gem_features(const Eigen::Map<Eigen::MatrixXd> x,
 Rcpp::NumericMatrix cpp_rff_map(const Eigen::Map<Eigen::MatrixXd> x,
                                 const Eigen::Map<Eigen::MatrixXd> W,
                                 const Eigen::Map<Eigen::VectorXd> b, int threads) {
-  if (W.rows() != x.cols() || b.size() != W.cols())
-    Rcpp::stop("internal error: random Fourier map of the wrong shape");
-  Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(W.cols()));
-  Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), W.cols());
-  kl::InputMap map;
-  map.W = W.data();
-  map.b = b.data();
-  map.d = W.rows();
-  map.D = W.cols();
-  row_blocks(x.rows(), threads, [&](Eigen::Index r0, Eigen::Index len) {
-    map.apply(x.middleRows(r0, len), Z.middleRows(r0, len));
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    if (W.rows() != x.cols() || b.size() != W.cols())
+      Rcpp::stop("internal error: random Fourier map of the wrong shape");
+    Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(W.cols()));
+    Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), W.cols());
+    kl::InputMap map;
+    map.W = W.data();
+    map.b = b.data();
+    map.d = W.rows();
+    map.D = W.cols();
+    row_blocks(x.rows(), threads, [&](Eigen::Index r0, Eigen::Index len) {
+      map.apply(x.middleRows(r0, len), Z.middleRows(r0, len));
+    });
+    return out;
   });
-  return out;
 }
 
 // Linear predictors x B + 1 b' of a linear head, rows in parallel.
@@ -140,15 +146,17 @@ Rcpp::NumericMatrix cpp_rff_map(const Eigen::Map<Eigen::MatrixXd> x,
 Rcpp::NumericMatrix cpp_linear_predictor(const Eigen::Map<Eigen::MatrixXd> x,
                                          const Eigen::Map<Eigen::MatrixXd> B,
                                          const Eigen::Map<Eigen::VectorXd> b, int threads) {
-  if (B.rows() != x.cols() || b.size() != B.cols())
-    Rcpp::stop("internal error: coefficients of the wrong shape");
-  Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(B.cols()));
-  Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), B.cols());
-  row_blocks(x.rows(), threads, [&](Eigen::Index r0, Eigen::Index len) {
-    Z.middleRows(r0, len).noalias() = x.middleRows(r0, len) * B;
-    Z.middleRows(r0, len).rowwise() += b.transpose();
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    if (B.rows() != x.cols() || b.size() != B.cols())
+      Rcpp::stop("internal error: coefficients of the wrong shape");
+    Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(B.cols()));
+    Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), B.cols());
+    row_blocks(x.rows(), threads, [&](Eigen::Index r0, Eigen::Index len) {
+      Z.middleRows(r0, len).noalias() = x.middleRows(r0, len) * B;
+      Z.middleRows(r0, len).rowwise() += b.transpose();
+    });
+    return out;
   });
-  return out;
 }
 
 // Features of z through V, standardised, and the multinomial logistic regression on them. With
@@ -163,122 +171,126 @@ Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Ei
                         int threads, SEXP sub, bool single, int head = 0,
                         SEXP progress = R_NilValue, SEXP rff_W = R_NilValue,
                         SEXP rff_b = R_NilValue) {
-  const kl::InputMap map = input_map(rff_W, rff_b, z.cols());
-  const Eigen::Index dz = map.out_dim(z.cols());
-  kl::Callbacks cb = klr::make_callbacks(progress);
-  const kl::IVec yy = klr::labels_from_r(y);
-  if (head == 1) {
-    kl::ClsOptions co;
-    co.lambda = lambda;
-    co.max_iter = maxit;
-    co.tol = tol;
-    co.threads = kl::clamp_threads(threads);
+  return klr::guard([&]() -> Rcpp::List {
+    const kl::InputMap map = input_map(rff_W, rff_b, z.cols());
+    const Eigen::Index dz = map.out_dim(z.cols());
+    kl::Callbacks cb = klr::make_callbacks(progress);
+    const kl::IVec yy = klr::labels_from_r(y);
+    if (head == 1) {
+      kl::ClsOptions co;
+      co.lambda = lambda;
+      co.max_iter = maxit;
+      co.tol = tol;
+      co.threads = kl::clamp_threads(threads);
+      kl::Vec center, scale;
+      kl::ClsFit f;
+      Eigen::Index p = 0;
+      // Eigen threads for the Cholesky factorisation; the tiled loops run their own threads.
+      klr::with_eigen_threads(co.threads, [&]() {
+        if (single) {
+          kl::RowMajorF32 X;
+          kl::gem_features_f32(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1),
+                               map);
+          if (standardize) kl::standardize_f32(X, center, scale, co.threads);
+          p = X.p;
+          f = kl::cls_fit(X, yy, K, co, cb.stage(0.1, 1.0));
+        } else {
+          p = kl::gem_feature_count(dz, V.cols(), degree, keep_input, ones);
+          kl::Mat X(z.rows(), p);
+          kl::gem_features(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1), map);
+          if (standardize) kl::standardize_columns(X, center, scale, true, co.threads);
+          f = kl::cls_fit(X, yy, K, co, cb.stage(0.1, 1.0));
+        }
+      });
+      Rcpp::List link(f.link.size()), delta(f.delta.size());
+      for (std::size_t t = 0; t < f.link.size(); ++t) {
+        link[t] = Rcpp::wrap(f.link[t]);
+        delta[t] = Rcpp::wrap(f.delta[t]);
+      }
+      return Rcpp::List::create(
+          Rcpp::Named("W0") = Rcpp::wrap(f.W0), Rcpp::Named("link") = link,
+          Rcpp::Named("delta") = delta,
+          Rcpp::Named("center") = standardize ? Rcpp::wrap(center) : R_NilValue,
+          Rcpp::Named("scale") = standardize ? Rcpp::wrap(scale) : R_NilValue,
+          Rcpp::Named("change") = Rcpp::wrap(f.change),
+          Rcpp::Named("train_error") = Rcpp::wrap(f.train_error),
+          Rcpp::Named("iterations") = f.iterations, Rcpp::Named("converged") = f.converged,
+          Rcpp::Named("p") = static_cast<double>(p), Rcpp::Named("single") = single,
+          Rcpp::Named("seconds") = Rcpp::NumericVector::create(
+              Rcpp::Named("gram") = f.seconds_gram, Rcpp::Named("factor") = f.seconds_factor,
+              Rcpp::Named("steps") = f.seconds_steps));
+    }
+    kl::LogisticOptions opt;
+    opt.lambda = lambda;
+    opt.max_iter = maxit;
+    opt.gtol = tol;
+    opt.ftol = single ? 1e-12 : 1e-14;
+    opt.threads = kl::clamp_threads(threads);
+    std::vector<Eigen::Index> rows;
+    if (!Rf_isNull(sub)) {
+      Rcpp::IntegerVector s(sub);
+      rows.resize(static_cast<std::size_t>(s.size()));
+      for (R_xlen_t i = 0; i < s.size(); ++i) rows[static_cast<std::size_t>(i)] = s[i] - 1;
+    }
     kl::Vec center, scale;
-    kl::ClsFit f;
+    kl::LogisticFit f;
+    int sub_iter = 0;
     Eigen::Index p = 0;
-    // Eigen threads for the Cholesky factorisation; the tiled loops run their own threads.
-    klr::with_eigen_threads(co.threads, [&]() {
+    klr::with_eigen_threads(1, [&]() {
       if (single) {
         kl::RowMajorF32 X;
         kl::gem_features_f32(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1),
-                             map);
-        if (standardize) kl::standardize_f32(X, center, scale, co.threads);
+                               map);
+        if (standardize) kl::standardize_f32(X, center, scale, opt.threads);
         p = X.p;
-        f = kl::cls_fit(X, yy, K, co, cb.stage(0.1, 1.0));
+        if (!rows.empty()) {
+          kl::LogisticFit f0 = kl::logistic_fit_f32(X, yy, K, rows, opt, cb);
+          opt.init_coef = f0.coef;
+          opt.init_intercept = f0.intercept;
+          sub_iter = f0.iterations;
+        }
+        f = kl::logistic_fit_f32(X, yy, K, {}, opt, cb);
       } else {
         p = kl::gem_feature_count(dz, V.cols(), degree, keep_input, ones);
         kl::Mat X(z.rows(), p);
         kl::gem_features(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1), map);
-        if (standardize) kl::standardize_columns(X, center, scale, true, co.threads);
-        f = kl::cls_fit(X, yy, K, co, cb.stage(0.1, 1.0));
+        if (standardize) kl::standardize_columns(X, center, scale, true, opt.threads);
+        if (!rows.empty()) {
+          kl::Mat Xs(static_cast<Eigen::Index>(rows.size()), p);
+          kl::IVec ys(static_cast<Eigen::Index>(rows.size()));
+          for (std::size_t i = 0; i < rows.size(); ++i) {
+            Xs.row(static_cast<Eigen::Index>(i)) = X.row(rows[i]);
+            ys[static_cast<Eigen::Index>(i)] = yy[rows[i]];
+          }
+          kl::LogisticFit f0 = kl::logistic_fit(Xs, ys, K, kl::Vec(), opt, cb);
+          opt.init_coef = f0.coef;
+          opt.init_intercept = f0.intercept;
+          sub_iter = f0.iterations;
+        }
+        f = kl::logistic_fit(X, yy, K, kl::Vec(), opt, cb);
       }
     });
-    Rcpp::List link(f.link.size()), delta(f.delta.size());
-    for (std::size_t t = 0; t < f.link.size(); ++t) {
-      link[t] = Rcpp::wrap(f.link[t]);
-      delta[t] = Rcpp::wrap(f.delta[t]);
-    }
     return Rcpp::List::create(
-        Rcpp::Named("W0") = Rcpp::wrap(f.W0), Rcpp::Named("link") = link,
-        Rcpp::Named("delta") = delta,
+        Rcpp::Named("coefficients") = Rcpp::wrap(f.coef),
+        Rcpp::Named("intercept") = Rcpp::wrap(f.intercept),
         Rcpp::Named("center") = standardize ? Rcpp::wrap(center) : R_NilValue,
         Rcpp::Named("scale") = standardize ? Rcpp::wrap(scale) : R_NilValue,
-        Rcpp::Named("change") = Rcpp::wrap(f.change),
-        Rcpp::Named("train_error") = Rcpp::wrap(f.train_error),
-        Rcpp::Named("iterations") = f.iterations, Rcpp::Named("converged") = f.converged,
-        Rcpp::Named("p") = static_cast<double>(p), Rcpp::Named("single") = single,
-        Rcpp::Named("seconds") = Rcpp::NumericVector::create(
-            Rcpp::Named("gram") = f.seconds_gram, Rcpp::Named("factor") = f.seconds_factor,
-            Rcpp::Named("steps") = f.seconds_steps));
-  }
-  kl::LogisticOptions opt;
-  opt.lambda = lambda;
-  opt.max_iter = maxit;
-  opt.gtol = tol;
-  opt.ftol = single ? 1e-12 : 1e-14;
-  opt.threads = kl::clamp_threads(threads);
-  std::vector<Eigen::Index> rows;
-  if (!Rf_isNull(sub)) {
-    Rcpp::IntegerVector s(sub);
-    rows.resize(static_cast<std::size_t>(s.size()));
-    for (R_xlen_t i = 0; i < s.size(); ++i) rows[static_cast<std::size_t>(i)] = s[i] - 1;
-  }
-  kl::Vec center, scale;
-  kl::LogisticFit f;
-  int sub_iter = 0;
-  Eigen::Index p = 0;
-  klr::with_eigen_threads(1, [&]() {
-    if (single) {
-      kl::RowMajorF32 X;
-      kl::gem_features_f32(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1),
-                             map);
-      if (standardize) kl::standardize_f32(X, center, scale, opt.threads);
-      p = X.p;
-      if (!rows.empty()) {
-        kl::LogisticFit f0 = kl::logistic_fit_f32(X, yy, K, rows, opt, cb);
-        opt.init_coef = f0.coef;
-        opt.init_intercept = f0.intercept;
-        sub_iter = f0.iterations;
-      }
-      f = kl::logistic_fit_f32(X, yy, K, {}, opt, cb);
-    } else {
-      p = kl::gem_feature_count(dz, V.cols(), degree, keep_input, ones);
-      kl::Mat X(z.rows(), p);
-      kl::gem_features(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1), map);
-      if (standardize) kl::standardize_columns(X, center, scale, true, opt.threads);
-      if (!rows.empty()) {
-        kl::Mat Xs(static_cast<Eigen::Index>(rows.size()), p);
-        kl::IVec ys(static_cast<Eigen::Index>(rows.size()));
-        for (std::size_t i = 0; i < rows.size(); ++i) {
-          Xs.row(static_cast<Eigen::Index>(i)) = X.row(rows[i]);
-          ys[static_cast<Eigen::Index>(i)] = yy[rows[i]];
-        }
-        kl::LogisticFit f0 = kl::logistic_fit(Xs, ys, K, kl::Vec(), opt, cb);
-        opt.init_coef = f0.coef;
-        opt.init_intercept = f0.intercept;
-        sub_iter = f0.iterations;
-      }
-      f = kl::logistic_fit(X, yy, K, kl::Vec(), opt, cb);
-    }
+        Rcpp::Named("objective") = f.objective, Rcpp::Named("grad_norm") = f.grad_norm,
+        Rcpp::Named("iterations") = f.iterations, Rcpp::Named("sub_iterations") = sub_iter,
+        Rcpp::Named("converged") = f.converged, Rcpp::Named("message") = f.message,
+        Rcpp::Named("p") = static_cast<double>(p),
+        Rcpp::Named("single") = single,
+        Rcpp::Named("vectorised") = single && kl::logistic_f32_vectorised());
   });
-  return Rcpp::List::create(
-      Rcpp::Named("coefficients") = Rcpp::wrap(f.coef),
-      Rcpp::Named("intercept") = Rcpp::wrap(f.intercept),
-      Rcpp::Named("center") = standardize ? Rcpp::wrap(center) : R_NilValue,
-      Rcpp::Named("scale") = standardize ? Rcpp::wrap(scale) : R_NilValue,
-      Rcpp::Named("objective") = f.objective, Rcpp::Named("grad_norm") = f.grad_norm,
-      Rcpp::Named("iterations") = f.iterations, Rcpp::Named("sub_iterations") = sub_iter,
-      Rcpp::Named("converged") = f.converged, Rcpp::Named("message") = f.message,
-      Rcpp::Named("p") = static_cast<double>(p),
-      Rcpp::Named("single") = single,
-      Rcpp::Named("vectorised") = single && kl::logistic_f32_vectorised());
 }
 
 // [[Rcpp::export]]
 double cpp_gem_feature_count(double d, double F, int degree, bool keep_input, bool ones) {
-  return static_cast<double>(kl::gem_feature_count(static_cast<Eigen::Index>(d),
-                                                   static_cast<Eigen::Index>(F), degree,
-                                                   keep_input, ones));
+  return klr::guard([&]() -> double {
+    return static_cast<double>(kl::gem_feature_count(static_cast<Eigen::Index>(d),
+                                                     static_cast<Eigen::Index>(F), degree,
+                                                     keep_input, ones));
+  });
 }
 
 // Final scores of a calibrated least-squares head for the features Z (n x p).
@@ -286,22 +298,26 @@ double cpp_gem_feature_count(double d, double F, int degree, bool keep_input, bo
 Rcpp::NumericMatrix cpp_cls_scores(const Eigen::Map<Eigen::MatrixXd> Z,
                                    const Eigen::Map<Eigen::MatrixXd> W0, Rcpp::List link,
                                    Rcpp::List delta, int threads) {
-  kl::ClsFit f;
-  f.W0 = W0;
-  for (R_xlen_t t = 0; t < link.size(); ++t) {
-    f.link.push_back(Rcpp::as<Eigen::MatrixXd>(link[t]));
-    f.delta.push_back(Rcpp::as<Eigen::MatrixXd>(delta[t]));
-  }
-  kl::Mat S = klr::with_eigen_threads(1, [&]() { return kl::cls_scores(Z, f, threads); });
-  return Rcpp::wrap(S);
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    kl::ClsFit f;
+    f.W0 = W0;
+    for (R_xlen_t t = 0; t < link.size(); ++t) {
+      f.link.push_back(Rcpp::as<Eigen::MatrixXd>(link[t]));
+      f.delta.push_back(Rcpp::as<Eigen::MatrixXd>(delta[t]));
+    }
+    kl::Mat S = klr::with_eigen_threads(1, [&]() { return kl::cls_scores(Z, f, threads); });
+    return Rcpp::wrap(S);
+  });
 }
 
 // Rows of S projected onto the probability simplex.
 // [[Rcpp::export]]
 Rcpp::NumericMatrix cpp_simplex_project(const Eigen::Map<Eigen::MatrixXd> S) {
-  kl::Mat out = S;
-  kl::simplex_project_rows(out);
-  return Rcpp::wrap(out);
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    kl::Mat out = S;
+    kl::simplex_project_rows(out);
+    return Rcpp::wrap(out);
+  });
 }
 
 // The vectorised single-precision kernels this processor runs: "avx512", "avx2" or "none".
@@ -314,18 +330,20 @@ std::string cpp_simd_level() { return kl::simd_level_name(kl::simd_level()); }
 // [[Rcpp::export]]
 Rcpp::NumericMatrix cpp_gram_with_intercept(const Eigen::Map<Eigen::MatrixXd> X, bool single,
                                             int threads, int simd = 2) {
-  if (simd < 0 || simd > 2) Rcpp::stop("simd must be 0, 1 or 2");
-  kl::Mat G = klr::with_eigen_threads(1, [&]() {
-    if (!single) return kl::gram_with_intercept(X, threads);
-    kl::RowMajorF32 F;
-    F.n = X.rows();
-    F.p = X.cols();
-    F.data.resize(static_cast<std::size_t>(F.n * F.p));
-    for (Eigen::Index i = 0; i < F.n; ++i)
-      for (Eigen::Index j = 0; j < F.p; ++j) F.row(i)[j] = static_cast<float>(X(i, j));
-    return kl::gram_with_intercept(F, threads, static_cast<kl::SimdLevel>(simd));
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    if (simd < 0 || simd > 2) Rcpp::stop("simd must be 0, 1 or 2");
+    kl::Mat G = klr::with_eigen_threads(1, [&]() {
+      if (!single) return kl::gram_with_intercept(X, threads);
+      kl::RowMajorF32 F;
+      F.n = X.rows();
+      F.p = X.cols();
+      F.data.resize(static_cast<std::size_t>(F.n * F.p));
+      for (Eigen::Index i = 0; i < F.n; ++i)
+        for (Eigen::Index j = 0; j < F.p; ++j) F.row(i)[j] = static_cast<float>(X(i, j));
+      return kl::gram_with_intercept(F, threads, static_cast<kl::SimdLevel>(simd));
+    });
+    return Rcpp::wrap(G);
   });
-  return Rcpp::wrap(G);
 }
 
 // The lower Cholesky factor of a symmetric positive definite matrix by the blocked parallel
@@ -333,24 +351,28 @@ Rcpp::NumericMatrix cpp_gram_with_intercept(const Eigen::Map<Eigen::MatrixXd> X,
 // is not positive.
 // [[Rcpp::export]]
 SEXP cpp_cholesky(const Eigen::Map<Eigen::MatrixXd> A, int threads, int simd = 2) {
-  if (simd < 0 || simd > 2) Rcpp::stop("simd must be 0, 1 or 2");
-  if (A.rows() != A.cols()) Rcpp::stop("the matrix must be square");
-  kl::Mat L = A;
-  const bool ok = klr::with_eigen_threads(
-      1, [&]() { return kl::cholesky_lower(L, threads, static_cast<kl::SimdLevel>(simd)); });
-  if (!ok) return R_NilValue;
-  return Rcpp::wrap(kl::Mat(L.triangularView<Eigen::Lower>()));
+  return klr::guard([&]() -> SEXP {
+    if (simd < 0 || simd > 2) Rcpp::stop("simd must be 0, 1 or 2");
+    if (A.rows() != A.cols()) Rcpp::stop("the matrix must be square");
+    kl::Mat L = A;
+    const bool ok = klr::with_eigen_threads(
+        1, [&]() { return kl::cholesky_lower(L, threads, static_cast<kl::SimdLevel>(simd)); });
+    if (!ok) return R_NilValue;
+    return Rcpp::wrap(kl::Mat(L.triangularView<Eigen::Lower>()));
+  });
 }
 
 // Class second moments and means (y: 0-based classes), as the fit computes them.
 // [[Rcpp::export]]
 Rcpp::List cpp_class_moments(const Eigen::Map<Eigen::MatrixXd> x, const Rcpp::IntegerVector y,
                              int K, int threads) {
-  const kl::IVec yy = Rcpp::as<kl::IVec>(y);
-  const kl::ClassMoments cm = klr::with_eigen_threads(
-      1, [&]() { return kl::class_moments(x, yy, K, threads, klr::make_callbacks()); });
-  Rcpp::List second(K);
-  for (int k = 0; k < K; ++k) second[k] = Rcpp::wrap(cm.second[static_cast<std::size_t>(k)]);
-  return Rcpp::List::create(Rcpp::Named("second") = second, Rcpp::Named("mean") = cm.mean,
-                            Rcpp::Named("count") = cm.count);
+  return klr::guard([&]() -> Rcpp::List {
+    const kl::IVec yy = Rcpp::as<kl::IVec>(y);
+    const kl::ClassMoments cm = klr::with_eigen_threads(
+        1, [&]() { return kl::class_moments(x, yy, K, threads, klr::make_callbacks()); });
+    Rcpp::List second(K);
+    for (int k = 0; k < K; ++k) second[k] = Rcpp::wrap(cm.second[static_cast<std::size_t>(k)]);
+    return Rcpp::List::create(Rcpp::Named("second") = second, Rcpp::Named("mean") = cm.mean,
+                              Rcpp::Named("count") = cm.count);
+  });
 }

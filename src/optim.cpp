@@ -218,46 +218,50 @@ Rcpp::List run_plateau(const std::string& method, const Rcpp::List& control) {
 // [[Rcpp::export]]
 Rcpp::List cpp_optim_test(std::string problem, std::string method, Rcpp::NumericVector x0,
                           Rcpp::List control, Rcpp::IntegerVector seed) {
-  const kl::Vec x = Eigen::Map<const Eigen::VectorXd>(x0.begin(), x0.size());
-  kl::Rng rng(klr::seed_from_r(seed));
-  kl::Callbacks cb = klr::make_callbacks();
-  if (problem == "rosenbrock") return run_rosenbrock(method, x, control, cb);
-  if (problem == "least_squares") return run_least_squares(method, x, control, rng, cb);
-  if (problem == "rastrigin") return run_rastrigin(method, x, control, rng, cb);
-  if (problem == "plateau") return run_plateau(method, control);
-  Rcpp::stop("unknown problem '%s'", problem);
+  return klr::guard([&]() -> Rcpp::List {
+    const kl::Vec x = Eigen::Map<const Eigen::VectorXd>(x0.begin(), x0.size());
+    kl::Rng rng(klr::seed_from_r(seed));
+    kl::Callbacks cb = klr::make_callbacks();
+    if (problem == "rosenbrock") return run_rosenbrock(method, x, control, cb);
+    if (problem == "least_squares") return run_least_squares(method, x, control, rng, cb);
+    if (problem == "rastrigin") return run_rastrigin(method, x, control, rng, cb);
+    if (problem == "plateau") return run_plateau(method, control);
+    Rcpp::stop("unknown problem '%s'", problem);
+  });
 }
 
 // n draws from the core's engine: "uniform", "uniform_open", "normal", "below" (integers in
 // [0, bound)), "permutation" (of 0..n-1) or "split" (uniforms from a derived stream).
 // [[Rcpp::export]]
 SEXP cpp_rng_draw(Rcpp::IntegerVector seed, int n, std::string what, double bound = 0) {
-  if (n < 0) Rcpp::stop("'n' must be non-negative");
-  kl::Rng rng(klr::seed_from_r(seed));
-  if (what == "uniform" || what == "uniform_open" || what == "normal" || what == "split") {
-    Rcpp::NumericVector out(n);
-    if (what == "split") {
-      kl::Rng child = rng.split();
-      for (int i = 0; i < n; ++i) out[i] = child.uniform();
-    } else {
-      for (int i = 0; i < n; ++i)
-        out[i] = what == "uniform" ? rng.uniform()
-                 : what == "uniform_open" ? rng.uniform_open()
-                 : rng.normal();
+  return klr::guard([&]() -> SEXP {
+    if (n < 0) Rcpp::stop("'n' must be non-negative");
+    kl::Rng rng(klr::seed_from_r(seed));
+    if (what == "uniform" || what == "uniform_open" || what == "normal" || what == "split") {
+      Rcpp::NumericVector out(n);
+      if (what == "split") {
+        kl::Rng child = rng.split();
+        for (int i = 0; i < n; ++i) out[i] = child.uniform();
+      } else {
+        for (int i = 0; i < n; ++i)
+          out[i] = what == "uniform" ? rng.uniform()
+                   : what == "uniform_open" ? rng.uniform_open()
+                   : rng.normal();
+      }
+      return out;
     }
-    return out;
-  }
-  if (what == "below") {
-    if (!(bound >= 1.0) || bound > 9007199254740992.0 || bound != std::floor(bound))
-      Rcpp::stop("'bound' must be a whole number >= 1");
-    Rcpp::NumericVector out(n);
-    const auto m = static_cast<std::uint64_t>(bound);
-    for (int i = 0; i < n; ++i) out[i] = static_cast<double>(rng.below(m));
-    return out;
-  }
-  if (what == "permutation") {
-    const std::vector<int> p = rng.permutation(n);
-    return Rcpp::IntegerVector(p.begin(), p.end());
-  }
-  Rcpp::stop("unknown draw '%s'", what);
+    if (what == "below") {
+      if (!(bound >= 1.0) || bound > 9007199254740992.0 || bound != std::floor(bound))
+        Rcpp::stop("'bound' must be a whole number >= 1");
+      Rcpp::NumericVector out(n);
+      const auto m = static_cast<std::uint64_t>(bound);
+      for (int i = 0; i < n; ++i) out[i] = static_cast<double>(rng.below(m));
+      return out;
+    }
+    if (what == "permutation") {
+      const std::vector<int> p = rng.permutation(n);
+      return Rcpp::IntegerVector(p.begin(), p.end());
+    }
+    Rcpp::stop("unknown draw '%s'", what);
+  });
 }

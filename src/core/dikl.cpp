@@ -37,7 +37,7 @@ Mat spd_factor(Mat& S, double jitter, int threads) {
     ok = cholesky_lower(L, threads);
   }
   if (!ok || !S.allFinite())
-    throw Error("dikl: the feature covariance is not positive definite (non-finite features?)");
+    throw Error("the feature covariance is not positive definite (non-finite features?)");
   return L;
 }
 
@@ -49,14 +49,14 @@ Eigen::RowVectorXd col_means(CMatRef A) {
 }  // namespace
 
 void dikl_check_params(const DiklMapParams& p, Eigen::Index d) {
-  if (p.P.rows() < 1) throw Error("dikl: the map has no features");
-  if (p.P.cols() != d) throw Error("dikl: the map and the data have different numbers of columns");
-  if (!p.P.allFinite()) throw Error("dikl: the map parameters are not finite");
+  if (p.P.rows() < 1) throw Error("the map has no features");
+  if (p.P.cols() != d) throw Error("the map and the data have different numbers of columns");
+  if (!p.P.allFinite()) throw Error("the map parameters are not finite");
   if (p.map == DiklMap::nystrom) {
-    if (!(p.gamma > 0.0) || !std::isfinite(p.gamma)) throw Error("dikl: gamma must be positive");
+    if (!(p.gamma > 0.0) || !std::isfinite(p.gamma)) throw Error("gamma must be positive");
   } else {
-    if (p.b.size() != p.P.rows()) throw Error("dikl: the Fourier map needs one phase per feature");
-    if (!p.b.allFinite()) throw Error("dikl: the map parameters are not finite");
+    if (p.b.size() != p.P.rows()) throw Error("the Fourier map needs one phase per feature");
+    if (!p.b.allFinite()) throw Error("the map parameters are not finite");
   }
 }
 
@@ -119,8 +119,8 @@ double dikl_objective(DiklObjective obj, const DiklMapParams& p, CMatRef X, CMat
                       const Callbacks& cb) {
   const Eigen::Index n = X.rows(), J = p.dim(), L = Y.cols();
   dikl_check_params(p, X.cols());
-  if (Y.rows() != n) throw Error("dikl: X and Y have different numbers of rows");
-  if (n < 1 || L < 1) throw Error("dikl: empty batch");
+  if (Y.rows() != n) throw Error("X and Y have different numbers of rows");
+  if (n < 1 || L < 1) throw Error("empty batch");
   const bool nys = p.map == DiklMap::nystrom;
   Mat F, sinz;
   dikl_features(p, X, F, nys ? nullptr : &sinz, be, threads, cb);
@@ -159,7 +159,7 @@ double dikl_objective(DiklObjective obj, const DiklMapParams& p, CMatRef X, CMat
     }
     case DiklObjective::ls: {
       if (V.rows() != J || V.cols() != L || c.size() != L)
-        throw Error("dikl: the least-squares head does not match the map");
+        throw Error("the least-squares head does not match the map");
       Mat R = F * V;
       R.rowwise() += c.transpose();
       R -= Y;
@@ -173,14 +173,14 @@ double dikl_objective(DiklObjective obj, const DiklMapParams& p, CMatRef X, CMat
     }
     case DiklObjective::ce: {
       if (!classes || classes->size() != n)
-        throw Error("dikl: the cross-entropy objective needs one class per row");
+        throw Error("the cross-entropy objective needs one class per row");
       if (V.rows() != J || V.cols() != L || c.size() != L)
-        throw Error("dikl: the softmax head does not match the map");
+        throw Error("the softmax head does not match the map");
       Mat G = F * V;
       G.rowwise() += c.transpose();
       for (Eigen::Index i = 0; i < n; ++i) {
         const int yi = (*classes)[i];
-        if (yi < 0 || yi >= L) throw Error("dikl: class index out of range");
+        if (yi < 0 || yi >= L) throw Error("class index out of range");
         const double mx = G.row(i).maxCoeff();
         double s = 0.0;
         for (Eigen::Index k = 0; k < L; ++k) {
@@ -214,7 +214,7 @@ double dikl_ridge_head(const DiklMapParams& p, CMatRef X, CMatRef Y, double rho,
                        Mat& V, Vec& c, Backend& be, int threads, const Callbacks& cb) {
   const Eigen::Index n = X.rows(), J = p.dim(), L = Y.cols();
   dikl_check_params(p, X.cols());
-  if (Y.rows() != n || n < 1) throw Error("dikl: X and Y have different numbers of rows");
+  if (Y.rows() != n || n < 1) throw Error("X and Y have different numbers of rows");
   Mat FtF = Mat::Zero(J, J), FtY = Mat::Zero(J, L), Fb, G(J, J);
   Vec fsum = Vec::Zero(J);
   const Vec ysum = Y.colwise().sum().transpose();
@@ -244,12 +244,12 @@ DiklTrainResult dikl_train(const DiklMapParams& init, CMatRef X, CMatRef Y, cons
                            const Callbacks& cb) {
   const Eigen::Index n = X.rows(), d = X.cols(), L = Y.cols();
   dikl_check_params(init, d);
-  if (Y.rows() != n || n < 2) throw Error("dikl: X and Y must have the same rows (at least 2)");
-  if (opt.batch_size < 2) throw Error("dikl: batch_size must be at least 2");
-  if (!(opt.lr > 0.0)) throw Error("dikl: the learning rate must be positive");
-  if (!(opt.rho >= 0.0)) throw Error("dikl: rho must be non-negative");
+  if (Y.rows() != n || n < 2) throw Error("X and Y must have the same rows (at least 2)");
+  if (opt.batch_size < 2) throw Error("batch_size must be at least 2");
+  if (!(opt.lr > 0.0)) throw Error("the learning rate must be positive");
+  if (!(opt.rho >= 0.0)) throw Error("rho must be non-negative");
   const bool ce = opt.objective == DiklObjective::ce;
-  if (ce && classes.size() != n) throw Error("dikl: the cross-entropy objective needs classes");
+  if (ce && classes.size() != n) throw Error("the cross-entropy objective needs classes");
 
   DiklTrainResult res;
   res.params = init;
@@ -311,7 +311,7 @@ DiklTrainResult dikl_train(const DiklMapParams& init, CMatRef X, CMatRef Y, cons
       const double v = dikl_objective(opt.objective, p, Xb, Yb, ce ? &cls : nullptr, opt.rho,
                                       opt.jitter, res.V, res.c, &gr, be, opt.threads, cb);
       if (!std::isfinite(v))
-        throw Error("dikl: the objective became non-finite in epoch " + std::to_string(epoch + 1) +
+        throw Error("the objective became non-finite in epoch " + std::to_string(epoch + 1) +
                     " (try a smaller learning rate)");
       const double w = sign / static_cast<double>(m);
       g.head(nP) = w * Eigen::Map<const Vec>(gr.gP.data(), nP);
@@ -344,7 +344,7 @@ void nystrom_whitener(const DiklMapParams& p, Mat& T, Vec& values, Backend& be, 
   if (p.map != DiklMap::nystrom) throw Error("nystrom_whitener: not a Nystrom map");
   const Mat B = landmark_gram(p, be, threads);
   Eigen::SelfAdjointEigenSolver<Mat> es(B);
-  if (es.info() != Eigen::Success) throw Error("dikl: eigendecomposition of k(Z, Z) failed");
+  if (es.info() != Eigen::Success) throw Error("eigendecomposition of k(Z, Z) failed");
   const Vec& l = es.eigenvalues();  // increasing
   const Eigen::Index J = l.size();
   const double cut = static_cast<double>(J) * std::numeric_limits<double>::epsilon() * l[J - 1];
