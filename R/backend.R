@@ -5,12 +5,13 @@
 #' kernel matrices and the matrix products of \code{\link{dikl}} training). The GPU
 #' library is built when the package is installed with a CUDA toolkit
 #' (\code{KERNLEARN_CUDA=auto}, the default, or \code{yes}); it is loaded on
-#' first use, and when no driver or device is found the CPU is used and a
-#' one-line message says why.
+#' first use. When no driver or device is found the CPU is used: silently in
+#' the default mode (\code{kl_backend()} says why), with a warning (once per
+#' session) when the GPU was asked for explicitly.
 #'
 #' Select with \code{options(kernlearn.backend = )}: \code{"auto"} (the GPU when
 #' usable, else the CPU), \code{"cpu"}, or \code{"cuda"} (the GPU, falling back
-#' to the CPU with a message when it is not usable).
+#' to the CPU with a warning when it is not usable).
 #'
 #' @param verbose If \code{TRUE}, also print why the GPU is not in use.
 #' @return A string: \code{"cpu"} or \code{"cuda: <device name>"}, with
@@ -62,18 +63,21 @@ kl_backend <- function(verbose = FALSE) {
   mode <- .backend_mode()
   lib <- .gpu_lib_path()
   if (mode == "cpu") return(list(gpu = FALSE, lib = lib))
+  # "auto" falls back to the CPU silently (kl_backend() says why); an explicit "cuda" that
+  # cannot be honoured warns, once per session.
   if (!nzchar(lib)) {
     if (mode == "cuda" && message && !isTRUE(.kl_state$told_nolib)) {
       .kl_state$told_nolib <- TRUE
-      message("kernlearn: using the CPU: the package was built without CUDA ",
-              "(reinstall with KERNLEARN_CUDA=yes and a CUDA toolkit)")
+      warning("options(kernlearn.backend = \"cuda\"): using the CPU: the package was built ",
+              "without CUDA (reinstall with KERNLEARN_CUDA=yes and a CUDA toolkit)",
+              call. = FALSE)
     }
     return(list(gpu = FALSE, lib = lib))
   }
   probe <- .gpu_probe()
-  if (!isTRUE(probe$available) && message && !isTRUE(.kl_state$told_nogpu)) {
+  if (!isTRUE(probe$available) && mode == "cuda" && message && !isTRUE(.kl_state$told_nogpu)) {
     .kl_state$told_nogpu <- TRUE
-    message("kernlearn: using the CPU: ", probe$why)
+    warning("options(kernlearn.backend = \"cuda\"): using the CPU: ", probe$why, call. = FALSE)
   }
   list(gpu = isTRUE(probe$available), lib = lib)
 }

@@ -19,6 +19,26 @@ test_that("asking for CUDA without a usable GPU falls back to the CPU with the s
   K_cpu <- kernel_matrix(gaussian_kernel(1), x)
   options(kernlearn.backend = "cuda")
   if (startsWith(kl_backend(), "cuda")) skip("a GPU is in use")
-  K <- suppressMessages(kernel_matrix(gaussian_kernel(1), x))
+  K <- suppressWarnings(kernel_matrix(gaussian_kernel(1), x))
   expect_identical(K, K_cpu)
+})
+
+test_that("the automatic backend falls back silently; an explicit cuda warns once", {
+  if (startsWith(kl_backend(), "cuda")) skip("a GPU is in use")
+  st <- kernlearn:::.kl_state
+  old <- list(nolib = st$told_nolib, nogpu = st$told_nogpu)
+  on.exit({
+    st$told_nolib <- old$nolib
+    st$told_nogpu <- old$nogpu
+  }, add = TRUE)
+  st$told_nolib <- NULL
+  st$told_nogpu <- NULL
+  x <- matrix(runif(60 * 3), 60)
+  op <- options(kernlearn.backend = "auto")
+  on.exit(options(op), add = TRUE)
+  expect_silent(kernel_matrix(gaussian_kernel(1), x))
+  expect_silent(kernel_ridge(x, x[, 1], lambda = 0.1))
+  options(kernlearn.backend = "cuda")
+  expect_warning(kernel_matrix(gaussian_kernel(1), x), "kernlearn.backend = \"cuda\".*CPU")
+  expect_silent(kernel_matrix(gaussian_kernel(1), x))
 })
