@@ -49,6 +49,7 @@
       stop(sprintf("%s: 'x' is empty (%d x %d)", caller, nrow(x), ncol(x)), call. = FALSE)
     if (is.null(names(x)) || any(!nzchar(names(x))))
       names(x) <- paste0("V", seq_len(ncol(x)))
+    .check_unique_names(names(x), caller, "x")
     .check_frame_values(x, caller, "x")
     if (length(y) != nrow(x))
       stop(sprintf("%s: 'x' has %d rows but 'y' has length %d", caller, nrow(x), length(y)),
@@ -62,6 +63,7 @@
                             scale = scale))
   }
   x <- .check_numeric_matrix(x, caller, "x")
+  .check_unique_names(colnames(x), caller, "x")
   if (length(y) != nrow(x))
     stop(sprintf("%s: 'x' has %d rows but 'y' has length %d", caller, nrow(x), length(y)),
          call. = FALSE)
@@ -91,6 +93,15 @@
                  caller, name, .name_list(colnames(x)[cols]), .num_list(rows)), call. = FALSE)
   }
   x
+}
+
+# Columns are matched by name at predict time, so training names must be unique.
+.check_unique_names <- function(nms, caller, name) {
+  dup <- unique(nms[duplicated(nms)])
+  if (length(dup))
+    stop(sprintf("%s: '%s' has duplicated column name(s) %s; columns are matched by name at predict time, so give every column its own name",
+                 caller, name, .name_list(dup)), call. = FALSE)
+  invisible(TRUE)
 }
 
 .name_list <- function(v, max = 5L) {
