@@ -131,7 +131,7 @@ dikl.formula <- function(formula, data, map = c("nystrom", "fourier"), dim = 100
   .heads_flag(scale, "scale", caller)
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
   .dikl_fit(inp, map, dim, gamma, rho, objective, init, head, cost, lambda, batch_size, lr,
-            max_epochs, patience, tol, threads, match.call())
+            max_epochs, patience, tol, threads, .kl_call(match.call(), "dikl"))
 }
 
 #' @rdname dikl
@@ -148,7 +148,7 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
   .heads_flag(scale, "scale", caller)
   inp <- .kl_input_xy(x, y, caller, scale = scale)
   .dikl_fit(inp, map, dim, gamma, rho, objective, init, head, cost, lambda, batch_size, lr,
-            max_epochs, patience, tol, threads, match.call())
+            max_epochs, patience, tol, threads, .kl_call(match.call(), "dikl"))
 }
 
 .dikl_map_code <- function(map) if (map == "nystrom") 0L else 1L

@@ -183,7 +183,7 @@ gem.formula <- function(formula, data, ridge = 0.1, ridge_type = c("relative", "
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
   .gem_fit(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree, keep_input,
            head, lambda, depth, first_layer, rff, ensemble, standardize, max_pairs, maxit, tol,
-           eigen_method, threads, match.call())
+           eigen_method, threads, .kl_call(match.call(), "gem"))
 }
 
 #' @rdname gem
@@ -213,7 +213,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   inp <- .kl_input_xy(x, y, caller, scale = scale)
   .gem_fit(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree, keep_input,
            head, lambda, depth, first_layer, rff, ensemble, standardize, max_pairs, maxit, tol,
-           eigen_method, threads, match.call())
+           eigen_method, threads, .kl_call(match.call(), "gem"))
 }
 
 # One layer's settings, checked. `prefix` names the argument in error messages.

@@ -146,7 +146,7 @@ hgk.formula <- function(formula, data, depth = NULL, nodes = NULL, kernel = NULL
   .no_dots(..., caller = "hgk()")
   inp <- .kl_input_formula(formula, data, "hgk()", scale = scale)
   .hgk_fit(inp, depth, nodes, kernel, candidates, saturation, loss, gradient, final, folds,
-           gamma, lambda, probability, control, scale, threads, match.call())
+           gamma, lambda, probability, control, scale, threads, .kl_call(match.call(), "hgk"))
 }
 
 #' @rdname hgk
@@ -162,7 +162,7 @@ hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
     stop("hgk(): use hgk(formula, data = ) with a formula", call. = FALSE)
   inp <- .kl_input_xy(x, y, "hgk()", scale = scale)
   .hgk_fit(inp, depth, nodes, kernel, candidates, saturation, loss, gradient, final, folds,
-           gamma, lambda, probability, control, scale, threads, match.call())
+           gamma, lambda, probability, control, scale, threads, .kl_call(match.call(), "hgk"))
 }
 
 #' Optimisation constants of hgk()

@@ -57,7 +57,7 @@ kernel_ridge.formula <- function(formula, data, kernel = gaussian_kernel(), lamb
                                  threads = NULL, ...) {
   .no_dots(..., caller = "kernel_ridge()")
   inp <- .kl_input_formula(formula, data, "kernel_ridge()")
-  .kernel_ridge_fit(inp, kernel, lambda, threads, match.call())
+  .kernel_ridge_fit(inp, kernel, lambda, threads, .kl_call(match.call(), "kernel_ridge"))
 }
 
 #' @rdname kernel_ridge
@@ -68,7 +68,7 @@ kernel_ridge.default <- function(x, y, kernel = gaussian_kernel(), lambda = 0.01
   if (inherits(x, "formula"))
     stop("kernel_ridge(): use kernel_ridge(formula, data = ) with a formula", call. = FALSE)
   inp <- .kl_input_xy(x, y, "kernel_ridge()")
-  .kernel_ridge_fit(inp, kernel, lambda, threads, match.call())
+  .kernel_ridge_fit(inp, kernel, lambda, threads, .kl_call(match.call(), "kernel_ridge"))
 }
 
 .no_dots <- function(..., caller) {

@@ -174,7 +174,7 @@ kernel_svm.formula <- function(formula, data, kernel = gaussian_kernel(), cost =
   inp <- .kl_input_formula(formula, data, caller)
   .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
                   prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
-                  match.call())
+                  .kl_call(match.call(), "kernel_svm"))
 }
 
 #' @rdname kernel_svm
@@ -197,7 +197,7 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
   }
   .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
                   prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
-                  match.call())
+                  .kl_call(match.call(), "kernel_svm"))
 }
 
 .svm_type <- function(type, caller) {

@@ -96,3 +96,15 @@
                  paste0("\"", choices, "\"", collapse = ", ")), call. = FALSE)
   v[1L]
 }
+
+# The call a model stores: the generic as the user writes it (so that update() works), with
+# the formula as its first, unnamed argument.
+.kl_call <- function(cl, generic) {
+  cl[[1L]] <- as.name(generic)
+  nm <- names(cl)
+  if (!is.null(nm)) {
+    nm[nm == "formula"] <- ""
+    names(cl) <- nm
+  }
+  cl
+}

@@ -19,3 +19,25 @@ test_that("duplicated column names are refused at fit by every learner", {
   colnames(X) <- NULL
   expect_s3_class(kernel_svm(X, y), "kernel_svm")
 })
+
+test_that("models store the call as the user writes it, so update() works", {
+  set.seed(1)
+  d <- iris[rep(1:150, 2), ]
+  x <- as.matrix(d[, 1:4])
+  y <- d$Species
+  f1 <- kernel_svm(Species ~ ., data = iris, cost = 1)
+  expect_identical(f1$call[[1L]], as.name("kernel_svm"))
+  expect_equal(update(f1, cost = 4)$cost, 4)
+  f2 <- kernel_svm(x, y)
+  expect_equal(update(f2, cost = 3)$cost, 3)
+  f3 <- kernel_ridge(Species ~ ., data = iris, lambda = 0.1)
+  expect_equal(update(f3, lambda = 1)$lambda, 1)
+  f4 <- gem(Species ~ ., data = iris)
+  expect_s3_class(update(f4, lambda = 0.01), "gem")
+  f5 <- dikl(Species ~ ., data = iris, dim = 5, max_epochs = 1)
+  expect_equal(update(f5, dim = 6)$params$dim, 6)
+  f6 <- hgk(x, y, depth = 1, control = hgk_control(maxit = 0))
+  expect_equal(update(f6, gradient = "fixed")$gradient, "fixed")
+  tu <- kl_tune(kernel_ridge, Species ~ ., data = iris, grid = list(lambda = c(0.1, 1)))
+  expect_identical(tu$best_model$call[[1L]], as.name("kernel_ridge"))
+})
