@@ -30,8 +30,9 @@ bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks&
     // Panel: A21 <- A21 L11^-T, in row chunks.
     const auto L11 = A.block(k0, k0, kb, kb).triangularView<Eigen::Lower>();
     const Eigen::Index nchunk = (rest + kCholTile - 1) / kCholTile;
+    const EigenSerial eigen_serial(!(nchunk > 1));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads) if (nchunk > 1)
 #endif
     for (Eigen::Index c = 0; c < nchunk; ++c) {
       const Eigen::Index r0 = k1 + c * kCholTile, len = std::min(kCholTile, N - r0);
@@ -44,7 +45,7 @@ bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks&
       for (Eigen::Index b = 0; b <= a; ++b) tiles.emplace_back(a, b);
     const long ntasks = static_cast<long>(tiles.size());
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads) if (ntasks > 1)
 #endif
     for (long t = 0; t < ntasks; ++t) {
       const Eigen::Index i0 = k1 + tiles[static_cast<std::size_t>(t)].first * kCholTile;

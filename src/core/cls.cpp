@@ -78,18 +78,21 @@ Mat crossprod_impl(const Src& s, const Mat& R, int threads) {
   const Eigen::Index n = s.rows(), p = s.cols(), K = R.cols();
   const RowBlocks bl = make_row_blocks(n);
   std::vector<Mat> part(static_cast<std::size_t>(bl.count));
+  {
+    const EigenSerial eigen_serial(!(bl.count > 1));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (bl.count > 1)
 #endif
-  for (int j = 0; j < bl.count; ++j) {
-    const Eigen::Index r0 = bl.start(j), len = bl.size(j);
-    const MT Rb = R.middleRows(r0, len).template cast<T>();
-    MT prod(p, K);
-    prod.noalias() = s.block(r0, len).transpose() * Rb;
-    Mat& out = part[static_cast<std::size_t>(j)];
-    out.resize(p + 1, K);
-    out.topRows(p) = prod.template cast<double>();
-    out.row(p) = R.middleRows(r0, len).colwise().sum();
+    for (int j = 0; j < bl.count; ++j) {
+      const Eigen::Index r0 = bl.start(j), len = bl.size(j);
+      const MT Rb = R.middleRows(r0, len).template cast<T>();
+      MT prod(p, K);
+      prod.noalias() = s.block(r0, len).transpose() * Rb;
+      Mat& out = part[static_cast<std::size_t>(j)];
+      out.resize(p + 1, K);
+      out.topRows(p) = prod.template cast<double>();
+      out.row(p) = R.middleRows(r0, len).colwise().sum();
+    }
   }
   Mat total = Mat::Zero(p + 1, K);
   for (const Mat& m : part) total += m;
@@ -105,15 +108,18 @@ Mat product_impl(const Src& s, const Mat& W, int threads) {
   const MT Wt = W.topRows(p).template cast<T>();
   Mat out(n, K);
   const RowBlocks bl = make_row_blocks(n);
+  {
+    const EigenSerial eigen_serial(!(bl.count > 1));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (bl.count > 1)
 #endif
-  for (int j = 0; j < bl.count; ++j) {
-    const Eigen::Index r0 = bl.start(j), len = bl.size(j);
-    MT prod(len, K);
-    prod.noalias() = s.block(r0, len) * Wt;
-    out.middleRows(r0, len) = prod.template cast<double>();
-    out.middleRows(r0, len).rowwise() += W.row(p);
+    for (int j = 0; j < bl.count; ++j) {
+      const Eigen::Index r0 = bl.start(j), len = bl.size(j);
+      MT prod(len, K);
+      prod.noalias() = s.block(r0, len) * Wt;
+      out.middleRows(r0, len) = prod.template cast<double>();
+      out.middleRows(r0, len).rowwise() += W.row(p);
+    }
   }
   return out;
 }

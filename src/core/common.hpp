@@ -75,4 +75,23 @@ inline RowBlocks make_row_blocks(Eigen::Index n) {
 // Thread count to use: at least 1.
 inline int clamp_threads(int threads) { return threads < 1 ? 1 : threads; }
 
+// Parallel loops with too few tasks run on the calling thread (an OpenMP `if` clause), so that
+// small problems do not wait on a busy machine's other cores. Inside a team Eigen's products
+// run serially; this scope makes them serial on the calling thread too while `serial` holds,
+// so results do not depend on the thread count. Use it on the calling thread only.
+class EigenSerial {
+ public:
+  explicit EigenSerial(bool serial) : old_(serial ? Eigen::nbThreads() : -1) {
+    if (old_ >= 0) Eigen::setNbThreads(1);
+  }
+  ~EigenSerial() {
+    if (old_ >= 0) Eigen::setNbThreads(old_);
+  }
+  EigenSerial(const EigenSerial&) = delete;
+  EigenSerial& operator=(const EigenSerial&) = delete;
+
+ private:
+  int old_;
+};
+
 }  // namespace kl

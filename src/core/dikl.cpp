@@ -72,7 +72,7 @@ void dikl_features(const DiklMapParams& p, CMatRef X, Mat& F, Mat* sin_out, Back
   if (sin_out) sin_out->resize(n, J);
   const double s = std::sqrt(2.0 / static_cast<double>(J));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(clamp_threads(threads))
+#pragma omp parallel for schedule(static) num_threads(clamp_threads(threads)) if (n * J > 100000)
 #endif
   for (Eigen::Index j = 0; j < J; ++j) {
     const double bj = p.b[j];

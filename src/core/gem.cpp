@@ -39,7 +39,7 @@ namespace {
 
 void check_map(const CMatRef& x, const InputMap& map) {
   if (map.active() && (map.d != x.cols() || map.D < 1 || map.b == nullptr))
-    throw Error("gem: the random Fourier map and the data have different dimensions");
+    throw Error("the random Fourier map and the data have different dimensions");
 }
 
 }  // namespace
@@ -48,11 +48,11 @@ ClassMoments class_moments(const CMatRef& x, const IVec& y, int K, int threads,
                            const Callbacks& cb, const InputMap& map) {
   check_map(x, map);
   const Eigen::Index n = x.rows(), d = map.out_dim(x.cols()), d_in = x.cols();
-  if (K < 1) throw Error("gem: at least one class is needed");
-  if (y.size() != n) throw Error("gem: y and x have different numbers of rows");
+  if (K < 1) throw Error("at least one class is needed");
+  if (y.size() != n) throw Error("y and x have different numbers of rows");
   std::vector<std::vector<Eigen::Index>> rows(static_cast<std::size_t>(K));
   for (Eigen::Index i = 0; i < n; ++i) {
-    if (y[i] < 0 || y[i] >= K) throw Error("gem: class labels must lie in 0..K-1");
+    if (y[i] < 0 || y[i] >= K) throw Error("class labels must lie in 0..K-1");
     rows[static_cast<std::size_t>(y[i])].push_back(i);
   }
   ClassMoments out;
@@ -76,25 +76,31 @@ ClassMoments class_moments(const CMatRef& x, const IVec& y, int K, int threads,
       const Eigen::Index len = std::min(kChunkRows, nm - c0);
       G.resize(len, d);
       if (!map.active()) {
+        {
+          const EigenSerial eigen_serial(!(len * d > 100000));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(clamp_threads(threads))
+#pragma omp parallel for schedule(static) num_threads(clamp_threads(threads)) if (len * d > 100000)
 #endif
-        for (Eigen::Index t = 0; t < len; ++t)
-          for (Eigen::Index j = 0; j < d; ++j) G(t, j) = x(r[static_cast<std::size_t>(c0 + t)], j);
+          for (Eigen::Index t = 0; t < len; ++t)
+            for (Eigen::Index j = 0; j < d; ++j) G(t, j) = x(r[static_cast<std::size_t>(c0 + t)], j);
+        }
       } else {
         // The mapped rows of the chunk, in sub-blocks of rows in parallel.
         const Eigen::Index sub = 64, nsub = (len + sub - 1) / sub;
+        {
+          const EigenSerial eigen_serial(!(nsub > 1));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (nsub > 1)
 #endif
-        for (Eigen::Index si = 0; si < nsub; ++si) {
-          const Eigen::Index t0 = si * sub, l = std::min(sub, len - t0);
-          Mat xb(l, d_in), zb(l, d);
-          for (Eigen::Index t = 0; t < l; ++t)
-            for (Eigen::Index j = 0; j < d_in; ++j)
-              xb(t, j) = x(r[static_cast<std::size_t>(c0 + t0 + t)], j);
-          map.apply(xb, zb);
-          G.middleRows(t0, l) = zb;
+          for (Eigen::Index si = 0; si < nsub; ++si) {
+            const Eigen::Index t0 = si * sub, l = std::min(sub, len - t0);
+            Mat xb(l, d_in), zb(l, d);
+            for (Eigen::Index t = 0; t < l; ++t)
+              for (Eigen::Index j = 0; j < d_in; ++j)
+                xb(t, j) = x(r[static_cast<std::size_t>(c0 + t0 + t)], j);
+            map.apply(xb, zb);
+            G.middleRows(t0, l) = zb;
+          }
         }
       }
       for (Eigen::Index t = 0; t < len; ++t) out.mean.col(m) += G.row(t).transpose();
@@ -177,7 +183,7 @@ TopEigen top_eigen_block(Eigen::Index d, int k, const std::function<void(const M
     Mat H = Q.leftCols(m).transpose() * AQ.leftCols(m);
     H = 0.5 * (H + H.transpose()).eval();
     es.compute(H);
-    if (es.info() != Eigen::Success) throw Error("gem: Rayleigh-Ritz eigensolver failed");
+    if (es.info() != Eigen::Success) throw Error("Rayleigh-Ritz eigensolver failed");
     // Descending order.
     const Vec theta = es.eigenvalues().reverse();
     const Mat S = es.eigenvectors().rowwise().reverse();
@@ -227,7 +233,7 @@ void dense_top(const Mat& L, const Mat& C, int k, Vec& values, Mat& U) {
   Mat M = Lt.solve(T.transpose());      // L^-1 C L^-T (C symmetric)
   M = 0.5 * (M + M.transpose()).eval();
   Eigen::SelfAdjointEigenSolver<Mat> es(M);
-  if (es.info() != Eigen::Success) throw Error("gem: the dense eigensolver failed");
+  if (es.info() != Eigen::Success) throw Error("the dense eigensolver failed");
   const Eigen::Index d = M.rows();
   values = es.eigenvalues().tail(k).reverse();
   U = es.eigenvectors().rightCols(k).rowwise().reverse();
@@ -240,15 +246,15 @@ std::vector<GemPair> gem_directions(const ClassMoments& M, const std::vector<int
                                     const std::vector<int>& den, const GemOptions& opt,
                                     const Callbacks& cb) {
   const int K = static_cast<int>(M.second.size());
-  if (K < 2) throw Error("gem: at least two classes are needed");
+  if (K < 2) throw Error("at least two classes are needed");
   const Eigen::Index d = M.second[0].rows();
-  if (num.size() != den.size()) throw Error("gem: pair lists differ in length");
-  if (opt.top < 1) throw Error("gem: 'top' must be at least 1");
-  if (!(opt.ridge >= 0) || !std::isfinite(opt.ridge)) throw Error("gem: 'ridge' must be >= 0");
+  if (num.size() != den.size()) throw Error("pair lists differ in length");
+  if (opt.top < 1) throw Error("'top' must be at least 1");
+  if (!(opt.ridge >= 0) || !std::isfinite(opt.ridge)) throw Error("'ridge' must be >= 0");
   const std::size_t P = num.size();
   for (std::size_t q = 0; q < P; ++q)
     if (num[q] < 0 || num[q] >= K || den[q] < 0 || den[q] >= K || num[q] == den[q])
-      throw Error("gem: invalid class pair");
+      throw Error("invalid class pair");
   const int k = static_cast<int>(std::min<Eigen::Index>(opt.top, d));
   const int threads = clamp_threads(opt.threads);
 
@@ -258,33 +264,36 @@ std::vector<GemPair> gem_directions(const ClassMoments& M, const std::vector<int
   dens.erase(std::unique(dens.begin(), dens.end()), dens.end());
   std::vector<Mat> L(static_cast<std::size_t>(K));
   std::vector<int> failed(static_cast<std::size_t>(K), 0);
+  {
+    const EigenSerial eigen_serial(!(dens.size() > 1));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (dens.size() > 1)
 #endif
-  for (std::size_t t = 0; t < dens.size(); ++t) {
-    const int j = dens[t];
-    const Mat& C = M.second[static_cast<std::size_t>(j)];
-    const double r = opt.relative ? opt.ridge * C.trace() / static_cast<double>(d) : opt.ridge;
-    Mat B = C;
-    B.diagonal().array() += r;
-    Eigen::LLT<Mat> llt(B);
-    // A factor with a tiny pivot relative to the largest diagonal entry is numerically singular.
-    bool ok = llt.info() == Eigen::Success;
-    if (ok) {
-      const Mat& Lj = llt.matrixLLT();
-      const double dmax = B.diagonal().cwiseAbs().maxCoeff();
-      const double pmin = Lj.diagonal().minCoeff();
-      ok = pmin > 0 && pmin * pmin > 1e-13 * std::max(dmax, 1e-300);
-    }
-    if (ok) {
-      L[static_cast<std::size_t>(j)] = llt.matrixL();
-    } else {
-      failed[static_cast<std::size_t>(j)] = 1;
+    for (std::size_t t = 0; t < dens.size(); ++t) {
+      const int j = dens[t];
+      const Mat& C = M.second[static_cast<std::size_t>(j)];
+      const double r = opt.relative ? opt.ridge * C.trace() / static_cast<double>(d) : opt.ridge;
+      Mat B = C;
+      B.diagonal().array() += r;
+      Eigen::LLT<Mat> llt(B);
+      // A factor with a tiny pivot relative to the largest diagonal entry is numerically singular.
+      bool ok = llt.info() == Eigen::Success;
+      if (ok) {
+        const Mat& Lj = llt.matrixLLT();
+        const double dmax = B.diagonal().cwiseAbs().maxCoeff();
+        const double pmin = Lj.diagonal().minCoeff();
+        ok = pmin > 0 && pmin * pmin > 1e-13 * std::max(dmax, 1e-300);
+      }
+      if (ok) {
+        L[static_cast<std::size_t>(j)] = llt.matrixL();
+      } else {
+        failed[static_cast<std::size_t>(j)] = 1;
+      }
     }
   }
   for (int j : dens)
     if (failed[static_cast<std::size_t>(j)])
-      throw Error("gem: the regularised second-moment matrix of class " + std::to_string(j + 1) +
+      throw Error("the regularised second-moment matrix of class " + std::to_string(j + 1) +
                   " is singular (a class with fewer rows than columns, or constant columns); "
                   "use a larger ridge");
   cb.check();
@@ -299,50 +308,53 @@ std::vector<GemPair> gem_directions(const ClassMoments& M, const std::vector<int
   for (std::size_t q0 = 0; q0 < P; q0 += round) {
     const std::size_t q1 = std::min(P, q0 + round);
     std::vector<std::string> errors(q1 - q0);
+    {
+      const EigenSerial eigen_serial(!(q1 - q0 > 1));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (q1 - q0 > 1)
 #endif
-    for (std::size_t q = q0; q < q1; ++q) {
-      try {
-        const int i = num[q], j = den[q];
-        const Mat& Lj = L[static_cast<std::size_t>(j)];
-        const Mat& Ci = M.second[static_cast<std::size_t>(i)];
-        GemPair& g = out[q];
-        g.num = i;
-        g.den = j;
-        Vec values;
-        Mat U;
-        bool dense = opt.method == 1 || (opt.method == 0 && dense_auto);
-        if (!dense) {
-          const auto Lt = Lj.triangularView<Eigen::Lower>();
-          auto op = [&](const Mat& X, Mat& AX) {
-            Mat T = Lt.transpose().solve(X);
-            Mat CT = Ci * T;
-            AX = Lt.solve(CT);
-          };
-          TopEigen te = top_eigen_block(d, k, op, seeds[q], opt.tol, d / 2);
-          g.applications = te.applications;
-          if (te.converged) {
-            values = te.values;
-            U = te.vectors;
-          } else {
-            dense = true;
+      for (std::size_t q = q0; q < q1; ++q) {
+        try {
+          const int i = num[q], j = den[q];
+          const Mat& Lj = L[static_cast<std::size_t>(j)];
+          const Mat& Ci = M.second[static_cast<std::size_t>(i)];
+          GemPair& g = out[q];
+          g.num = i;
+          g.den = j;
+          Vec values;
+          Mat U;
+          bool dense = opt.method == 1 || (opt.method == 0 && dense_auto);
+          if (!dense) {
+            const auto Lt = Lj.triangularView<Eigen::Lower>();
+            auto op = [&](const Mat& X, Mat& AX) {
+              Mat T = Lt.transpose().solve(X);
+              Mat CT = Ci * T;
+              AX = Lt.solve(CT);
+            };
+            TopEigen te = top_eigen_block(d, k, op, seeds[q], opt.tol, d / 2);
+            g.applications = te.applications;
+            if (te.converged) {
+              values = te.values;
+              U = te.vectors;
+            } else {
+              dense = true;
+            }
           }
+          if (dense) dense_top(Lj, Ci, k, values, U);
+          g.dense = dense;
+          g.spectrum = values;
+          // v = L^-T u, so that v' B v = 1; keep eigenvalues >= threshold.
+          Eigen::Index kept = 0;
+          while (kept < values.size() && values[kept] >= opt.threshold) ++kept;
+          Mat V = Lj.triangularView<Eigen::Lower>().transpose().solve(U.leftCols(kept));
+          for (Eigen::Index c = 0; c < kept; ++c) {
+            const double s = V.col(c).dot(M.mean.col(i));
+            if (s < 0) V.col(c) = -V.col(c);
+          }
+          g.vectors = std::move(V);
+        } catch (const std::exception& e) {
+          errors[q - q0] = e.what();
         }
-        if (dense) dense_top(Lj, Ci, k, values, U);
-        g.dense = dense;
-        g.spectrum = values;
-        // v = L^-T u, so that v' B v = 1; keep eigenvalues >= threshold.
-        Eigen::Index kept = 0;
-        while (kept < values.size() && values[kept] >= opt.threshold) ++kept;
-        Mat V = Lj.triangularView<Eigen::Lower>().transpose().solve(U.leftCols(kept));
-        for (Eigen::Index c = 0; c < kept; ++c) {
-          const double s = V.col(c).dot(M.mean.col(i));
-          if (s < 0) V.col(c) = -V.col(c);
-        }
-        g.vectors = std::move(V);
-      } catch (const std::exception& e) {
-        errors[q - q0] = e.what();
       }
     }
     for (const auto& e : errors)
@@ -418,8 +430,8 @@ void mapped_feature_block(const CMatRef& xb, const InputMap& map, const CMatRef&
 void check_feature_args(const CMatRef& x, const CMatRef& V, int degree, const InputMap& map) {
   check_map(x, map);
   if (V.rows() != map.out_dim(x.cols()))
-    throw Error("gem: directions and data have different dimensions");
-  if (degree < 1) throw Error("gem: 'degree' must be at least 1");
+    throw Error("directions and data have different dimensions");
+  if (degree < 1) throw Error("'degree' must be at least 1");
 }
 
 // f(r0, len) over blocks of `block` rows, in parallel, in rounds between which the calling
@@ -430,10 +442,13 @@ void blocks_in_rounds(Eigen::Index n, Eigen::Index block, int threads, const Cal
   const Eigen::Index round = 8 * clamp_threads(threads);
   for (Eigen::Index b0 = 0; b0 < nblocks; b0 += round) {
     const Eigen::Index b1 = std::min(nblocks, b0 + round);
+    {
+      const EigenSerial eigen_serial(!(b1 - b0 > 1));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (b1 - b0 > 1)
 #endif
-    for (Eigen::Index bi = b0; bi < b1; ++bi) f(bi * block, std::min(block, n - bi * block));
+      for (Eigen::Index bi = b0; bi < b1; ++bi) f(bi * block, std::min(block, n - bi * block));
+    }
     cb.check();
     cb.report(static_cast<double>(b1) / static_cast<double>(nblocks));
   }
@@ -446,7 +461,7 @@ void gem_features(const CMatRef& x, const CMatRef& V, int base, int degree, bool
   check_feature_args(x, V, degree, map);
   const Eigen::Index n = x.rows(), dz = map.out_dim(x.cols());
   if (out.rows() != n || out.cols() != gem_feature_count(dz, V.cols(), degree, keep_input, ones))
-    throw Error("gem: feature matrix has the wrong shape");
+    throw Error("feature matrix has the wrong shape");
   blocks_in_rounds(n, 512, threads, cb, [&](Eigen::Index r0, Eigen::Index len) {
     mapped_feature_block(x.middleRows(r0, len), map, V, base, degree, keep_input, ones,
                          out.middleRows(r0, len));
@@ -477,21 +492,24 @@ void standardize_columns(MatRef z, Vec& center, Vec& scale, bool compute, int th
     center.resize(p);
     scale.resize(p);
   } else if (center.size() != p || scale.size() != p) {
-    throw Error("gem: standardisation has the wrong length");
+    throw Error("standardisation has the wrong length");
   }
+  {
+    const EigenSerial eigen_serial(!(n * p > 100000));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(clamp_threads(threads))
+#pragma omp parallel for schedule(static) num_threads(clamp_threads(threads)) if (n * p > 100000)
 #endif
-  for (Eigen::Index j = 0; j < p; ++j) {
-    auto col = z.col(j);
-    if (compute) {
-      const double mu = n > 0 ? col.mean() : 0.0;
-      const double ss = (col.array() - mu).square().sum();
-      const double sd = n > 1 ? std::sqrt(ss / static_cast<double>(n - 1)) : 0.0;
-      center[j] = mu;
-      scale[j] = sd > 1e-12 * std::abs(mu) && sd > 1e-30 ? 1.0 / sd : 0.0;
+    for (Eigen::Index j = 0; j < p; ++j) {
+      auto col = z.col(j);
+      if (compute) {
+        const double mu = n > 0 ? col.mean() : 0.0;
+        const double ss = (col.array() - mu).square().sum();
+        const double sd = n > 1 ? std::sqrt(ss / static_cast<double>(n - 1)) : 0.0;
+        center[j] = mu;
+        scale[j] = sd > 1e-12 * std::abs(mu) && sd > 1e-30 ? 1.0 / sd : 0.0;
+      }
+      col.array() = (col.array() - center[j]) * scale[j];
     }
-    col.array() = (col.array() - center[j]) * scale[j];
   }
 }
 

@@ -146,28 +146,31 @@ void standard_block(const Op& op, CMatRef X, CMatRef Z, MatRef K, int threads,
   for (Eigen::Index start = 0; start < nblocks; start += sweep) {
     const Eigen::Index stop = std::min(nblocks, start + sweep);
     bool failed = false;
+    {
+      const EigenSerial eigen_serial(!(stop - start > 1));
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (stop - start > 1)
 #endif
-    for (Eigen::Index b = start; b < stop; ++b) {
-      try {
-        const Eigen::Index rb = b / ncb, cbk = b % ncb;
-        const Eigen::Index r0 = rb * kRowBlock, c0 = cbk * kColBlock;
-        const Eigen::Index nr = std::min(kRowBlock, n - r0), nc = std::min(kColBlock, m - c0);
-        Mat G(nr, nc);
-        if (level != SimdLevel::none)  // G(i, j) = sum_k X(r0 + i, k) Z(c0 + j, k)
-          gemm_block(level, nr, nc, d, X.data() + r0, 1, X.outerStride(), Z.data() + c0,
-                     Z.outerStride(), 1, G.data(), 1, nr);
-        else
-          G.noalias() = X.middleRows(r0, nr) * Z.middleRows(c0, nc).transpose();
-        finish_block(op, Op::distance ? xn.data() + r0 : nullptr,
-                     Op::distance ? zn.data() + c0 : nullptr, G);
-        K.block(r0, c0, nr, nc) = G;
-      } catch (...) {
+      for (Eigen::Index b = start; b < stop; ++b) {
+        try {
+          const Eigen::Index rb = b / ncb, cbk = b % ncb;
+          const Eigen::Index r0 = rb * kRowBlock, c0 = cbk * kColBlock;
+          const Eigen::Index nr = std::min(kRowBlock, n - r0), nc = std::min(kColBlock, m - c0);
+          Mat G(nr, nc);
+          if (level != SimdLevel::none)  // G(i, j) = sum_k X(r0 + i, k) Z(c0 + j, k)
+            gemm_block(level, nr, nc, d, X.data() + r0, 1, X.outerStride(), Z.data() + c0,
+                       Z.outerStride(), 1, G.data(), 1, nr);
+          else
+            G.noalias() = X.middleRows(r0, nr) * Z.middleRows(c0, nc).transpose();
+          finish_block(op, Op::distance ? xn.data() + r0 : nullptr,
+                       Op::distance ? zn.data() + c0 : nullptr, G);
+          K.block(r0, c0, nr, nc) = G;
+        } catch (...) {
 #ifdef _OPENMP
 #pragma omp atomic write
 #endif
-        failed = true;
+          failed = true;
+        }
       }
     }
     if (failed) throw Error("kernel matrix: out of memory while computing a block");

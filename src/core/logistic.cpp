@@ -44,37 +44,40 @@ double data_term(const CMatRef& x, const IVec& y, int K, const Vec& wn, const CM
   std::vector<Vec> gbb(want_grad ? bl.count : 0);
   (void)threads;
 
+  {
+    const EigenSerial eigen_serial(!(bl.count > 1));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static, 1) num_threads(clamp_threads(threads))
+#pragma omp parallel for schedule(static, 1) num_threads(clamp_threads(threads)) if (bl.count > 1)
 #endif
-  for (int j = 0; j < bl.count; ++j) {
-    const Eigen::Index r0 = bl.start(j), len = bl.size(j);
-    Mat Z(len, K);
-    Z.noalias() = x.middleRows(r0, len) * B;
-    Z.rowwise() += b.transpose();
-    double acc = 0.0;
-    for (Eigen::Index r = 0; r < len; ++r) {
-      const Eigen::Index i = r0 + r;
-      const int yi = y[i];
-      const double zy = Z(r, yi);
-      const double zmax = Z.row(r).maxCoeff();
-      double s = 0.0;
-      for (int k = 0; k < K; ++k) {
-        const double e = std::exp(Z(r, k) - zmax);
-        Z(r, k) = e;
-        s += e;
+    for (int j = 0; j < bl.count; ++j) {
+      const Eigen::Index r0 = bl.start(j), len = bl.size(j);
+      Mat Z(len, K);
+      Z.noalias() = x.middleRows(r0, len) * B;
+      Z.rowwise() += b.transpose();
+      double acc = 0.0;
+      for (Eigen::Index r = 0; r < len; ++r) {
+        const Eigen::Index i = r0 + r;
+        const int yi = y[i];
+        const double zy = Z(r, yi);
+        const double zmax = Z.row(r).maxCoeff();
+        double s = 0.0;
+        for (int k = 0; k < K; ++k) {
+          const double e = std::exp(Z(r, k) - zmax);
+          Z(r, k) = e;
+          s += e;
+        }
+        // -log p_y = log(sum_k exp(z_k)) - z_y, with the maximum taken out.
+        if (wn[i] != 0.0) acc += wn[i] * (std::log(s) + zmax - zy);
+        if (want_grad) {
+          for (int k = 0; k < K; ++k) Z(r, k) = wn[i] * (Z(r, k) / s);
+          Z(r, yi) -= wn[i];
+        }
       }
-      // -log p_y = log(sum_k exp(z_k)) - z_y, with the maximum taken out.
-      if (wn[i] != 0.0) acc += wn[i] * (std::log(s) + zmax - zy);
+      loss[static_cast<std::size_t>(j)] = acc;
       if (want_grad) {
-        for (int k = 0; k < K; ++k) Z(r, k) = wn[i] * (Z(r, k) / s);
-        Z(r, yi) -= wn[i];
+        gBb[j] = x.middleRows(r0, len).transpose() * Z;
+        gbb[j] = Z.colwise().sum().transpose();
       }
-    }
-    loss[static_cast<std::size_t>(j)] = acc;
-    if (want_grad) {
-      gBb[j] = x.middleRows(r0, len).transpose() * Z;
-      gbb[j] = Z.colwise().sum().transpose();
     }
   }
 
@@ -202,22 +205,25 @@ Mat logistic_predict_prob(const CMatRef& x, const CMatRef& B, const CVecRef& b, 
   const RowBlocks bl = make_row_blocks(n);
   if (n == 0) return P;
   (void)threads;
+  {
+    const EigenSerial eigen_serial(!(bl.count > 1));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static, 1) num_threads(clamp_threads(threads))
+#pragma omp parallel for schedule(static, 1) num_threads(clamp_threads(threads)) if (bl.count > 1)
 #endif
-  for (int j = 0; j < bl.count; ++j) {
-    const Eigen::Index r0 = bl.start(j), len = bl.size(j);
-    P.middleRows(r0, len).noalias() = x.middleRows(r0, len) * B;
-    for (Eigen::Index i = r0; i < r0 + len; ++i) {
-      P.row(i) += b.transpose();
-      const double zmax = P.row(i).maxCoeff();
-      double s = 0.0;
-      for (Eigen::Index k = 0; k < K; ++k) {
-        const double e = std::exp(P(i, k) - zmax);
-        P(i, k) = e;
-        s += e;
+    for (int j = 0; j < bl.count; ++j) {
+      const Eigen::Index r0 = bl.start(j), len = bl.size(j);
+      P.middleRows(r0, len).noalias() = x.middleRows(r0, len) * B;
+      for (Eigen::Index i = r0; i < r0 + len; ++i) {
+        P.row(i) += b.transpose();
+        const double zmax = P.row(i).maxCoeff();
+        double s = 0.0;
+        for (Eigen::Index k = 0; k < K; ++k) {
+          const double e = std::exp(P(i, k) - zmax);
+          P(i, k) = e;
+          s += e;
+        }
+        P.row(i) /= s;
       }
-      P.row(i) /= s;
     }
   }
   return P;

@@ -124,21 +124,24 @@ void standardize_f32(RowMajorF32& X, Vec& center, Vec& scale, int threads) {
   // Shifted sums (by the first row) keep the variance accurate.
   Vec shift(p);
   for (Eigen::Index j = 0; j < p; ++j) shift[j] = n > 0 ? X.row(0)[j] : 0.0f;
+  {
+    const EigenSerial eigen_serial(!(bl.count > 1));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static, 1) num_threads(clamp_threads(threads))
+#pragma omp parallel for schedule(static, 1) num_threads(clamp_threads(threads)) if (bl.count > 1)
 #endif
-  for (int b = 0; b < bl.count; ++b) {
-    Vec a = Vec::Zero(p), q = Vec::Zero(p);
-    for (Eigen::Index i = bl.start(b); i < bl.start(b) + bl.size(b); ++i) {
-      const float* x = X.row(i);
-      for (Eigen::Index j = 0; j < p; ++j) {
-        const double v = static_cast<double>(x[j]) - shift[j];
-        a[j] += v;
-        q[j] += v * v;
+    for (int b = 0; b < bl.count; ++b) {
+      Vec a = Vec::Zero(p), q = Vec::Zero(p);
+      for (Eigen::Index i = bl.start(b); i < bl.start(b) + bl.size(b); ++i) {
+        const float* x = X.row(i);
+        for (Eigen::Index j = 0; j < p; ++j) {
+          const double v = static_cast<double>(x[j]) - shift[j];
+          a[j] += v;
+          q[j] += v * v;
+        }
       }
+      s1[static_cast<std::size_t>(b)] = std::move(a);
+      s2[static_cast<std::size_t>(b)] = std::move(q);
     }
-    s1[static_cast<std::size_t>(b)] = std::move(a);
-    s2[static_cast<std::size_t>(b)] = std::move(q);
   }
   Vec a = Vec::Zero(p), q = Vec::Zero(p);
   for (int b = 0; b < bl.count; ++b) {
@@ -155,13 +158,16 @@ void standardize_f32(RowMajorF32& X, Vec& center, Vec& scale, int threads) {
     center[j] = mu;
     scale[j] = sd > 1e-6 * std::abs(mu) && sd > 1e-30 ? 1.0 / sd : 0.0;
   }
+  {
+    const EigenSerial eigen_serial(!(n * p > 100000));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(clamp_threads(threads))
+#pragma omp parallel for schedule(static) num_threads(clamp_threads(threads)) if (n * p > 100000)
 #endif
-  for (Eigen::Index i = 0; i < n; ++i) {
-    float* x = X.row(i);
-    for (Eigen::Index j = 0; j < p; ++j)
-      x[j] = static_cast<float>((static_cast<double>(x[j]) - center[j]) * scale[j]);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      float* x = X.row(i);
+      for (Eigen::Index j = 0; j < p; ++j)
+        x[j] = static_cast<float>((static_cast<double>(x[j]) - center[j]) * scale[j]);
+    }
   }
 }
 
@@ -202,62 +208,65 @@ LogisticFit logistic_fit_f32(const RowMajorF32& X, const IVec& y, int K,
     Eigen::Map<const Vec> b(th.data() + p * K, K);
     for (Eigen::Index j = 0; j < p; ++j)
       for (int k = 0; k < K; ++k) Bp[static_cast<std::size_t>(j * Kp + k)] = static_cast<float>(B(j, k));
+    {
+      const EigenSerial eigen_serial(!(bl.count > 1));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (bl.count > 1)
 #endif
-    for (int blk = 0; blk < bl.count; ++blk) {
-      std::vector<float>& G = Gb[static_cast<std::size_t>(blk)];
-      G.assign(static_cast<std::size_t>(p * Kp), 0.0f);
-      Vec gb = Vec::Zero(K);
-      double acc = 0.0;
-      const Eigen::Index s0 = bl.start(blk), len = bl.size(blk);
-      const int chunk = 4 * kGroup;
-      std::vector<float> eta(static_cast<std::size_t>(chunk * Kp)), R(eta.size());
-      const float* xr[chunk];
-      for (Eigen::Index c0 = 0; c0 < len; c0 += chunk) {
-        const int m = static_cast<int>(std::min<Eigen::Index>(chunk, len - c0));
-        for (int r = 0; r < m; ++r) xr[r] = X.row(rows[static_cast<std::size_t>(s0 + c0 + r)]);
+      for (int blk = 0; blk < bl.count; ++blk) {
+        std::vector<float>& G = Gb[static_cast<std::size_t>(blk)];
+        G.assign(static_cast<std::size_t>(p * Kp), 0.0f);
+        Vec gb = Vec::Zero(K);
+        double acc = 0.0;
+        const Eigen::Index s0 = bl.start(blk), len = bl.size(blk);
+        const int chunk = 4 * kGroup;
+        std::vector<float> eta(static_cast<std::size_t>(chunk * Kp)), R(eta.size());
+        const float* xr[chunk];
+        for (Eigen::Index c0 = 0; c0 < len; c0 += chunk) {
+          const int m = static_cast<int>(std::min<Eigen::Index>(chunk, len - c0));
+          for (int r = 0; r < m; ++r) xr[r] = X.row(rows[static_cast<std::size_t>(s0 + c0 + r)]);
 #ifdef KL_HAVE_AVX2_KERNEL
-        if (avx) forward_avx2(xr, m, p, Bp.data(), Kp, eta.data());
-        else
+          if (avx) forward_avx2(xr, m, p, Bp.data(), Kp, eta.data());
+          else
 #endif
-          forward_generic(xr, m, p, Bp.data(), Kp, eta.data());
-        for (int r = 0; r < m; ++r) {
-          const int yi = y[rows[static_cast<std::size_t>(s0 + c0 + r)]];
-          double z[256];
-          double* zz = K <= 256 ? z : nullptr;
-          std::vector<double> zv;
-          if (!zz) {
-            zv.resize(static_cast<std::size_t>(K));
-            zz = zv.data();
+            forward_generic(xr, m, p, Bp.data(), Kp, eta.data());
+          for (int r = 0; r < m; ++r) {
+            const int yi = y[rows[static_cast<std::size_t>(s0 + c0 + r)]];
+            double z[256];
+            double* zz = K <= 256 ? z : nullptr;
+            std::vector<double> zv;
+            if (!zz) {
+              zv.resize(static_cast<std::size_t>(K));
+              zz = zv.data();
+            }
+            double zmax = -INFINITY;
+            for (int k = 0; k < K; ++k) {
+              zz[k] = static_cast<double>(eta[static_cast<std::size_t>(r * Kp + k)]) + b[k];
+              zmax = std::max(zmax, zz[k]);
+            }
+            double s = 0.0;
+            const double zy = zz[yi];
+            for (int k = 0; k < K; ++k) {
+              zz[k] = std::exp(zz[k] - zmax);
+              s += zz[k];
+            }
+            acc += std::log(s) + zmax - zy;
+            for (int k = 0; k < Kp; ++k) {
+              double q = 0.0;
+              if (k < K) q = (zz[k] / s - (k == yi ? 1.0 : 0.0)) / static_cast<double>(n);
+              if (k < K) gb[k] += q;
+              R[static_cast<std::size_t>(r * Kp + k)] = static_cast<float>(q);
+            }
           }
-          double zmax = -INFINITY;
-          for (int k = 0; k < K; ++k) {
-            zz[k] = static_cast<double>(eta[static_cast<std::size_t>(r * Kp + k)]) + b[k];
-            zmax = std::max(zmax, zz[k]);
-          }
-          double s = 0.0;
-          const double zy = zz[yi];
-          for (int k = 0; k < K; ++k) {
-            zz[k] = std::exp(zz[k] - zmax);
-            s += zz[k];
-          }
-          acc += std::log(s) + zmax - zy;
-          for (int k = 0; k < Kp; ++k) {
-            double q = 0.0;
-            if (k < K) q = (zz[k] / s - (k == yi ? 1.0 : 0.0)) / static_cast<double>(n);
-            if (k < K) gb[k] += q;
-            R[static_cast<std::size_t>(r * Kp + k)] = static_cast<float>(q);
-          }
+#ifdef KL_HAVE_AVX2_KERNEL
+          if (avx) backward_avx2(xr, m, p, R.data(), Kp, G.data());
+          else
+#endif
+            backward_generic(xr, m, p, R.data(), Kp, G.data());
         }
-#ifdef KL_HAVE_AVX2_KERNEL
-        if (avx) backward_avx2(xr, m, p, R.data(), Kp, G.data());
-        else
-#endif
-          backward_generic(xr, m, p, R.data(), Kp, G.data());
+        loss[static_cast<std::size_t>(blk)] = acc / static_cast<double>(n);
+        gbb[static_cast<std::size_t>(blk)] = gb;
       }
-      loss[static_cast<std::size_t>(blk)] = acc / static_cast<double>(n);
-      gbb[static_cast<std::size_t>(blk)] = gb;
     }
     double f = 0.0;
     Eigen::Map<Mat> gB(grad.data(), p, K);

@@ -193,20 +193,23 @@ void add_crossprod_lower_impl(SimdLevel level, const T* X, std::ptrdiff_t sr, st
 #ifndef _OPENMP
   (void)threads;
 #endif
+  {
+    const EigenSerial eigen_serial(!(ntasks > 1));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (ntasks > 1)
 #endif
-  for (long t = 0; t < ntasks; ++t) {
-    const std::ptrdiff_t i0 = tiles[static_cast<std::size_t>(t)].first;
-    const std::ptrdiff_t j0 = tiles[static_cast<std::size_t>(t)].second;
-    const std::ptrdiff_t wi = std::min(tile, p - i0), wj = std::min(tile, p - j0);
-    MT prod(wi, wj);
-    if (level != SimdLevel::none)  // prod(i, j) = sum_k X(k, i0 + i) X(k, j0 + j)
-      gemm_block_impl(level, wi, wj, nrows, X + i0 * sc, sc, sr, X + j0 * sc, sr, sc,
-                      prod.data(), std::ptrdiff_t(1), wi);
-    else
-      prod.noalias() = M.middleCols(i0, wi).transpose() * M.middleCols(j0, wj);
-    G.block(i0, j0, wi, wj) += prod.template cast<double>();
+    for (long t = 0; t < ntasks; ++t) {
+      const std::ptrdiff_t i0 = tiles[static_cast<std::size_t>(t)].first;
+      const std::ptrdiff_t j0 = tiles[static_cast<std::size_t>(t)].second;
+      const std::ptrdiff_t wi = std::min(tile, p - i0), wj = std::min(tile, p - j0);
+      MT prod(wi, wj);
+      if (level != SimdLevel::none)  // prod(i, j) = sum_k X(k, i0 + i) X(k, j0 + j)
+        gemm_block_impl(level, wi, wj, nrows, X + i0 * sc, sc, sr, X + j0 * sc, sr, sc,
+                        prod.data(), std::ptrdiff_t(1), wi);
+      else
+        prod.noalias() = M.middleCols(i0, wi).transpose() * M.middleCols(j0, wj);
+      G.block(i0, j0, wi, wj) += prod.template cast<double>();
+    }
   }
 }
 
@@ -257,14 +260,17 @@ void gemm_parallel(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptr
   const std::ptrdiff_t tile = 512;
   const std::ptrdiff_t tm = (m + tile - 1) / tile, tn = (n + tile - 1) / tile;
   const long ntasks = static_cast<long>(tm * tn);
+  {
+    const EigenSerial eigen_serial(!(ntasks > 1));
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (ntasks > 1)
 #endif
-  for (long t = 0; t < ntasks; ++t) {
-    const std::ptrdiff_t i0 = (t / tn) * tile, j0 = (t % tn) * tile;
-    const std::ptrdiff_t wi = std::min(tile, m - i0), wj = std::min(tile, n - j0);
-    gemm_block_impl(level, wi, wj, kdim, A + i0 * as_i, as_i, as_k, B + j0 * bs_j, bs_k, bs_j,
-                    C + i0 + j0 * ldc, std::ptrdiff_t(1), ldc);
+    for (long t = 0; t < ntasks; ++t) {
+      const std::ptrdiff_t i0 = (t / tn) * tile, j0 = (t % tn) * tile;
+      const std::ptrdiff_t wi = std::min(tile, m - i0), wj = std::min(tile, n - j0);
+      gemm_block_impl(level, wi, wj, kdim, A + i0 * as_i, as_i, as_k, B + j0 * bs_j, bs_k, bs_j,
+                      C + i0 + j0 * ldc, std::ptrdiff_t(1), ldc);
+    }
   }
 }
 

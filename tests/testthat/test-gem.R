@@ -344,7 +344,7 @@ test_that("the calibrated least-squares head: ensembles, warnings and bad input"
   expect_error(gem(dat$x, dat$y, head = "svm"), "'head' must be one of")
   expect_error(gem(dat$x, dat$y, head = "cls", lambda = -1), "lambda")
   # lambda = 0 with duplicated feature columns: a singular system, named as such
-  expect_error(gem(cbind(dat$x, dat$x), dat$y, top = 2, threshold = 0, head = "cls",
+  expect_error(gem(unname(cbind(dat$x, dat$x)), dat$y, top = 2, threshold = 0, head = "cls",
                    lambda = 0, scale = FALSE), "not positive definite; use lambda > 0")
 })
 
