@@ -312,7 +312,7 @@ test_that("maxit = 0, final = \"average\": the mean of LS-SVMs fitted outside ea
   g <- 3; l <- 2e-3
   cd <- cls_data(n = 150, seed = 65)
   set.seed(66)
-  fit <- hgk(cd$x, cd$y, depth = 1, gamma = g, lambda = l, folds = 3, control = ctl0)
+  fit <- hgk(cd$x, cd$y, depth = 1, gamma = g, lambda = l, folds = 3, final = "average", control = ctl0)
   expect_length(fit$models, 3L)
   # the training rows of the folds: each row is left out by exactly one model
   cnt <- tabulate(unlist(lapply(fit$models, `[[`, "rows")), 150)
@@ -339,13 +339,13 @@ test_that("maxit = 0, final = \"average\": the mean of LS-SVMs fitted outside ea
   expect_equal(fit$cv$error, mean(errs), tolerance = 1e-10)
   # without a grid, (gamma, lambda) come from the documented default grids
   set.seed(67)
-  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, control = ctl0)
+  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average", control = ctl0)
   for (m in fit$models) {
     expect_true(any(abs(m$gamma / m$gamma0 - c(0.25, 0.5, 1, 2, 4, 8)) < 1e-12))
     n1 <- floor(0.3 * length(m$rows))
     expect_true(any(abs(m$lambda / exp(seq(log(1e-3 / n1), log(0.1), length.out = 6)) - 1) < 1e-10))
   }
-  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, gamma = c(0.5, 7), lambda = c(1e-4, 0.05),
+  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average", gamma = c(0.5, 7), lambda = c(1e-4, 0.05),
              control = ctl0)
   for (m in fit$models) {
     expect_true(m$gamma %in% c(0.5, 7))
@@ -393,7 +393,7 @@ test_that("annealing at temperature 0 never accepts an increase; a rejection cha
   n_anneal <- 0
   for (grad in c("bilevel", "fixed")) {
     set.seed(3)
-    fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, gradient = grad, lambda = 0.1,
+    fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average", gradient = grad, lambda = 0.1,
                control = hgk_control(temperature = 0, maxit = 30, anneal_steps = 10,
                                      patience = 100, split = c(0.3, 0.3)))
     for (m in fit$models) {
@@ -429,7 +429,7 @@ test_that("annealing at temperature 0 never accepts an increase; a rejection cha
 test_that("at a high temperature annealing accepts increases (the check above can fail)", {
   cd <- cls_data(n = 150, seed = 2)
   set.seed(3)
-  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, lambda = 0.1,
+  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average", lambda = 0.1,
              control = hgk_control(temperature = 100, cooling = 1, maxit = 30, anneal_steps = 10,
                                    patience = 100, split = c(0.3, 0.3)))
   up <- sum(vapply(fit$models, function(m) {
@@ -445,7 +445,7 @@ test_that("reshuffles and stopping follow patience and reshuffles", {
   cd <- cls_data(n = 150, seed = 4)
   for (rs in 0:1) {
     set.seed(5)
-    fit <- hgk(cd$x, cd$y, depth = 1, folds = 3,
+    fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average",
                control = hgk_control(maxit = 30, patience = 1, reshuffles = rs,
                                      split = c(0.3, 0.3)))
     for (m in fit$models) {
@@ -478,7 +478,7 @@ test_that("the same seed gives the same model, another seed another one", {
   cd <- cls_data(n = 240, d = 5, seed = 71)
   fitit <- function(seed, ...) {
     set.seed(seed)
-    hgk(cd$x, cd$y, nodes = 3, folds = 3, control = hgk_control(maxit = 10), ...)
+    hgk(cd$x, cd$y, nodes = 3, folds = 3, final = "average", control = hgk_control(maxit = 10), ...)
   }
   a <- fitit(7)
   b <- fitit(7)
@@ -515,7 +515,7 @@ test_that("on Friedman data the noise columns get much less relevance than the s
     tr <- fried(500, s)
     te <- fried(1000, 100 + s)
     set.seed(200 + s)
-    fit <- hgk(tr$x, tr$y, depth = 1, folds = 3, control = hgk_control(maxit = 30))
+    fit <- hgk(tr$x, tr$y, depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 30))
     r <- fit$relevance
     expect_named(r, colnames(fit$x))
     # the nonlinear inputs x1..x3 beat every pure-noise input (x6..x10); linear x4, x5 need
@@ -524,7 +524,7 @@ test_that("on Friedman data the noise columns get much less relevance than the s
     expect_lt(mean(r[6:10]), 0.4 * mean(r[1:3]))
     # the start kernel gives every column the same relevance; learning improves the test error
     set.seed(200 + s)
-    fit0 <- hgk(tr$x, tr$y, depth = 1, folds = 3, control = hgk_control(maxit = 0))
+    fit0 <- hgk(tr$x, tr$y, depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 0))
     expect_lt(diff(range(fit0$relevance)) / max(fit0$relevance), 1e-12)
     mse <- mean((predict(fit, te$x) - te$y)^2)
     mse0 <- mean((predict(fit0, te$x) - te$y)^2)
@@ -560,7 +560,7 @@ test_that("depth-2 start kernels deal the columns as documented", {
 test_that("the architecture is chosen by cross-validation among the candidates", {
   cd <- cls_data(n = 150, d = 4, seed = 83)
   set.seed(84)
-  fit <- hgk(cd$x, cd$y, candidates = c(0, 2), folds = 3,
+  fit <- hgk(cd$x, cd$y, candidates = c(0, 2), folds = 3, final = "average",
              control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
   expect_identical(fit$cv$architecture, c("depth 1", "depth 2, 2 nodes"))
   expect_identical(dim(attr(fit$cv, "folds")), c(2L, 3L))
@@ -584,7 +584,7 @@ test_that("the architecture is chosen by cross-validation among the candidates",
 test_that("predict gives classes, decisions and (hinge) probabilities", {
   c3 <- cls_data(n = 150, seed = 91, classes = 3)
   set.seed(92)
-  fit <- hgk(c3$x, c3$y, depth = 1, folds = 3,
+  fit <- hgk(c3$x, c3$y, depth = 1, folds = 3, final = "average",
              control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
   cls <- predict(fit, c3$x)
   expect_s3_class(cls, "factor")
@@ -600,14 +600,14 @@ test_that("predict gives classes, decisions and (hinge) probabilities", {
   # two classes: one decision column, positive meaning the second level
   cd <- cls_data(n = 150, seed = 93)
   set.seed(94)
-  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3,
+  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average",
              control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
   dec <- predict(fit, cd$x, type = "decision")
   expect_true(is.numeric(dec) && is.null(dim(dec)))
   expect_identical(predict(fit, cd$x), factor(ifelse(dec > 0, "b", "a"), levels = c("a", "b")))
   # hinge with Platt probabilities: rows sum to 1, the class is the most probable one
   set.seed(95)
-  fit <- hgk(c3$x, c3$y, depth = 1, folds = 3, loss = "hinge", probability = TRUE,
+  fit <- hgk(c3$x, c3$y, depth = 1, folds = 3, final = "average", loss = "hinge", probability = TRUE,
              control = hgk_control(maxit = 2, split = c(0.3, 0.3)))
   expect_identical(attr(fit$cv, "criterion"), "misclassification rate")
   P <- predict(fit, c3$x, type = "prob")
@@ -619,7 +619,7 @@ test_that("predict gives classes, decisions and (hinge) probabilities", {
                                                levels = c("u", "v", "w")))
   expect_identical(ncol(predict(fit, c3$x, type = "decision")), 3L)  # the pairwise decisions
   set.seed(95)
-  fit <- hgk(c3$x, c3$y, depth = 1, folds = 3, loss = "hinge",
+  fit <- hgk(c3$x, c3$y, depth = 1, folds = 3, final = "average", loss = "hinge",
              control = hgk_control(maxit = 2, split = c(0.3, 0.3)))
   expect_error(predict(fit, c3$x, type = "prob"), "probability = TRUE")
   expect_gt(mean(predict(fit, c3$x) == c3$y), 0.7)
@@ -629,7 +629,7 @@ test_that("regression predictions stay in the training range; new data are match
   r <- reg_data(n = 150, d = 4, seed = 96)
   colnames(r$x) <- c("a", "b", "c", "d")
   set.seed(97)
-  fit <- hgk(r$x, r$y, depth = 1, folds = 3, control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
+  fit <- hgk(r$x, r$y, depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
   set.seed(98)
   far <- matrix(runif(200 * 4, -3, 4), 200, 4, dimnames = list(NULL, colnames(r$x)))
   p <- predict(fit, far)
@@ -652,7 +652,7 @@ test_that("the formula interface one-hot encodes a factor predictor", {
   df <- data.frame(u = runif(n), v = runif(n), f = factor(sample(c("p", "q", "r"), n, TRUE)))
   df$y <- factor(ifelse(df$u + (df$f == "q") + rnorm(n, sd = 0.2) > 1, "yes", "no"))
   set.seed(102)
-  fit <- hgk(y ~ ., data = df, depth = 1, folds = 3,
+  fit <- hgk(y ~ ., data = df, depth = 1, folds = 3, final = "average",
              control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
   expect_identical(ncol(fit$x), 5L)  # u, v and three indicator columns of f
   expect_identical(names(fit$relevance), colnames(fit$x))
@@ -666,7 +666,7 @@ test_that("the formula interface one-hot encodes a factor predictor", {
   expect_error(predict(fit, df[c("u", "v")]), "lacks column")
   expect_identical(predict(fit, df[0, ]), factor(character(), levels = c("no", "yes")))
   expect_identical(predict(fit, df[0, ], type = "decision"), numeric())
-  expect_error(hgk(y ~ ., data = df, depth = 1, folds = 3, control = ctl0, extra = 1),
+  expect_error(hgk(y ~ ., data = df, depth = 1, folds = 3, final = "average", control = ctl0, extra = 1),
                "unused argument")
 })
 
@@ -675,7 +675,7 @@ test_that("the formula interface one-hot encodes a factor predictor", {
 test_that("bad input is an error that names the problem", {
   r <- reg_data(n = 150, d = 5, seed = 111)
   x <- r$x; y <- r$y
-  h <- function(...) hgk(x, y, folds = 3, control = ctl0, ...)
+  h <- function(..., final = "average") hgk(x, y, folds = 3, final = final, control = ctl0, ...)
   expect_error(h(nodes = 7), "nodes = 7 exceeds the 5 input column.*saturation")
   expect_error(h(kernel = hierarchical_gaussian_kernel(rep(1, 4))),
                "does not cover input column\\(s\\) 5")
@@ -705,26 +705,26 @@ test_that("bad input is an error that names the problem", {
   expect_error(h(depth = 1, loss = "hinge"), "hinge.*is for classification")
   expect_error(hgk(x, y, depth = 1, folds = 1, control = ctl0),
                "'folds' must be a whole number >= 2")
-  expect_error(hgk(x, y, depth = 1, folds = 3, control = list(maxit = 0)),
+  expect_error(hgk(x, y, depth = 1, folds = 3, final = "average", control = list(maxit = 0)),
                "must come from hgk_control")
   expect_error(h(depth = 1, foo = 1), "unused argument.*foo")
   # too few rows for D1 / D2 / D3 (30 each) in the CV folds or the refit
-  expect_error(hgk(x[1:100, ], y[1:100], depth = 1, folds = 3, control = hgk_control(maxit = 0)),
+  expect_error(hgk(x[1:100, ], y[1:100], depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 0)),
                "too few rows.*at least 30")
   expect_error(hgk(x[1:100, ], y[1:100], depth = 1, final = "refit",
                    control = hgk_control(maxit = 0)),
                "too few rows.*40 / 40 / 20")
-  expect_error(hgk(x, rep(1, 150), depth = 1, folds = 3, control = ctl0), "response is constant")
+  expect_error(hgk(x, rep(1, 150), depth = 1, folds = 3, final = "average", control = ctl0), "response is constant")
   xn <- x
   xn[3, 2] <- NA
-  expect_error(hgk(xn, y, depth = 1, folds = 3, control = ctl0),
+  expect_error(hgk(xn, y, depth = 1, folds = 3, final = "average", control = ctl0),
                "missing or infinite.*row\\(s\\) 3")
-  expect_error(hgk(x, factor(rep("a", 150)), depth = 1, folds = 3, control = ctl0),
+  expect_error(hgk(x, factor(rep("a", 150)), depth = 1, folds = 3, final = "average", control = ctl0),
                "only one class")
   yc <- factor(ifelse(y > median(y), "hi", "lo"))
-  expect_error(hgk(x, yc, depth = 1, folds = 3, control = ctl0, probability = TRUE),
+  expect_error(hgk(x, yc, depth = 1, folds = 3, final = "average", control = ctl0, probability = TRUE),
                "probability = TRUE needs loss = \"hinge\"")
-  expect_error(hgk(x, yc, depth = 1, folds = 3, control = ctl0, probability = NA),
+  expect_error(hgk(x, yc, depth = 1, folds = 3, final = "average", control = ctl0, probability = NA),
                "'probability' must be TRUE or FALSE")
   expect_error(hgk(y ~ x, depth = 1), "'data' is required")
   # control
@@ -749,7 +749,7 @@ test_that("bad input is an error that names the problem", {
 test_that("learned_kernel gives a usable hierarchical kernel; with refit it reproduces the model", {
   cd <- cls_data(n = 150, d = 4, seed = 121)
   set.seed(122)
-  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3,
+  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average",
              control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
   k <- learned_kernel(fit)
   expect_s3_class(k, "kl_hierarchical_gaussian_kernel")
@@ -793,12 +793,12 @@ curvature_relevance <- function(fit, h = 1e-4) {
 test_that("relevance is the curvature of the learned kernel at depth 1, 2 and 3", {
   r <- reg_data(n = 150, d = 5, seed = 131)
   set.seed(132)
-  fit <- hgk(r$x, r$y, depth = 1, folds = 3, control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+  fit <- hgk(r$x, r$y, depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
   expect_equal(unname(fit$relevance), curvature_relevance(fit), tolerance = 1e-5)
   rel1 <- sqrt(rowMeans(sapply(fit$models, function(m) m$gamma * m$kernel$weights^2)))
   expect_equal(unname(fit$relevance), rel1, tolerance = 1e-12)
   set.seed(133)
-  fit <- hgk(r$x, r$y, nodes = 3, saturation = 1.6, folds = 3,
+  fit <- hgk(r$x, r$y, nodes = 3, saturation = 1.6, folds = 3, final = "average",
              control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
   expect_equal(unname(fit$relevance), curvature_relevance(fit), tolerance = 1e-5)
   set.seed(134)
@@ -810,7 +810,7 @@ test_that("relevance is the curvature of the learned kernel at depth 1, 2 and 3"
 test_that("print, summary and plot run", {
   r <- reg_data(n = 150, d = 4, seed = 141)
   set.seed(142)
-  fit <- hgk(r$x, r$y, depth = 1, folds = 3, control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+  fit <- hgk(r$x, r$y, depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
   expect_output(print(fit), "Hierarchical Gaussian kernel learning: least-squares SVM regression")
   expect_output(print(fit), "average of the 3 fold models")
   s <- summary(fit)
@@ -833,7 +833,7 @@ test_that("print, summary and plot run", {
   expect_output(print(fit), "refit on all rows")
   expect_output(print(summary(fit)), "Models of the predictor")
   expect_silent(plot(fit))
-  fit0 <- hgk(cd$x, cd$y, depth = 1, folds = 3, control = ctl0)
+  fit0 <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average", control = ctl0)
   expect_output(print(summary(fit0)), "maxit = 0")
   expect_error(plot(fit0), "not optimised \\(maxit = 0\\)")
   expect_silent(plot(fit0, which = "relevance"))
