@@ -503,7 +503,7 @@ hgk_control <- function(split = c(0.4, 0.4), maxit = 30, anneal_steps = 5, pertu
 
 # The decision values of one model on scaled rows.
 .hgk_model_decision <- function(m, xtrain, newx, threads, svm_type = "decision") {
-  if (!is.null(m$svm)) return(predict(m$svm, newx, type = svm_type, threads = threads))
+  if (!is.null(m$svm)) return(stats::predict(m$svm, newx, type = svm_type, threads = threads))
   cpp_kernel_predict(newx, xtrain[m$rows, , drop = FALSE], m$alpha, m$bias,
                      .kernel_spec(m$kernel), threads, .kl_backend_arg())
 }
@@ -511,7 +511,7 @@ hgk_control <- function(split = c(0.4, 0.4), maxit = 30, anneal_steps = 5, pertu
 .hgk_cv_error <- function(ctx, m, te) {
   xt <- ctx$x[te, , drop = FALSE]
   if (!is.null(m$svm)) {
-    cls <- predict(m$svm, xt, type = "class", threads = ctx$threads)
+    cls <- stats::predict(m$svm, xt, type = "class", threads = ctx$threads)
     return(mean(cls != ctx$y[te]))
   }
   dec <- .hgk_model_decision(m, ctx$x, xt, ctx$threads)
@@ -663,7 +663,7 @@ predict.hgk <- function(object, newdata, type = NULL, threads = NULL, ...) {
 #'   training inputs).
 #' @examples
 #' set.seed(3)
-#' x <- matrix(runif(600), 200, 3)
+#' x <- matrix(runif(900), 300, 3)
 #' y <- factor(x[, 1] + x[, 2] > 1)
 #' fit <- hgk(x, y, depth = 1, folds = 3, control = hgk_control(maxit = 5))
 #' k <- learned_kernel(fit)
