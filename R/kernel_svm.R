@@ -342,22 +342,23 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
   xarg <- if (pre) NULL else inp$x
   karg <- if (pre) inp$x else NULL
   progress <- if (n >= 3000L) .kl_progressor() else NULL
-  time <- system.time({
-    if (inp$task == "classification") {
-      k <- length(inp$levels)
-      w <- .svm_class_weights(class.weights, inp$y, caller)
-      warm <- .svm_warm_classification(warm_start, inp, cost, caller)
-      sol <- cpp_svm_classify(xarg, karg, as.integer(inp$y), k, unname(w), kspec, params,
-                              warm, threads, progress)
-    } else {
-      w <- NULL
-      warm <- .svm_warm_regression(warm_start, inp, cost, caller)
-      sol <- cpp_svm_regress(xarg, karg, inp$y, kspec, params, warm, threads, progress)
-      sol$coefs <- matrix(sol$coefs, ncol = 1L)
-      sol$nsv <- length(sol$sv_index)
-      sol$pair_nsv <- length(sol$sv_index)
-    }
-  })[["elapsed"]]
+  t0 <- proc.time()[["elapsed"]]
+  # (not system.time(), which prints "Timing stopped at" when the fit fails)
+  if (inp$task == "classification") {
+    k <- length(inp$levels)
+    w <- .svm_class_weights(class.weights, inp$y, caller)
+    warm <- .svm_warm_classification(warm_start, inp, cost, caller)
+    sol <- cpp_svm_classify(xarg, karg, as.integer(inp$y), k, unname(w), kspec, params,
+                            warm, threads, progress)
+  } else {
+    w <- NULL
+    warm <- .svm_warm_regression(warm_start, inp, cost, caller)
+    sol <- cpp_svm_regress(xarg, karg, inp$y, kspec, params, warm, threads, progress)
+    sol$coefs <- matrix(sol$coefs, ncol = 1L)
+    sol$nsv <- length(sol$sv_index)
+    sol$pair_nsv <- length(sol$sv_index)
+  }
+  time <- proc.time()[["elapsed"]] - t0
   if (!all(sol$converged)) {
     bad <- sum(!sol$converged)
     cap <- if (is.null(max_iter)) "max(1e7, 100 x the number of dual variables)"

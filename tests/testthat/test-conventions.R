@@ -41,3 +41,12 @@ test_that("models store the call as the user writes it, so update() works", {
   tu <- kl_tune(kernel_ridge, Species ~ ., data = iris, grid = list(lambda = c(0.1, 1)))
   expect_identical(tu$best_model$call[[1L]], as.name("kernel_ridge"))
 })
+
+test_that("a failing kernel_svm fit prints nothing but its error", {
+  x <- matrix(runif(40), 20, 2)
+  y <- factor(rep(c("a", "b"), 10))
+  out <- capture.output(res <- tryCatch(kernel_svm(x, y, cost = 1, class.weights = c(z = 1)),
+                                        error = function(e) "failed"), type = "message")
+  expect_identical(res, "failed")
+  expect_false(any(grepl("Timing stopped", out)))
+})
