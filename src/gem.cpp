@@ -17,7 +17,7 @@ void row_blocks(Eigen::Index n, int threads, F f) {
   const Eigen::Index block = 512, nb = (n + block - 1) / block;
   klr::with_eigen_threads(1, [&]() {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(kl::clamp_threads(threads))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(kl::clamp_threads(threads)) if (nb > 1)
 #endif
     for (Eigen::Index bi = 0; bi < nb; ++bi) f(bi * block, std::min(block, n - bi * block));
   });
