@@ -1,5 +1,7 @@
 #include "ridge.hpp"
 
+#include "chol.hpp"
+
 #include <Eigen/Cholesky>
 #include <cmath>
 
@@ -52,7 +54,7 @@ RidgeFit ridge_fit(CMatRef X, CMatRef Y, double lambda, bool intercept, int thre
   return fit;
 }
 
-KrrFit kernel_ridge_solve(MatRef K, CMatRef Y, double lambda, bool intercept,
+KrrFit kernel_ridge_solve(MatRef K, CMatRef Y, double lambda, bool intercept, int threads,
                           const Callbacks& cb) {
   const Eigen::Index n = K.rows(), L = Y.cols();
   if (K.cols() != n) throw Error("the kernel matrix must be square");
@@ -60,8 +62,7 @@ KrrFit kernel_ridge_solve(MatRef K, CMatRef Y, double lambda, bool intercept,
   if (!(lambda >= 0) || !std::isfinite(lambda)) throw Error("lambda must be >= 0 and finite");
   K.diagonal().array() += lambda;
   cb.check();
-  Eigen::LLT<Eigen::Ref<Mat>, Eigen::Lower> llt(K);
-  if (llt.info() != Eigen::Success)
+  if (!cholesky_lower(K, threads, SimdLevel::avx512, cb))
     throw Error("K + lambda I is not positive definite (increase lambda)");
   cb.check();
   KrrFit fit;
@@ -70,12 +71,12 @@ KrrFit kernel_ridge_solve(MatRef K, CMatRef Y, double lambda, bool intercept,
     Mat rhs(n, L + 1);
     rhs.leftCols(L) = Y;
     rhs.col(L).setOnes();
-    llt.solveInPlace(rhs);
+    rhs = cholesky_solve(K, rhs);
     const double s = rhs.col(L).sum();
     fit.bias = rhs.leftCols(L).colwise().sum().transpose() / s;
     fit.alpha = rhs.leftCols(L) - rhs.col(L) * fit.bias.transpose();
   } else {
-    fit.alpha = llt.solve(Y);
+    fit.alpha = cholesky_solve(K, Y);
     fit.bias = Vec::Zero(L);
   }
   return fit;

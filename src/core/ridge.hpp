@@ -23,7 +23,9 @@ struct KrrFit {
   Mat alpha;  // n x L
   Vec bias;   // L
 };
-KrrFit kernel_ridge_solve(MatRef K, CMatRef Y, double lambda, bool intercept,
+// K is overwritten by the Cholesky factor of K + lambda I (the core's blocked, vectorised
+// factorisation on `threads` threads).
+KrrFit kernel_ridge_solve(MatRef K, CMatRef Y, double lambda, bool intercept, int threads = 1,
                           const Callbacks& cb = Callbacks());
 
 }  // namespace kl
