@@ -181,3 +181,11 @@ cpp_svm_path <- function(x, kpre, y, k, weight, kernel, params, train, test, cos
     .Call(`_kernlearn_cpp_svm_path`, x, kpre, y, k, weight, kernel, params, train, test, costs, threads)
 }
 
+cpp_tkl_fit <- function(x, y, k, weight, lower, upper, params, tkl, threads, progress) {
+    .Call(`_kernlearn_cpp_tkl_fit`, x, y, k, weight, lower, upper, params, tkl, threads, progress)
+}
+
+cpp_tkl_parts <- function(x, degree, lower, upper, K, v, q, eta, w, threads) {
+    .Call(`_kernlearn_cpp_tkl_parts`, x, degree, lower, upper, K, v, q, eta, w, threads)
+}
+

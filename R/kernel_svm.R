@@ -353,10 +353,8 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
   } else {
     w <- NULL
     warm <- .svm_warm_regression(warm_start, inp, cost, caller)
-    sol <- cpp_svm_regress(xarg, karg, inp$y, kspec, params, warm, threads, progress)
-    sol$coefs <- matrix(sol$coefs, ncol = 1L)
-    sol$nsv <- length(sol$sv_index)
-    sol$pair_nsv <- length(sol$sv_index)
+    sol <- .svm_regression_sol(cpp_svm_regress(xarg, karg, inp$y, kspec, params, warm, threads,
+                                               progress))
   }
   time <- proc.time()[["elapsed"]] - t0
   if (!all(sol$converged)) {
@@ -366,7 +364,23 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
     warning(sprintf("%s: the solver reached the iteration cap (max_iter = %s) before the tolerance %s in %d of %d binary problem(s); the solution may be inaccurate",
                     caller, cap, format(tol), bad, length(sol$converged)), call. = FALSE)
   }
-  SV <- if (pre) NULL else inp$x[sol$sv_index, , drop = FALSE]
+  .svm_model(sol, inp, kernel, cost, epsilon, w, tol, shrinking, probability, call, time)
+}
+
+# The regression result of the glue in the shape of a classification one.
+.svm_regression_sol <- function(sol) {
+  sol$coefs <- matrix(sol$coefs, ncol = 1L)
+  sol$nsv <- length(sol$sv_index)
+  sol$pair_nsv <- length(sol$sv_index)
+  sol
+}
+
+# A kernel_svm model from the machines the glue returns (cpp_svm_classify, cpp_svm_regress and
+# the learners whose final model is an SVM).
+.svm_model <- function(sol, inp, kernel, cost, epsilon, w, tol, shrinking, probability, call,
+                       time) {
+  type <- if (inp$task == "classification") "C-classification" else "eps-regression"
+  SV <- if (identical(kernel, "precomputed")) NULL else inp$x[sol$sv_index, , drop = FALSE]
   if (!is.null(SV)) rownames(SV) <- sol$sv_index
   nsv <- as.integer(sol$nsv)
   if (inp$task == "classification") names(nsv) <- inp$levels
@@ -380,7 +394,7 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
                  kernel_rows = sol$kernel_rows,
                  probability = probability,
                  probA = if (probability) sol$probA, probB = if (probability) sol$probB,
-                 n = n, time = time),
+                 n = nrow(inp$x), time = time),
             class = c("kernel_svm", "kl_model"))
 }
 
@@ -449,6 +463,11 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
 predict.kernel_svm <- function(object, newdata, type = NULL, threads = NULL, ...) {
   caller <- "predict.kernel_svm()"
   .no_dots(..., caller = caller)
+  .svm_predict(object, if (missing(newdata)) NULL else newdata, type, threads, caller)
+}
+
+# predict() of a kernel_svm model, also for the learners whose final model is one.
+.svm_predict <- function(object, newdata, type, threads, caller) {
   prob_ok <- if (isTRUE(object$probability)) TRUE
              else "the model has no probability model; fit it with probability = TRUE"
   type <- .kl_predict_type(type, object$task, caller, prob = prob_ok)
@@ -456,7 +475,7 @@ predict.kernel_svm <- function(object, newdata, type = NULL, threads = NULL, ...
   pre <- identical(object$kernel, "precomputed")
   nsv_arg <- if (object$task == "classification") as.integer(object$nSV) else NULL
   if (pre) {
-    if (missing(newdata) || is.null(newdata))
+    if (is.null(newdata))
       stop(sprintf("%s: with a precomputed kernel, 'newdata' (the m x n kernel matrix between new and training rows) is required",
                    caller), call. = FALSE)
     Kx <- .svm_newkernel(newdata, object$n, caller)
@@ -465,7 +484,7 @@ predict.kernel_svm <- function(object, newdata, type = NULL, threads = NULL, ...
            else cpp_svm_decision_pre(Kx[, object$sv_index, drop = FALSE], object$coefs,
                                      nsv_arg, object$rho, threads)
   } else {
-    if (missing(newdata) || is.null(newdata))
+    if (is.null(newdata))
       stop(sprintf("%s: 'newdata' is required (the model does not keep its training data)",
                    caller), call. = FALSE)
     x <- .kl_newdata(object$spec, newdata, caller)

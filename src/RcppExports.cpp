@@ -762,6 +762,46 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_tkl_fit
+Rcpp::List cpp_tkl_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, int k, Rcpp::NumericVector weight, const Eigen::Map<Eigen::VectorXd> lower, const Eigen::Map<Eigen::VectorXd> upper, Rcpp::List params, Rcpp::List tkl, int threads, SEXP progress);
+RcppExport SEXP _kernlearn_cpp_tkl_fit(SEXP xSEXP, SEXP ySEXP, SEXP kSEXP, SEXP weightSEXP, SEXP lowerSEXP, SEXP upperSEXP, SEXP paramsSEXP, SEXP tklSEXP, SEXP threadsSEXP, SEXP progressSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type y(ySEXP);
+    Rcpp::traits::input_parameter< int >::type k(kSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type weight(weightSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type lower(lowerSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type upper(upperSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type params(paramsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type tkl(tklSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_tkl_fit(x, y, k, weight, lower, upper, params, tkl, threads, progress));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_tkl_parts
+Rcpp::List cpp_tkl_parts(const Eigen::Map<Eigen::MatrixXd> x, int degree, const Eigen::Map<Eigen::VectorXd> lower, const Eigen::Map<Eigen::VectorXd> upper, const Eigen::Map<Eigen::MatrixXd> K, const Eigen::Map<Eigen::VectorXd> v, double q, double eta, const Eigen::Map<Eigen::VectorXd> w, int threads);
+RcppExport SEXP _kernlearn_cpp_tkl_parts(SEXP xSEXP, SEXP degreeSEXP, SEXP lowerSEXP, SEXP upperSEXP, SEXP KSEXP, SEXP vSEXP, SEXP qSEXP, SEXP etaSEXP, SEXP wSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< int >::type degree(degreeSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type lower(lowerSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type upper(upperSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type K(KSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type v(vSEXP);
+    Rcpp::traits::input_parameter< double >::type q(qSEXP);
+    Rcpp::traits::input_parameter< double >::type eta(etaSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type w(wSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_tkl_parts(x, degree, lower, upper, K, v, q, eta, w, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
 
 static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_dikl_objective", (DL_FUNC) &_kernlearn_cpp_dikl_objective, 15},
@@ -809,6 +849,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_platt_fit", (DL_FUNC) &_kernlearn_cpp_platt_fit, 2},
     {"_kernlearn_cpp_pairwise_coupling", (DL_FUNC) &_kernlearn_cpp_pairwise_coupling, 1},
     {"_kernlearn_cpp_svm_path", (DL_FUNC) &_kernlearn_cpp_svm_path, 11},
+    {"_kernlearn_cpp_tkl_fit", (DL_FUNC) &_kernlearn_cpp_tkl_fit, 10},
+    {"_kernlearn_cpp_tkl_parts", (DL_FUNC) &_kernlearn_cpp_tkl_parts, 10},
     {NULL, NULL, 0}
 };
 

@@ -1,6 +1,6 @@
 // Glue: kernel support vector machines.
 #include "glue.hpp"
-#include "core/svm.hpp"
+#include "svm_glue.hpp"
 
 namespace {
 
@@ -20,21 +20,6 @@ std::unique_ptr<kl::TrainingKernel> training_kernel(SEXP x, SEXP kpre, const Rcp
   MapMat Xm(X.begin(), X.nrow(), X.ncol());
   return std::unique_ptr<kl::TrainingKernel>(
       new kl::TrainingKernel(klr::kernel_from_r(kernel), Xm));
-}
-
-kl::SvmParams params_from_r(const Rcpp::List& p, int threads) {
-  kl::SvmParams par;
-  par.cost = Rcpp::as<double>(p["cost"]);
-  par.epsilon = Rcpp::as<double>(p["epsilon"]);
-  par.tol = Rcpp::as<double>(p["tol"]);
-  par.shrinking = Rcpp::as<bool>(p["shrinking"]);
-  par.cache_mb = Rcpp::as<double>(p["cache"]);
-  par.max_iter = static_cast<long>(Rcpp::as<double>(p["max_iter"]));
-  par.probability = Rcpp::as<bool>(p["probability"]);
-  par.prob_folds = Rcpp::as<int>(p["prob_folds"]);
-  par.seed = klr::seed_from_r(Rcpp::IntegerVector(p["seed"]));
-  par.threads = kl::clamp_threads(threads);
-  return par;
 }
 
 std::vector<int> zero_based(const Rcpp::IntegerVector& v) {
@@ -70,42 +55,74 @@ std::vector<kl::SparseMachine> machines_from_r(const Eigen::Map<Eigen::MatrixXd>
 
 }  // namespace
 
+namespace klr {
+
+kl::SvmParams svm_params_from_r(const Rcpp::List& p, int threads) {
+  kl::SvmParams par;
+  par.cost = Rcpp::as<double>(p["cost"]);
+  par.epsilon = Rcpp::as<double>(p["epsilon"]);
+  par.tol = Rcpp::as<double>(p["tol"]);
+  par.shrinking = Rcpp::as<bool>(p["shrinking"]);
+  par.cache_mb = Rcpp::as<double>(p["cache"]);
+  par.max_iter = static_cast<long>(Rcpp::as<double>(p["max_iter"]));
+  par.probability = Rcpp::as<bool>(p["probability"]);
+  par.prob_folds = Rcpp::as<int>(p["prob_folds"]);
+  par.seed = klr::seed_from_r(Rcpp::IntegerVector(p["seed"]));
+  par.threads = kl::clamp_threads(threads);
+  return par;
+}
+
+Rcpp::List classify_result(const std::vector<kl::BinaryMachine>& m, const std::vector<int>& y,
+                           int k) {
+  std::vector<int> sv_rows, nsv;
+  Eigen::MatrixXd coef;
+  kl::compact_ovo(m, y, k, &sv_rows, &nsv, &coef);
+  const std::size_t P = m.size();
+  Rcpp::NumericVector rho(P), obj(P), probA(P), probB(P), iter(P), rows(P);
+  Rcpp::LogicalVector conv(P);
+  Rcpp::IntegerVector pair_nsv(P);
+  for (std::size_t t = 0; t < P; ++t) {
+    rho[t] = m[t].rho;
+    obj[t] = m[t].obj;
+    probA[t] = m[t].probA;
+    probB[t] = m[t].probB;
+    iter[t] = static_cast<double>(m[t].iter);
+    rows[t] = static_cast<double>(m[t].kernel_rows);
+    conv[t] = m[t].converged;
+    pair_nsv[t] = static_cast<int>(m[t].sv.size());
+  }
+  return Rcpp::List::create(
+      Rcpp::Named("sv_index") = one_based(sv_rows), Rcpp::Named("nsv") = Rcpp::wrap(nsv),
+      Rcpp::Named("coefs") = Rcpp::wrap(coef), Rcpp::Named("rho") = rho,
+      Rcpp::Named("obj") = obj, Rcpp::Named("iter") = iter, Rcpp::Named("converged") = conv,
+      Rcpp::Named("kernel_rows") = rows, Rcpp::Named("pair_nsv") = pair_nsv,
+      Rcpp::Named("probA") = probA, Rcpp::Named("probB") = probB);
+}
+
+Rcpp::List regress_result(const kl::BinaryMachine& m) {
+  return Rcpp::List::create(
+      Rcpp::Named("sv_index") = one_based(m.sv), Rcpp::Named("coefs") = Rcpp::wrap(m.coef),
+      Rcpp::Named("rho") = m.rho, Rcpp::Named("obj") = m.obj,
+      Rcpp::Named("iter") = static_cast<double>(m.iter), Rcpp::Named("converged") = m.converged,
+      Rcpp::Named("kernel_rows") = static_cast<double>(m.kernel_rows));
+}
+
+}  // namespace klr
+
 // [[Rcpp::export]]
 Rcpp::List cpp_svm_classify(SEXP x, SEXP kpre, Rcpp::IntegerVector y, int k,
                             Rcpp::NumericVector weight, Rcpp::List kernel, Rcpp::List params,
                             Rcpp::List warm, int threads, SEXP progress) {
   return klr::guard([&]() -> Rcpp::List {
     auto K = training_kernel(x, kpre, kernel);
-    kl::SvmParams par = params_from_r(params, threads);
+    kl::SvmParams par = klr::svm_params_from_r(params, threads);
     std::vector<int> yy = zero_based(y);
     std::vector<std::vector<double>> w0;
     for (R_xlen_t t = 0; t < warm.size(); ++t) w0.push_back(Rcpp::as<std::vector<double>>(warm[t]));
     kl::Callbacks cb = klr::make_callbacks(progress);
     std::vector<kl::BinaryMachine> m =
         kl::svm_classify(*K, yy, k, Rcpp::as<std::vector<double>>(weight), par, w0, cb);
-    std::vector<int> sv_rows, nsv;
-    Eigen::MatrixXd coef;
-    kl::compact_ovo(m, yy, k, &sv_rows, &nsv, &coef);
-    const std::size_t P = m.size();
-    Rcpp::NumericVector rho(P), obj(P), probA(P), probB(P), iter(P), rows(P);
-    Rcpp::LogicalVector conv(P);
-    Rcpp::IntegerVector pair_nsv(P);
-    for (std::size_t t = 0; t < P; ++t) {
-      rho[t] = m[t].rho;
-      obj[t] = m[t].obj;
-      probA[t] = m[t].probA;
-      probB[t] = m[t].probB;
-      iter[t] = static_cast<double>(m[t].iter);
-      rows[t] = static_cast<double>(m[t].kernel_rows);
-      conv[t] = m[t].converged;
-      pair_nsv[t] = static_cast<int>(m[t].sv.size());
-    }
-    return Rcpp::List::create(
-        Rcpp::Named("sv_index") = one_based(sv_rows), Rcpp::Named("nsv") = Rcpp::wrap(nsv),
-        Rcpp::Named("coefs") = Rcpp::wrap(coef), Rcpp::Named("rho") = rho,
-        Rcpp::Named("obj") = obj, Rcpp::Named("iter") = iter, Rcpp::Named("converged") = conv,
-        Rcpp::Named("kernel_rows") = rows, Rcpp::Named("pair_nsv") = pair_nsv,
-        Rcpp::Named("probA") = probA, Rcpp::Named("probB") = probB);
+    return klr::classify_result(m, yy, k);
   });
 }
 
@@ -114,17 +131,13 @@ Rcpp::List cpp_svm_regress(SEXP x, SEXP kpre, Rcpp::NumericVector z, Rcpp::List 
                            Rcpp::List params, SEXP warm, int threads, SEXP progress) {
   return klr::guard([&]() -> Rcpp::List {
     auto K = training_kernel(x, kpre, kernel);
-    kl::SvmParams par = params_from_r(params, threads);
+    kl::SvmParams par = klr::svm_params_from_r(params, threads);
     std::vector<double> w0;
     if (!Rf_isNull(warm)) w0 = Rcpp::as<std::vector<double>>(warm);
     kl::Callbacks cb = klr::make_callbacks(progress);
     kl::BinaryMachine m =
         kl::svm_regress(*K, Rcpp::as<std::vector<double>>(z), par, w0, cb);
-    return Rcpp::List::create(
-        Rcpp::Named("sv_index") = one_based(m.sv), Rcpp::Named("coefs") = Rcpp::wrap(m.coef),
-        Rcpp::Named("rho") = m.rho, Rcpp::Named("obj") = m.obj,
-        Rcpp::Named("iter") = static_cast<double>(m.iter), Rcpp::Named("converged") = m.converged,
-        Rcpp::Named("kernel_rows") = static_cast<double>(m.kernel_rows));
+    return klr::regress_result(m);
   });
 }
 
@@ -201,7 +214,7 @@ Rcpp::List cpp_svm_path(SEXP x, SEXP kpre, SEXP y, int k, Rcpp::NumericVector we
                         Rcpp::IntegerVector test, Rcpp::NumericVector costs, int threads) {
   return klr::guard([&]() -> Rcpp::List {
     auto K = training_kernel(x, kpre, kernel);
-    kl::SvmParams par = params_from_r(params, threads);
+    kl::SvmParams par = klr::svm_params_from_r(params, threads);
     kl::Callbacks cb = klr::make_callbacks();
     std::vector<int> tr = zero_based(train), te = zero_based(test);
     std::vector<double> cs = Rcpp::as<std::vector<double>>(costs);

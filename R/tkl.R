@@ -1,0 +1,344 @@
+#' Tessellated kernel learning
+#'
+#' Learns the positive matrix \eqn{P} of a \code{\link{tessellated_kernel}}
+#' together with a support vector machine (Colbert and Peet, 2020): C-SVC for
+#' a factor response, epsilon-SVR for a numeric one. The kernel
+#' \deqn{k(x, y) = \int_{[a, b]} N(z, x)^\top P\, N(z, y)\, dz,\quad
+#' N(z, x) = \begin{pmatrix} Z(x)\, 1\{z \ge x\} \\ Z(x)\, (1 - 1\{z \ge x\})
+#' \end{pmatrix}}{k(x, y) = integral over z in [a, b] of N(z, x)' P N(z, y),
+#' N(z, x) = [Z(x) 1{z >= x}; Z(x) (1 - 1{z >= x})]}
+#' with \eqn{Z(x)} the \eqn{h} monomials of \eqn{x} of degree at most
+#' \code{degree}, is piecewise polynomial on a tessellation of the box
+#' \eqn{[a, b] = [-\delta, 1 + \delta]^d} that depends on the data; it has no
+#' width to tune.
+#'
+#' \strong{Algorithm.} The problem
+#' \eqn{\min_{P \succeq 0,\ \mathrm{tr} P = 2h} \max_\alpha D(\alpha, K(P))}{min over P >= 0 with trace 2h of max over alpha of D(alpha, K(P))},
+#' with \eqn{D} the SVM dual, is convex in \eqn{P}; it is solved by the
+#' paper's two-step (Frank-Wolfe) algorithm from \eqn{P = I}. The
+#' \eqn{\alpha}-step solves the SVM on the current kernel with the package's
+#' SMO engine, warm-started from the previous solution. The \eqn{P}-step takes
+#' the gradient \eqn{C(w)} of the dual objective in \eqn{P} (over the support
+#' vectors; \eqn{w = y \alpha} or \eqn{\alpha - \alpha^*}) and its unit
+#' eigenvector \eqn{v} of the smallest eigenvalue: \eqn{P^* = 2h\, v v^\top}
+#' minimises the linearisation, and
+#' \eqn{\mathrm{gap} = \mathrm{tr}(C P) - 2h \lambda_{\min}(C) \ge 0}{gap = trace(C P) - 2h lambda_min(C) >= 0}
+#' bounds the distance to the optimum. A line search on the dual objective
+#' moves \eqn{P} towards \eqn{P^*}: the first trial step is the mean of the
+#' earlier steps (1 at first), divided by 5 until the objective decreases.
+#' Because \eqn{K} is linear in \eqn{P}, a trial kernel is
+#' \eqn{(1 - \eta) K(P) + \eta K(P^*)}, with \eqn{K(P^*)} a rank-one form
+#' computed in \eqn{O(n^2)}; no kernel is recomputed from the inputs. The run
+#' stops when the gap is below \code{tol} times the objective, after
+#' \code{maxit} iterations, when a step falls below \code{tol / 100}, or when
+#' no trial step down to 1/1000 of the first decreases the objective (the
+#' objective never increases).
+#'
+#' \strong{Several classes.} One \eqn{P} is shared by the one-vs-one pairs:
+#' the objective is the sum of the pairs' duals and the gradient the sum of
+#' their gradients, which keeps the problem convex. Probabilities
+#' (\code{probability = TRUE}) come from Platt scaling of the final SVM, as in
+#' \code{\link{kernel_svm}}.
+#'
+#' \strong{Inputs.} Columns are scaled to \eqn{[0, 1]} with the training
+#' range (factors one-hot encoded), so the box is
+#' \eqn{[-\delta, 1 + \delta]}; new points outside it are clamped into it.
+#' Constant columns are allowed (they contribute a constant factor).
+#'
+#' \strong{Size.} The Gram matrices are dense: the fit holds three
+#' \eqn{n \times n}{n x n} double matrices (the box matrix, the current and
+#' the trial kernel), 24 \eqn{n^2} bytes (2.2 GB at \eqn{n = 9568}), plus the
+#' solver's row cache. The memory is checked before the fit starts; the error
+#' names the need and the limit (\code{options(kernlearn.max_memory =)}). For
+#' more rows, subsample, or fit \code{\link{kernel_svm}} with a learned
+#' kernel (\code{learned_kernel(fit)} of a fit on a subsample), which computes
+#' kernel rows on demand. \eqn{P} is \eqn{2h \times 2h}{2h x 2h} with
+#' \eqn{h = \binom{d + q}{q}}{h = choose(d + q, q)}; \eqn{h} above 2000 is
+#' refused.
+#'
+#' @param x A formula with \code{data}, or a numeric matrix or data.frame of
+#'   predictors.
+#' @param formula A model formula such as \code{y ~ .}.
+#' @param data A data.frame holding the variables of \code{formula}.
+#' @param y Response: a factor (classification) or numeric vector
+#'   (regression).
+#' @param degree Degree \eqn{q} of the monomials (0 gives a piecewise
+#'   constant kernel).
+#' @param delta Margin \eqn{\delta \ge 0} of the box around the scaled data.
+#' @param cost The SVM's cost \eqn{C}.
+#' @param epsilon Regression: the width of the insensitive tube (on the
+#'   response's own scale).
+#' @param tol Stopping tolerance: the duality gap relative to the objective.
+#' @param maxit Iterations at most (0: the SVM on the start kernel \eqn{P = I}).
+#' @param class.weights Classification: named weights multiplying \code{cost}
+#'   per class.
+#' @param probability Classification: fit Platt probability models (for
+#'   \code{predict(type = "prob")}).
+#' @param svm_tol Tolerance of each SVM solve (the maximal violating pair).
+#' @param cache Megabytes of the solver's kernel row cache.
+#' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
+#' @param ... Not used; unknown arguments are an error.
+#' @return An object of class \code{c("tkl", "kl_model")}: a list with
+#'   \code{P}, \code{kernel} (the learned \code{\link{tessellated_kernel}}),
+#'   \code{svm} (the final \code{\link{kernel_svm}} model with that kernel),
+#'   \code{trace} (one row per iterate: the dual objective, the duality gap,
+#'   the best lower bound so far, the step taken, the SVM solves of the line
+#'   search, their SMO iterations and the seconds in the solves and in the
+#'   rest), \code{stop} (why the run ended), \code{converged} (the gap
+#'   criterion was met), the settings, and the timings.
+#' @references Colbert, B. K. and Peet, M. M. (2020). A convex parametrization
+#'   of a new class of universal kernel functions. \emph{Journal of Machine
+#'   Learning Research} 21(45), 1-29.
+#' @seealso \code{\link{predict.tkl}}, \code{\link{plot.tkl}},
+#'   \code{\link{learned_kernel}}, \code{\link{tessellated_kernel}}.
+#' @examples
+#' # two classes separated by a circle
+#' set.seed(1)
+#' x <- matrix(runif(400, -1, 1), 200, 2)
+#' y <- factor(ifelse(rowSums(x^2) < 0.5, "in", "out"))
+#' fit <- tkl(x, y, cost = 10)
+#' fit
+#' mean(predict(fit, x) == y)
+#'
+#' # regression with a jump (the paper's example)
+#' x1 <- seq(0, 10, length.out = 200)
+#' yr <- x1 + sin(x1) + 5 * sign(x1 - 5)
+#' fr <- tkl(data.frame(x = x1), yr, cost = 1, epsilon = 1)
+#' plot(x1, yr)
+#' lines(x1, predict(fr, data.frame(x = x1)), col = 2)
+#' @export
+tkl <- function(x, ...) UseMethod("tkl")
+
+#' @rdname tkl
+#' @export
+tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
+                        tol = 1e-2, maxit = 100, class.weights = NULL, probability = FALSE,
+                        svm_tol = 1e-3, cache = 1024, threads = NULL, ...) {
+  .no_dots(..., caller = "tkl()")
+  inp <- .kl_input_formula(formula, data, "tkl()")
+  .tkl_fit(inp, degree, delta, cost, epsilon, tol, maxit, class.weights, probability, svm_tol,
+           cache, threads, .kl_call(match.call(), "tkl"))
+}
+
+#' @rdname tkl
+#' @export
+tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1, tol = 1e-2,
+                        maxit = 100, class.weights = NULL, probability = FALSE, svm_tol = 1e-3,
+                        cache = 1024, threads = NULL, ...) {
+  .no_dots(..., caller = "tkl()")
+  if (inherits(x, "formula"))
+    stop("tkl(): use tkl(formula, data = ) with a formula", call. = FALSE)
+  inp <- .kl_input_xy(x, y, "tkl()")
+  .tkl_fit(inp, degree, delta, cost, epsilon, tol, maxit, class.weights, probability, svm_tol,
+           cache, threads, .kl_call(match.call(), "tkl"))
+}
+
+# The largest number of monomials (h) tkl() accepts: P is 2h x 2h.
+.tkl_max_h <- 2000
+
+.tkl_fit <- function(inp, degree, delta, cost, epsilon, tol, maxit, class.weights, probability,
+                     svm_tol, cache, threads, call) {
+  caller <- "tkl()"
+  .check_number(degree, "degree", lower = 0, upper = 50, integer = TRUE)
+  .check_number(delta, "delta", lower = 0)
+  .check_number(tol, "tol", lower = 0, lower_open = TRUE)
+  .check_number(maxit, "maxit", lower = 0, upper = 1e6, integer = TRUE)
+  degree <- as.integer(degree)
+  params <- .svm_params(cost, epsilon, svm_tol, TRUE, cache, NULL, probability, 5, caller)
+  if (probability && inp$task != "classification")
+    stop(sprintf("%s: probability = TRUE is for classification; this is a regression", caller),
+         call. = FALSE)
+  if (!is.null(class.weights) && inp$task != "classification")
+    stop(sprintf("%s: 'class.weights' is for classification; this is a regression", caller),
+         call. = FALSE)
+  x <- inp$x
+  n <- nrow(x)
+  d <- ncol(x)
+  h <- choose(d + degree, degree)
+  if (h > .tkl_max_h)
+    stop(sprintf("%s: degree %d in %d columns gives h = %s monomials, so P would be %s x %s; at most h = %d is supported (lower 'degree' or use fewer columns)",
+                 caller, degree, d, format(h, big.mark = ","), format(2 * h, big.mark = ","),
+                 format(2 * h, big.mark = ","), .tkl_max_h), call. = FALSE)
+  if (n < 2L)
+    stop(sprintf("%s: at least 2 training rows are needed", caller), call. = FALSE)
+  .check_memory(24 * n^2 + min(params$cache * 2^20, 4 * n^2) + 8 * n * h * 4,
+                sprintf("tkl() on %d rows (three %d x %d Gram matrices)", n, n, n), caller,
+                hint = sprintf("; at most about %d rows fit. Subsample the rows or raise options(kernlearn.max_memory)",
+                               as.integer(floor(sqrt(.kl_memory_limit() / 28)))))
+  if (probability) params$seed <- .kl_seed()
+  threads <- .kl_threads(threads)
+  lower <- rep(-delta, d)
+  upper <- rep(1 + delta, d)
+  opts <- list(degree = degree, tol = as.numeric(tol), maxit = as.integer(maxit))
+  progress <- if (n >= 1000L) .kl_progressor() else NULL
+  t0 <- proc.time()[["elapsed"]]
+  if (inp$task == "classification") {
+    k <- length(inp$levels)
+    w <- .svm_class_weights(class.weights, inp$y, caller)
+    res <- cpp_tkl_fit(x, as.integer(inp$y), k, unname(w), lower, upper, params, opts, threads,
+                       progress)
+    sol <- res$model
+  } else {
+    w <- NULL
+    res <- cpp_tkl_fit(x, as.numeric(inp$y), 0L, numeric(), lower, upper, params, opts,
+                       threads, progress)
+    sol <- .svm_regression_sol(res$model)
+  }
+  seconds <- proc.time()[["elapsed"]] - t0
+  if (!all(sol$converged))
+    warning(sprintf("%s: an SVM solve reached the solver's iteration cap; the final model may be inaccurate",
+                    caller), call. = FALSE)
+  P <- (res$P + t(res$P)) / 2
+  kernel <- .resolve_kernel(tessellated_kernel(P, degree, lower = -delta, upper = 1 + delta),
+                            d, caller)
+  svm <- .svm_model(sol, inp, kernel, cost, epsilon, w, svm_tol, TRUE, probability, NULL,
+                    seconds)
+  tr <- res$trace
+  structure(
+    list(call = call, task = inp$task, levels = inp$levels, spec = inp$spec,
+         degree = degree, delta = as.numeric(delta), cost = as.numeric(cost),
+         epsilon = if (inp$task == "regression") as.numeric(epsilon), tol = as.numeric(tol),
+         maxit = as.integer(maxit), probability = probability, class.weights = w,
+         P = P, trace_P = res$q, kernel = kernel, svm = svm, trace = tr, stop = res$stop,
+         converged = identical(res$stop, "gap"), iterations = sum(tr$step > 0),
+         n = n, d = d, h = as.integer(h), seconds = seconds,
+         seconds_start = res$seconds_start, seconds_first = res$seconds_first,
+         iter_first = res$iter_first),
+    class = c("tkl", "kl_model"))
+}
+
+#' Predict with a tessellated kernel learning model
+#'
+#' @param object A \code{tkl} model.
+#' @param newdata New rows: a data.frame (formula fits) or a matrix /
+#'   data.frame with the training columns. They are scaled with the training
+#'   range; points outside the box are clamped into it.
+#' @param type \code{"class"} (default for classification), \code{"prob"}
+#'   (models fitted with \code{probability = TRUE}), \code{"decision"} (a
+#'   vector for two classes, positive meaning the second level; a matrix with
+#'   one column per pair \code{"b/a"} for more), or \code{"response"} (default
+#'   for regression). As \code{\link{predict.kernel_svm}}.
+#' @param threads Number of threads.
+#' @param ... Not used.
+#' @return A factor, numeric vector or matrix with one row per new row.
+#' @examples
+#' fit <- tkl(Species ~ ., data = iris, probability = TRUE, maxit = 20)
+#' table(predict(fit, iris), iris$Species)
+#' head(predict(fit, iris, type = "prob"))
+#' @export
+predict.tkl <- function(object, newdata, type = NULL, threads = NULL, ...) {
+  caller <- "predict.tkl()"
+  .no_dots(..., caller = caller)
+  if (missing(newdata) || is.null(newdata))
+    stop(sprintf("%s: 'newdata' is required (the model keeps only its support vectors)", caller),
+         call. = FALSE)
+  .svm_predict(object$svm, newdata, type, threads, caller)
+}
+
+#' @rdname learned_kernel
+#' @export
+learned_kernel.tkl <- function(object, ...) {
+  .no_dots(..., caller = "learned_kernel()")
+  object$kernel
+}
+
+#' @export
+print.tkl <- function(x, ...) {
+  what <- if (x$task == "classification")
+    sprintf("C-classification, %d classes%s", length(x$levels),
+            if (length(x$levels) > 2L) " (one-vs-one, one shared P)" else "")
+  else "epsilon-regression"
+  cat("Tessellated kernel learning: ", what, "\n", sep = "")
+  cat(sprintf("  %d training rows, %d features (scaled to [0, 1]); box [%s, %s]\n", x$n, x$d,
+              format(-x$delta), format(1 + x$delta)))
+  cat(sprintf("  degree %d: %d monomials, P %d x %d (trace %s); cost %s%s\n", x$degree, x$h,
+              2L * x$h, 2L * x$h, format(x$trace_P), format(x$cost, digits = 6),
+              if (x$task == "regression") sprintf(", epsilon %s", format(x$epsilon, digits = 6))
+              else ""))
+  last <- x$trace[nrow(x$trace), ]
+  rel <- last$gap / max(abs(last$objective), 1e-12)
+  why <- switch(x$stop, gap = sprintf("relative gap below tol = %s", format(x$tol)),
+                maxit = sprintf("maxit = %d reached", x$maxit),
+                step = "step below tol / 100", "no step decreased the objective")
+  cat(sprintf("  %d iteration(s), stopped: %s; objective %s, relative gap %s\n", x$iterations,
+              why, format(signif(last$objective, 6)), format(signif(rel, 3))))
+  cat(sprintf("  %d support vectors; %.2f s\n", x$svm$tot.nSV, x$seconds))
+  invisible(x)
+}
+
+#' Summarise a tessellated kernel learning model
+#'
+#' @param object A \code{tkl} model.
+#' @param x A \code{summary.tkl} object.
+#' @param ... Not used.
+#' @return \code{summary()} returns an object of class \code{"summary.tkl"}: the
+#'   model, its optimisation trace, the eigenvalues of the learned \eqn{P}, and
+#'   where the time went (start, first SVM solve, the line searches' SVM solves,
+#'   the rest of the iterations).
+#' @examples
+#' fit <- tkl(Species ~ ., data = iris, maxit = 10)
+#' summary(fit)
+#' @export
+summary.tkl <- function(object, ...) {
+  tr <- object$trace
+  time <- c(start = object$seconds_start, first_solve = object$seconds_first,
+            line_search_solves = sum(tr$seconds_alpha), p_steps = sum(tr$seconds_p))
+  structure(list(model = object, trace = tr,
+                 eigenvalues = eigen(object$P, symmetric = TRUE, only.values = TRUE)$values,
+                 time = time),
+            class = "summary.tkl")
+}
+
+#' @rdname summary.tkl
+#' @export
+print.summary.tkl <- function(x, ...) {
+  print(x$model)
+  cat("\nOptimisation trace:\n")
+  tr <- x$trace
+  show <- if (nrow(tr) > 12L) tr[c(1:6, (nrow(tr) - 5L):nrow(tr)), ] else tr
+  print(show, row.names = FALSE, digits = 4)
+  ev <- x$eigenvalues
+  cat(sprintf("\nEigenvalues of P: %s%s\n",
+              paste(format(signif(utils::head(ev, 6L), 3)), collapse = " "),
+              if (length(ev) > 6L) " ..." else ""))
+  cat("\nTime (s):\n")
+  print(round(x$time, 3))
+  invisible(x)
+}
+
+#' Plot the optimisation of a tessellated kernel learning model
+#'
+#' \code{which = "objective"} draws the SVM dual objective at every iterate
+#' of \eqn{P} (it never increases) and the best lower bound from the duality
+#' gap (it never decreases); the optimum lies between them.
+#' \code{which = "gap"} draws the duality gap relative to the objective on a
+#' log scale, with the tolerance.
+#'
+#' @param x A \code{tkl} model.
+#' @param which \code{"objective"} or \code{"gap"}.
+#' @param ... Passed to the plotting function.
+#' @return \code{x}, invisibly.
+#' @examples
+#' fit <- tkl(Species ~ ., data = iris, maxit = 30)
+#' plot(fit)
+#' plot(fit, which = "gap")
+#' @export
+plot.tkl <- function(x, which = c("objective", "gap"), ...) {
+  which <- .kl_choice(which, c("objective", "gap"), "which", "plot.tkl()")[1L]
+  tr <- x$trace
+  it <- tr$iteration
+  if (which == "objective") {
+    yr <- range(c(tr$objective, tr$lower[is.finite(tr$lower)]))
+    graphics::plot(it, tr$objective, type = "b", pch = 20, ylim = yr, xlab = "iteration",
+                   ylab = "SVM dual objective", main = "tkl: objective and lower bound", ...)
+    graphics::lines(it, tr$lower, type = "b", pch = 1, lty = 2)
+    graphics::legend("right", bty = "n", legend = c("objective at P", "best lower bound"),
+                     lty = c(1, 2), pch = c(20, 1))
+  } else {
+    rel <- pmax(tr$gap / pmax(abs(tr$objective), 1e-12), 1e-16)
+    graphics::plot(it, rel, type = "b", pch = 20, log = "y", xlab = "iteration",
+                   ylab = "duality gap / objective", main = "tkl: relative duality gap", ...)
+    graphics::abline(h = x$tol, lty = 3)
+  }
+  invisible(x)
+}

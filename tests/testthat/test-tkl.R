@@ -1,0 +1,249 @@
+# Tessellated kernel learning: the start model against kernel_svm on a precomputed kernel, the
+# learner's algebra against the kernel object, the optimisation's invariants, the gradient
+# against finite differences of the SVM dual, the paper's toy problems, and input errors.
+
+scale01 <- function(x) apply(x, 2, function(v) (v - min(v)) / diff(range(v)))
+tk <- function(P, q, delta = 0.1) tessellated_kernel(P, q, lower = -delta, upper = 1 + delta)
+
+# OPT_A(P): the SVM dual objective at K(P), through kernel_svm on the precomputed matrix.
+dual_at <- function(P, q, xs, y, cost, epsilon = 0.1, delta = 0.1, tol = 1e-3) {
+  K <- kernel_matrix(tk(P, q, delta), xs)
+  -sum(kernel_svm(K, y, kernel = "precomputed", cost = cost, epsilon = epsilon, tol = tol)$obj)
+}
+
+circle_data <- function(n, seed) {
+  set.seed(seed)
+  x <- matrix(runif(2 * n, -1, 1), n, 2)
+  list(x = x, y = factor(ifelse(rowSums(x^2) < 0.5, "in", "out")))
+}
+
+test_that("with maxit = 0 the model is kernel_svm on the precomputed K(P = I)", {
+  set.seed(1)
+  x <- matrix(runif(120 * 3), 120, 3)
+  xs <- scale01(x)
+  yc <- factor(ifelse(x[, 1] + x[, 2]^2 > 0.8, "b", "a"))
+  y3 <- factor(cut(x[, 1] + x[, 3], 3, labels = c("p", "q", "r")))
+  yr <- sin(4 * x[, 1]) + x[, 2]
+  K <- kernel_matrix(tk(diag(8), 1), xs)
+  for (y in list(yc, y3, yr)) {
+    fit <- tkl(x, y, maxit = 0, cost = 3, epsilon = 0.05)
+    expect_equal(fit$P, diag(8))
+    ref <- kernel_svm(K, y, kernel = "precomputed", cost = 3, epsilon = 0.05)
+    expect_equal(fit$svm$sv_index, ref$sv_index)
+    expect_equal(fit$svm$coefs, ref$coefs, tolerance = 1e-10)
+    expect_equal(fit$svm$rho, ref$rho, tolerance = 1e-10)
+    type <- if (is.factor(y)) "decision" else "response"
+    expect_equal(predict(fit, x, type = type), predict(ref, K, type = type), tolerance = 1e-8)
+    expect_equal(fit$trace$objective[1], -sum(ref$obj), tolerance = 1e-10)
+  }
+})
+
+test_that("the learner's rank-one Gram matrices and gradient agree with the kernel object", {
+  set.seed(2)
+  x <- matrix(runif(70 * 2), 70, 2)
+  lo <- rep(-0.2, 2)
+  hi <- rep(1.3, 2)
+  for (q in 0:2) {
+    h <- choose(2 + q, q)
+    A <- matrix(rnorm(4 * h * h), 2 * h)
+    P <- crossprod(A) / h
+    k <- tessellated_kernel(P, q, lower = lo, upper = hi)
+    K <- kernel_matrix(k, x)
+    v <- rnorm(2 * h)
+    v <- v / sqrt(sum(v^2))
+    w <- rnorm(70) * (runif(70) > 0.3)  # some rows have no weight (not support vectors)
+    parts <- kernlearn:::cpp_tkl_parts(x, q, lo, hi, K, v, 2 * h, 0.35, w, 2L)
+    Kstar <- kernel_matrix(tessellated_kernel(2 * h * tcrossprod(v), q, lower = lo, upper = hi), x)
+    expect_equal(parts$K, 0.65 * K + 0.35 * Kstar, tolerance = 1e-12)
+    # the gradient through the kernel's derivative contraction with E = -w w' / 2
+    spec <- kernlearn:::.kernel_spec(kernlearn:::.resolve_kernel(k, 2))
+    G <- matrix(kernlearn:::cpp_kernel_derivatives(x, x, -tcrossprod(w) / 2, spec, 1L), 2 * h)
+    expect_equal(parts$C, G, tolerance = 1e-10)
+    expect_equal(sum(parts$C * P), -drop(t(w) %*% K %*% w) / 2, tolerance = 1e-10)
+    expect_lt(max(eigen(parts$C, symmetric = TRUE, only.values = TRUE)$values),
+              1e-10 * max(abs(parts$C)))
+  }
+})
+
+test_that("the optimisation keeps its invariants: objective down, bound up, gap >= 0, P feasible", {
+  d <- circle_data(150, 3)
+  set.seed(3)
+  x3 <- matrix(runif(180 * 3), 180, 3)
+  y3 <- factor(cut(x3[, 1] - x3[, 2] + 0.3 * sin(6 * x3[, 3]), 3, labels = c("a", "b", "c")))
+  xr <- matrix(runif(160 * 2), 160, 2)
+  yr <- sin(5 * xr[, 1]) * xr[, 2] + 0.05 * rnorm(160)
+  cases <- list(list(x = d$x, y = d$y, q = 1, cost = 10),
+                list(x = x3, y = y3, q = 1, cost = 5),
+                list(x = xr, y = yr, q = 2, cost = 5),
+                list(x = d$x, y = d$y, q = 0, cost = 50))
+  for (cs in cases) {
+    fit <- tkl(cs$x, cs$y, degree = cs$q, cost = cs$cost, epsilon = 0.02, tol = 1e-4, maxit = 30)
+    tr <- fit$trace
+    expect_true(all(diff(tr$objective) < 0))
+    expect_true(all(diff(tr$lower) >= 0))
+    expect_true(all(tr$gap >= -1e-6 * abs(tr$objective)))
+    expect_true(all(tr$lower <= min(tr$objective) + 1e-6 * abs(min(tr$objective))))
+    h <- choose(ncol(cs$x) + cs$q, cs$q)
+    expect_equal(fit$trace_P, 2 * h)
+    expect_equal(sum(diag(fit$P)), 2 * h, tolerance = 1e-10)
+    expect_equal(fit$P, t(fit$P))
+    expect_gt(min(eigen(fit$P, symmetric = TRUE, only.values = TRUE)$values), -1e-8)
+    expect_true(fit$iterations >= 1L)
+    # the final objective is the dual of kernel_svm on the learned kernel's exact Gram matrix,
+    # and no other trace-2h P found at random does better than the lower bound
+    xs <- scale01(cs$x)
+    final <- dual_at(fit$P, cs$q, xs, cs$y, cs$cost, 0.02)
+    expect_equal(final, tr$objective[nrow(tr)], tolerance = 1e-4)
+    set.seed(4)
+    for (r in 1:5) {
+      A <- matrix(rnorm(4 * h * h), 2 * h)
+      P <- crossprod(A)
+      P <- 2 * h * P / sum(diag(P))
+      expect_gte(dual_at(P, cs$q, xs, cs$y, cs$cost, 0.02), max(tr$lower) - 1e-6)
+    }
+  }
+})
+
+test_that("the P-step direction is the gradient of the dual objective (finite differences)", {
+  set.seed(5)
+  x <- matrix(runif(200, -1, 1), 100, 2)
+  xs <- scale01(x)
+  ys <- list(sin(3 * x[, 1]) + x[, 2], factor(ifelse(rowSums(x^2) < 0.5, "in", "out")))
+  A <- matrix(rnorm(36), 6)
+  P <- crossprod(A) + diag(6)
+  P <- 6 * P / sum(diag(P))
+  lmin <- min(eigen(P, symmetric = TRUE, only.values = TRUE)$values)
+  K <- kernel_matrix(tk(P, 1), xs)
+  for (y in ys) {
+    s <- kernel_svm(K, y, kernel = "precomputed", cost = 2, tol = 1e-10)
+    w <- numeric(100)
+    w[s$sv_index] <- s$coefs[, 1]
+    C <- kernlearn:::cpp_tkl_parts(xs, 1L, rep(-0.1, 2), rep(1.1, 2), K, rep(1, 6) / sqrt(6), 6,
+                                   0, w, 1L)$C
+    for (r in 1:2) {
+      D <- matrix(rnorm(36), 6)
+      D <- (D + t(D)) / 2
+      # P +- e D stays positive definite; the SVM's kernel rows are single precision, so the
+      # step is not tiny
+      D <- D / max(abs(eigen(D, symmetric = TRUE, only.values = TRUE)$values)) * lmin
+      e <- 0.1
+      fd <- (dual_at(P + e * D, 1, xs, y, 2, tol = 1e-10) -
+             dual_at(P - e * D, 1, xs, y, 2, tol = 1e-10)) / (2 * e)
+      expect_equal(sum(C * D), fd, tolerance = 5e-3)
+    }
+  }
+})
+
+test_that("tkl fits the paper's toy problems (a circle; a jump in a regression)", {
+  tr <- circle_data(300, 6)
+  te <- circle_data(2000, 7)
+  fit <- tkl(tr$x, tr$y, cost = 10)
+  acc <- mean(predict(fit, te$x) == te$y)
+  # a Gaussian SVM tuned over a cost x gamma grid on the same rows
+  g <- kl_tune(kernel_svm, tr$x, tr$y, grid = list(cost = 10^(0:2), gamma = 2^(0:4)), folds = 5)
+  acc_g <- mean(predict(g$best_model, te$x) == te$y)
+  expect_gt(acc, 0.95)
+  expect_gt(acc, acc_g - 0.02)
+
+  x <- seq(0, 10, length.out = 300)
+  y <- x + sin(x) + 5 * sign(x - 5)
+  fr <- tkl(data.frame(x = x), y, cost = 1, epsilon = 1, delta = 0.1)
+  xt <- data.frame(x = seq(0.01, 9.99, length.out = 500))
+  yt <- xt$x + sin(xt$x) + 5 * sign(xt$x - 5)
+  mse <- mean((predict(fr, xt) - yt)^2)
+  mse_lm <- mean((predict(stats::lm(y ~ x), xt) - yt)^2)
+  # Gaussian SVRs with the same cost and tube, over widths from smooth to rough
+  mse_g <- vapply(10^(0:3), function(g)
+    mean((predict(kernel_svm(data.frame(x = x), y, cost = 1, epsilon = 1, gamma = g), xt) - yt)^2),
+    0)
+  expect_lt(mse, min(mse_g))
+  expect_lt(mse, 1.5)            # about the epsilon = 1 tube
+  expect_lt(mse, mse_lm / 3)
+  # the jump at 5 shows: the fit rises by more than 4 between 4.8 and 5.2 (the truth: 10.3)
+  jump <- diff(predict(fr, data.frame(x = c(4.8, 5.2))))
+  expect_gt(jump, 4)
+})
+
+test_that("same data give the same model with 1 and 2 threads", {
+  set.seed(8)
+  x <- matrix(runif(700 * 3), 700, 3)
+  y <- factor(cut(x[, 1] + x[, 2] * x[, 3], 3, labels = c("a", "b", "c")))
+  f1 <- tkl(x, y, cost = 5, maxit = 5, threads = 1)
+  f2 <- tkl(x, y, cost = 5, maxit = 5, threads = 2)
+  expect_identical(f1$P, f2$P)
+  expect_identical(f1$trace$objective, f2$trace$objective)
+  expect_identical(predict(f1, x, type = "decision"), predict(f2, x, type = "decision"))
+})
+
+test_that("tkl models predict, keep their kernel, survive saveRDS and tune by CV", {
+  fit <- tkl(Species ~ ., data = iris, probability = TRUE, maxit = 20)
+  p <- predict(fit, iris, type = "prob")
+  expect_equal(dim(p), c(150L, 3L))
+  expect_equal(colnames(p), levels(iris$Species))
+  expect_equal(unname(rowSums(p)), rep(1, 150), tolerance = 1e-8)
+  expect_equal(levels(predict(fit, iris)), levels(iris$Species))
+  expect_gt(mean(predict(fit, iris) == iris$Species), 0.95)
+  dec <- predict(fit, iris, type = "decision")
+  expect_equal(colnames(dec), c("versicolor/setosa", "virginica/setosa", "virginica/versicolor"))
+  expect_length(predict(fit, iris[0, ]), 0L)
+  # the learned kernel in kernel_svm on the scaled inputs gives the same machine
+  k <- learned_kernel(fit)
+  expect_s3_class(k, "kl_tessellated_kernel")
+  xs <- scale01(as.matrix(iris[, 1:4]))
+  s <- kernel_svm(xs, iris$Species, kernel = k, cost = fit$cost)
+  # (two solves to the solver's tolerance 1e-3: a warm-started and a cold one)
+  expect_equal(predict(s, xs, type = "decision"), unname(dec), tolerance = 5e-3,
+               ignore_attr = TRUE)
+  f <- tempfile(fileext = ".rds")
+  saveRDS(fit, f)
+  expect_identical(predict(readRDS(f), iris, type = "prob"), p)
+  expect_output(print(fit), "Tessellated kernel learning")
+  expect_output(print(summary(fit)), "Optimisation trace")
+  pdf(NULL)
+  expect_silent(plot(fit))
+  expect_silent(plot(fit, which = "gap"))
+  dev.off()
+  tn <- kl_tune(tkl, Species ~ ., data = iris, grid = list(cost = c(1, 10), delta = c(0.1, 0.3)),
+                folds = 3, maxit = 5)
+  expect_s3_class(tn$best_model, "tkl")
+  expect_true(tn$best$cost %in% c(1, 10))
+  up <- update(fit, cost = 2, probability = FALSE)
+  expect_equal(up$cost, 2)
+})
+
+test_that("tkl gives clear errors for bad input", {
+  x <- matrix(runif(60), 30, 2)
+  y <- factor(rep(c("a", "b"), 15))
+  expect_error(tkl(x, y, degree = -1), "degree")
+  expect_error(tkl(x, y, delta = -0.1), "delta")
+  expect_error(tkl(x, y, cost = 0), "cost")
+  expect_error(tkl(x, y, maxit = -1), "maxit")
+  expect_error(tkl(x, y, tol = 0), "tol")
+  expect_error(tkl(x, rnorm(30), probability = TRUE), "probability = TRUE is for classification")
+  expect_error(tkl(x, factor(rep("a", 30))), "class")
+  xn <- x
+  xn[3, 1] <- NA
+  expect_error(tkl(xn, y), "missing|NA|finite")
+  expect_error(tkl(matrix(runif(30 * 40), 30, 40), y, degree = 3), "monomials")
+  expect_error(tkl(x, y, bogus = 1), "bogus")
+  fit <- tkl(data.frame(a = x[, 1], b = x[, 2]), y, maxit = 2)
+  expect_error(predict(fit, data.frame(a = 1)), "b")
+  expect_error(predict(fit), "newdata")
+  expect_error(predict(fit, data.frame(a = x[, 1], b = x[, 2]), type = "prob"), "probability")
+  old <- options(kernlearn.max_memory = 1e6)
+  on.exit(options(old))
+  expect_error(tkl(matrix(runif(2000), 1000, 2), rnorm(1000)), "rows fit")
+})
+
+test_that("constant columns keep the box valid; new points outside it are clamped", {
+  set.seed(9)
+  x <- cbind(runif(80), 3, runif(80))
+  y <- x[, 1] - x[, 3]
+  fit <- tkl(x, y, maxit = 5, epsilon = 0.01)
+  expect_true(all(is.finite(predict(fit, x))))
+  far <- x[1:3, ]
+  far[, 1] <- c(-50, 50, 0.5)
+  clamp <- far
+  clamp[, 1] <- c(min(x[, 1]) - 0.1 * diff(range(x[, 1])), max(x[, 1]) + 0.1 * diff(range(x[, 1])), 0.5)
+  expect_equal(predict(fit, far), predict(fit, clamp), tolerance = 1e-10)
+})
