@@ -42,6 +42,7 @@ Rcpp::List cpp_tkl_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, int k,
     par.degree = Rcpp::as<int>(tkl["degree"]);
     par.tol = Rcpp::as<double>(tkl["tol"]);
     par.maxit = Rcpp::as<int>(tkl["maxit"]);
+    if (tkl.containsElementNamed("warm")) par.warm = Rcpp::as<bool>(tkl["warm"]);
     const kl::Vec lo = lower, hi = upper;
     kl::Callbacks cb = klr::make_callbacks(progress);
     kl::TklResult r;

@@ -13,7 +13,7 @@
 //   - a line search on OPT_A over P_k + eta (P* - P_k): K is linear in P, so the trial Gram
 //     matrix is (1 - eta) K(P_k) + eta K(P*), with K(P*) a rank-one form computed in O(n^2)
 //     from the box matrix A, which is formed once. Each trial is one SVM solve, warm-started
-//     from alpha_k. The first trial step is the mean of the earlier accepted steps (1 at
+//     from alpha_k (cold at eta = 1, where the trial kernel is K(P*) alone). The first trial step is the mean of the earlier accepted steps (1 at
 //     first), divided by 5 while OPT_A does not decrease.
 // The run stops when the gap falls below tol |OPT_A|, after maxit iterations, when an accepted
 // step is below tol / 100, or when no trial down to 1/1000 of the first step decreases OPT_A
@@ -31,6 +31,7 @@ struct TklParams {
   int degree = 1;
   double tol = 1e-2;   // relative duality gap
   int maxit = 100;
+  bool warm = true;    // line-search solves with eta < 1 start from the current alpha
   SvmParams svm;       // cost, epsilon, solver tolerance, cache, threads, probability
 };
 
