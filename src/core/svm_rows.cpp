@@ -73,6 +73,11 @@ TrainingKernel::TrainingKernel(const double* K, int n) : K_(K), n_(n) {
   all_.reset(new MatrixRows(K, n, std::move(rows)));
 }
 
+TrainingKernel::TrainingKernel(std::unique_ptr<KernelRows> rows)
+    : all_(std::move(rows)), n_(all_ ? all_->size() : 0) {
+  if (!all_) throw Error("no kernel");
+}
+
 std::unique_ptr<KernelRows> TrainingKernel::subset(const std::vector<int>& rows) const {
   bool all = static_cast<int>(rows.size()) == n_;
   for (int i = 0; all && i < n_; ++i) all = rows[i] == i;

@@ -18,6 +18,8 @@ class TrainingKernel {
   TrainingKernel(KernelPtr kernel, CMatRef X);
   // K: n x n symmetric, column-major; not copied, must outlive this object.
   TrainingKernel(const double* K, int n);
+  // Any kernel over the n training rows (such as one computed from a precomputed matrix).
+  explicit TrainingKernel(std::unique_ptr<KernelRows> rows);
 
   int n() const { return n_; }
   bool precomputed() const { return K_ != nullptr; }

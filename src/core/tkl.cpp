@@ -48,8 +48,8 @@ AlphaStep make_step(std::vector<BinaryMachine> m) {
 // from the machines of an earlier step, or cold when none).
 TklResult tkl_loop(CMatRef X, const Vec& lower, const Vec& upper, const TklParams& par,
                    const Callbacks& cb,
-                   const std::function<AlphaStep(const double*, const std::vector<BinaryMachine>*,
-                                                 bool)>& solve) {
+                   const std::function<AlphaStep(const TrainingKernel&,
+                                                 const std::vector<BinaryMachine>*, bool)>& solve) {
   if (par.maxit < 0) throw Error("maxit must be >= 0");
   if (!(par.tol > 0) || !std::isfinite(par.tol)) throw Error("tol must be a positive number");
   const int n = static_cast<int>(X.rows());
@@ -70,12 +70,11 @@ TklResult tkl_loop(CMatRef X, const Vec& lower, const Vec& upper, const TklParam
   make_tessellated_kernel(P, par.degree, lower, upper)->block(X, X, K, threads,
                                                               interrupts_only(cb));
   TklGram G(X, par.degree, lower, upper, threads, cb);
-  Mat Kt = K;  // the trial Gram matrix (a copy, so that its pages are touched here, once)
   res.seconds_start = seconds_since(t0);
   cb.check();
 
   t0 = std::chrono::steady_clock::now();
-  AlphaStep cur = solve(K.data(), nullptr, false);
+  AlphaStep cur = solve(TrainingKernel(K.data(), n), nullptr, false);
   res.seconds_first = seconds_since(t0);
   res.iter_first = cur.iter;
 
@@ -123,12 +122,10 @@ TklResult tkl_loop(CMatRef X, const Vec& lower, const Vec& upper, const TklParam
     while (eta >= 1e-3 * eta0) {
       cb.check();
       tp = std::chrono::steady_clock::now();
-      G.blend_rank_one(v, q, eta, K.data(), Kt.data());
-      row.seconds_p += seconds_since(tp);
-      tp = std::chrono::steady_clock::now();
       // At eta = 1 the trial kernel is K(P*) alone and the current alpha carries no
       // information about it (a cold start was faster in our runs); otherwise warm.
-      trial = solve(Kt.data(), par.warm && eta < 1.0 ? &cur.machines : nullptr, false);
+      trial = solve(TrainingKernel(G.blended_rows(v, q, eta, K.data())),
+                    par.warm && eta < 1.0 ? &cur.machines : nullptr, false);
       row.seconds_alpha += seconds_since(tp);
       row.solves += 1;
       row.svm_iter += trial.iter;
@@ -144,8 +141,10 @@ TklResult tkl_loop(CMatRef X, const Vec& lower, const Vec& upper, const TklParam
       break;
     }
     row.step = eta;
+    tp = std::chrono::steady_clock::now();
+    G.blend_rank_one(v, q, eta, K.data(), K.data());
+    row.seconds_p += seconds_since(tp);
     res.trace.push_back(row);
-    K.swap(Kt);
     P = (1.0 - eta) * P + (eta * q) * (v * v.transpose());
     P = 0.5 * (P + P.transpose());
     cur = std::move(trial);
@@ -160,7 +159,7 @@ TklResult tkl_loop(CMatRef X, const Vec& lower, const Vec& upper, const TklParam
       break;
     }
   }
-  if (par.svm.probability) cur = solve(K.data(), &cur.machines, true);
+  if (par.svm.probability) cur = solve(TrainingKernel(K.data(), n), &cur.machines, true);
   res.P = P;
   res.q = q;
   res.machines = std::move(cur.machines);
@@ -200,6 +199,83 @@ TklGram::TklGram(CMatRef X, int degree, const Vec& lower, const Vec& upper, int 
   });
 }
 
+namespace {
+
+// Entry (k, l) of (1 - eta) K + eta K(q v v') (a = 1 - eta, e = eta q): the one expression
+// both the formed matrix and the on-demand rows use, so they agree bitwise.
+inline double blend_value(double a, double e, double V, double Kkl, double Akl, double sk,
+                          double sl, double tk, double tl, double bsk, double bsl) {
+  return a * Kkl + e * (sk * sl * Akl + bsk * tl + tk * bsl + V * tk * tl);
+}
+
+// The rank-one form's vectors s = Z (v1 - v2), t = Z v2 and B .* s.
+struct RankOne {
+  Vec s, t, bs;
+};
+
+// Rows of the blended matrix on a subset of the training rows, computed when asked.
+class BlendRows final : public KernelRows {
+ public:
+  BlendRows(const double* K, const Mat& A, std::shared_ptr<const RankOne> r, double a, double e,
+            double V, std::vector<int> rows)
+      : K_(K), A_(A), r_(std::move(r)), a_(a), e_(e), V_(V), n_(A.rows()),
+        rows_(std::move(rows)) {}
+  int size() const override { return static_cast<int>(rows_.size()); }
+  double diag(int p) const override { return at(rows_[p], rows_[p]); }
+  double value(int i, int j) const override { return at(rows_[i], rows_[j]); }
+  void row(int p, float* out, int) const override {
+    const int l = rows_[p];
+    const double* Kl = K_ + static_cast<std::size_t>(l) * n_;
+    const double* Al = A_.data() + static_cast<std::size_t>(l) * n_;
+    const double *s = r_->s.data(), *t = r_->t.data(), *bs = r_->bs.data();
+    const double sl = s[l], tl = t[l], bsl = bs[l];
+    const int m = size();
+    for (int j = 0; j < m; ++j) {
+      const int k = rows_[j];
+      out[j] = static_cast<float>(blend_value(a_, e_, V_, Kl[k], Al[k], s[k], sl, t[k], tl, bs[k], bsl));
+    }
+  }
+  void block(const std::vector<int>& rows, const std::vector<int>& cols, MatRef out,
+             int) const override {
+    for (std::size_t j = 0; j < cols.size(); ++j)
+      for (std::size_t i = 0; i < rows.size(); ++i) out(i, j) = at(rows_[rows[i]], rows_[cols[j]]);
+  }
+  std::unique_ptr<KernelRows> subset(const std::vector<int>& rows) const override {
+    std::vector<int> r(rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) r[i] = rows_[rows[i]];
+    return std::unique_ptr<KernelRows>(new BlendRows(K_, A_, r_, a_, e_, V_, std::move(r)));
+  }
+
+ private:
+  double at(int k, int l) const {
+    const RankOne& r = *r_;
+    return blend_value(a_, e_, V_, K_[static_cast<std::size_t>(l) * n_ + k], A_(k, l), r.s[k],
+                       r.s[l], r.t[k], r.t[l], r.bs[k], r.bs[l]);
+  }
+  const double* K_;
+  const Mat& A_;
+  std::shared_ptr<const RankOne> r_;
+  double a_, e_, V_;
+  Eigen::Index n_;
+  std::vector<int> rows_;
+};
+
+}  // namespace
+
+std::unique_ptr<KernelRows> TklGram::blended_rows(const Vec& v, double q, double eta,
+                                                  const double* K) const {
+  const int h = this->h();
+  if (v.size() != 2 * h) throw Error("v must have length 2h");
+  auto r = std::make_shared<RankOne>();
+  r->s = Zm_ * (v.head(h) - v.tail(h));
+  r->t = Zm_ * v.tail(h);
+  r->bs = B_.cwiseProduct(r->s);
+  std::vector<int> rows(n());
+  for (int i = 0; i < n(); ++i) rows[i] = i;
+  return std::unique_ptr<KernelRows>(
+      new BlendRows(K, A_, std::move(r), 1.0 - eta, eta * q, V_, std::move(rows)));
+}
+
 void TklGram::blend_rank_one(const Vec& v, double q, double eta, const double* K,
                              double* out) const {
   const int h = this->h();
@@ -209,16 +285,17 @@ void TklGram::blend_rank_one(const Vec& v, double q, double eta, const double* K
   const Vec t = Zm_ * v.tail(h);
   const Vec bs = B_.cwiseProduct(s);
   const double a = 1.0 - eta, e = eta * q, V = V_;
+  const double *sp = s.data(), *tp = t.data(), *bp = bs.data();
   Callbacks none;
   for_each_tile(n, n, threads_, none,
                 [&](Eigen::Index r0, Eigen::Index nr, Eigen::Index c0, Eigen::Index nc) {
     for (Eigen::Index l = c0; l < c0 + nc; ++l) {
-      const double sl = s[l], tl = t[l], bsl = bs[l];
+      const double sl = sp[l], tl = tp[l], bsl = bp[l];
       const double* Al = A_.col(l).data();
       const double* Kl = K + l * n;
       double* ol = out + l * n;
       for (Eigen::Index k = r0; k < r0 + nr; ++k)
-        ol[k] = a * Kl[k] + e * (s[k] * sl * Al[k] + bs[k] * tl + t[k] * bsl + V * t[k] * tl);
+        ol[k] = blend_value(a, e, V, Kl[k], Al[k], sp[k], sl, tp[k], tl, bp[k], bsl);
     }
   });
 }
@@ -280,8 +357,7 @@ TklResult tkl_classify(CMatRef X, const std::vector<int>& y, int k,
   const int n = static_cast<int>(X.rows());
   if (static_cast<int>(y.size()) != n) throw Error("labels and rows differ in number");
   return tkl_loop(X, lower, upper, par, cb,
-                  [&](const double* K, const std::vector<BinaryMachine>* warm, bool prob) {
-    TrainingKernel TK(K, n);
+                  [&](const TrainingKernel& TK, const std::vector<BinaryMachine>* warm, bool prob) {
     std::vector<std::vector<double>> w0;
     if (warm) {
       for (const BinaryMachine& m : *warm) {
@@ -301,8 +377,7 @@ TklResult tkl_regress(CMatRef X, const std::vector<double>& z, const Vec& lower,
   const int n = static_cast<int>(X.rows());
   if (static_cast<int>(z.size()) != n) throw Error("response and rows differ in number");
   return tkl_loop(X, lower, upper, par, cb,
-                  [&](const double* K, const std::vector<BinaryMachine>* warm, bool) {
-    TrainingKernel TK(K, n);
+                  [&](const TrainingKernel& TK, const std::vector<BinaryMachine>* warm, bool) {
     std::vector<double> w0;
     if (warm && !warm->empty()) {
       w0.assign(n, 0.0);

@@ -11,8 +11,10 @@
 //   - the P-step: P* = q v v', v the unit eigenvector of the smallest eigenvalue of C; the
 //     lower bound OPT_P = OPT_A(P_k) - gap, gap = trace(C P_k) - q lambda_min(C) >= 0;
 //   - a line search on OPT_A over P_k + eta (P* - P_k): K is linear in P, so the trial Gram
-//     matrix is (1 - eta) K(P_k) + eta K(P*), with K(P*) a rank-one form computed in O(n^2)
-//     from the box matrix A, which is formed once. Each trial is one SVM solve, warm-started
+//     matrix is (1 - eta) K(P_k) + eta K(P*), with K(P*) a rank-one form computed from the box
+//     matrix A, which is formed once. The solver computes the rows of a trial matrix it needs
+//     on demand; the accepted one is formed once per iteration, in place of K(P_k), so the fit
+//     holds two n x n matrices (A and K). Each trial is one SVM solve, warm-started
 //     from alpha_k (cold at eta = 1, where the trial kernel is K(P*) alone). The first trial step is the mean of the earlier accepted steps (1 at
 //     first), divided by 5 while OPT_A does not decrease.
 // The run stops when the gap falls below tol |OPT_A|, after maxit iterations, when an accepted
@@ -20,6 +22,7 @@
 // (the authors accept such a step; here P stays, so OPT_A never increases).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -76,6 +79,10 @@ class TklGram {
   int h() const { return static_cast<int>(Zm_.cols()); }
   // out = (1 - eta) K + eta K(q v v'), v of length 2h; K and out n x n (they may alias).
   void blend_rank_one(const Vec& v, double q, double eta, const double* K, double* out) const;
+  // The same matrix as kernel rows computed on demand (for the SVM solver), without forming
+  // it; bitwise the values blend_rank_one() writes. K must outlive the result.
+  std::unique_ptr<KernelRows> blended_rows(const Vec& v, double q, double eta,
+                                           const double* K) const;
   // C(w) = sum over the coefficient vectors of sum_kl (-w_k w_l / 2) dK_kl / dP; each vector
   // given by its rows and values (zeros left out).
   Mat gradient(const std::vector<std::vector<int>>& rows,
