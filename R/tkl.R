@@ -45,10 +45,11 @@
 #' \eqn{[-\delta, 1 + \delta]}; new points outside it are clamped into it.
 #' Constant columns are allowed (they contribute a constant factor).
 #'
-#' \strong{Size.} The Gram matrices are dense: the fit holds three
-#' \eqn{n \times n}{n x n} double matrices (the box matrix, the current and
-#' the trial kernel), 24 \eqn{n^2} bytes (2.2 GB at \eqn{n = 9568}), plus the
-#' solver's row cache. The memory is checked before the fit starts; the error
+#' \strong{Size.} The Gram matrices are dense: the fit holds two
+#' \eqn{n \times n}{n x n} double matrices (the box matrix and the current
+#' kernel; the solver computes the rows of a trial kernel it needs from them),
+#' 16 \eqn{n^2} bytes (1.5 GB at \eqn{n = 9568}), plus the solver's row
+#' cache. The memory is checked before the fit starts; the error
 #' names the need and the limit (\code{options(kernlearn.max_memory =)}). For
 #' more rows, subsample, or fit \code{\link{kernel_svm}} with a learned
 #' kernel (\code{learned_kernel(fit)} of a fit on a subsample), which computes
@@ -161,10 +162,11 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                  format(2 * h, big.mark = ","), .tkl_max_h), call. = FALSE)
   if (n < 2L)
     stop(sprintf("%s: at least 2 training rows are needed", caller), call. = FALSE)
-  .check_memory(24 * n^2 + min(params$cache * 2^20, 4 * n^2) + 8 * n * h * 4,
-                sprintf("tkl() on %d rows (three %d x %d Gram matrices)", n, n, n), caller,
-                hint = sprintf("; at most about %d rows fit. Subsample the rows or raise options(kernlearn.max_memory)",
-                               as.integer(floor(sqrt(.kl_memory_limit() / 28)))))
+  .check_memory(16 * n^2 + min(params$cache * 2^20, 4 * n^2) + 8 * n * h * 4,
+                sprintf("tkl() on %d rows (two %d x %d matrices and the solver's cache)", n, n, n),
+                caller,
+                hint = sprintf("; at most about %d rows fit. Subsample the rows, or learn P on a subsample and fit kernel_svm() with learned_kernel() on all rows, or raise options(kernlearn.max_memory)",
+                               as.integer(floor(sqrt(.kl_memory_limit() / 20)))))
   if (probability) params$seed <- .kl_seed()
   threads <- .kl_threads(threads)
   lower <- rep(-delta, d)
