@@ -33,7 +33,7 @@
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
 #' @param ... Not used; unknown arguments are an error.
 #' @return An object of class \code{c("kernel_ridge", "kl_model")}: a list with
-#'   the scaled training inputs \code{x}, the dual coefficients \code{alpha}
+#'   the scaled training inputs \code{x} and response \code{y}, the dual coefficients \code{alpha}
 #'   (n by number of outputs), the bias \code{bias}, the resolved \code{kernel},
 #'   \code{lambda}, \code{task} (\code{"classification"} or
 #'   \code{"regression"}), the class \code{levels}, and the input specification
@@ -107,7 +107,7 @@ kernel_ridge.default <- function(x, y, kernel = gaussian_kernel(), lambda = 0.01
   sol <- cpp_kernel_ridge_fit(inp$x, Y, .kernel_spec(kernel), lambda, TRUE, threads,
                               .kl_backend_arg(), progress)
   structure(list(call = call, task = inp$task, levels = inp$levels, spec = inp$spec,
-                 kernel = kernel, lambda = lambda, x = inp$x, alpha = sol$alpha,
+                 kernel = kernel, lambda = lambda, x = inp$x, y = inp$y, alpha = sol$alpha,
                  bias = as.vector(sol$bias), n = n),
             class = c("kernel_ridge", "kl_model"))
 }
