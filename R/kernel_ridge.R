@@ -13,8 +13,9 @@
 #' are not probabilities, so \code{predict(type = "prob")} is an error.
 #'
 #' Inputs are scaled to \eqn{[0, 1]} with the training minimum and maximum of
-#' each column (constant columns map to 0); factor predictors are expanded to
-#' one indicator column per level. The scaling and encodings are stored in the
+#' each column (constant columns map to 0; \code{scale = "standardize"}
+#' centres and divides by the standard deviation instead, \code{"none"} keeps
+#' them); factor predictors are expanded to one indicator column per level. The scaling and encodings are stored in the
 #' model and applied to \code{newdata}.
 #'
 #' The exact solve needs an \eqn{n \times n}{n x n} matrix (8 n^2 bytes): an
@@ -30,6 +31,8 @@
 #' @param kernel A kernel object (\code{\link{gaussian_kernel}} by default, with
 #'   \code{gamma = 1 / ncol(x)} after encoding) or a kernel name.
 #' @param lambda Ridge penalty \eqn{\lambda > 0}.
+#' @param scale How inputs are scaled: \code{"minmax"} (the default),
+#'   \code{"standardize"} or \code{"none"}, as in \code{\link{kernel_svm}}.
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
 #' @param ... Not used; unknown arguments are an error.
 #' @return An object of class \code{c("kernel_ridge", "kl_model")}: a list with
@@ -54,20 +57,20 @@ kernel_ridge <- function(x, ...) UseMethod("kernel_ridge")
 #' @rdname kernel_ridge
 #' @export
 kernel_ridge.formula <- function(formula, data, kernel = gaussian_kernel(), lambda = 0.01,
-                                 threads = NULL, ...) {
+                                 scale = "minmax", threads = NULL, ...) {
   .no_dots(..., caller = "kernel_ridge()")
-  inp <- .kl_input_formula(formula, data, "kernel_ridge()")
+  inp <- .kl_input_formula(formula, data, "kernel_ridge()", scale = scale)
   .kernel_ridge_fit(inp, kernel, lambda, threads, .kl_call(match.call(), "kernel_ridge"))
 }
 
 #' @rdname kernel_ridge
 #' @export
 kernel_ridge.default <- function(x, y, kernel = gaussian_kernel(), lambda = 0.01,
-                                 threads = NULL, ...) {
+                                 scale = "minmax", threads = NULL, ...) {
   .no_dots(..., caller = "kernel_ridge()")
   if (inherits(x, "formula"))
     stop("kernel_ridge(): use kernel_ridge(formula, data = ) with a formula", call. = FALSE)
-  inp <- .kl_input_xy(x, y, "kernel_ridge()")
+  inp <- .kl_input_xy(x, y, "kernel_ridge()", scale = scale)
   .kernel_ridge_fit(inp, kernel, lambda, threads, .kl_call(match.call(), "kernel_ridge"))
 }
 
@@ -160,8 +163,8 @@ print.kernel_ridge <- function(x, ...) {
     sprintf("least-squares SVM classification, %d classes", length(x$levels))
   else "regression"
   cat("Kernel ridge ", what, "\n", sep = "")
-  cat(sprintf("  %d training rows, %d features (scaled to [0, 1]), lambda = %s\n", x$n,
-              ncol(x$x), format(x$lambda, digits = 6)))
+  cat(sprintf("  %d training rows, %d features (%s), lambda = %s\n", x$n,
+              ncol(x$x), .kl_scaling_text(x$spec), format(x$lambda, digits = 6)))
   cat("  ")
   print(x$kernel)
   invisible(x)

@@ -24,7 +24,10 @@
 #' \strong{Data.} Inputs are scaled to \eqn{[0, 1]} with the training minimum
 #' and maximum of each column (constant columns map to 0) and factor predictors
 #' are expanded to indicator columns, as in all kernlearn learners; the
-#' scaling is stored and applied to new data. The response is not scaled. With
+#' scaling is stored and applied to new data. \code{scale = "standardize"}
+#' centres each column and divides it by its standard deviation instead, as
+#' \code{e1071::svm()} does by default, so that the same \code{gamma} gives
+#' the same model as there; \code{scale = "none"} uses the inputs as given. The response is not scaled. With
 #' \code{kernel = "precomputed"}, \code{x} is the \eqn{n \times n}{n x n} kernel
 #' matrix of the training rows and \code{predict()} takes the \eqn{m \times n}{m x n}
 #' matrix of kernel values between new rows and the training rows.
@@ -93,6 +96,10 @@
 #'   gives a warning.
 #' @param warm_start \code{NULL} or a \code{kernel_svm} model fitted on the
 #'   same rows (see Details).
+#' @param scale How inputs are scaled: \code{"minmax"} (to \eqn{[0, 1]} with the
+#'   training range, the default), \code{"standardize"} (centred, unit standard
+#'   deviation) or \code{"none"}; \code{TRUE} and \code{FALSE} mean
+#'   \code{"minmax"} and \code{"none"}.
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
 #' @param ... Not used; unknown arguments are an error.
 #' @return An object of class \code{c("kernel_svm", "kl_model")}, a list with
@@ -156,12 +163,13 @@ kernel_svm.formula <- function(formula, data, kernel = gaussian_kernel(), cost =
                                gamma = NULL, epsilon = 0.1, type = NULL, class.weights = NULL,
                                probability = FALSE, prob_folds = 5, tol = 1e-3,
                                shrinking = TRUE, cache = 1024, max_iter = NULL,
-                               warm_start = NULL, threads = NULL, ...) {
+                               warm_start = NULL, scale = "minmax", threads = NULL, ...) {
   caller <- "kernel_svm()"
   .no_dots(..., caller = caller)
   if (identical(kernel, "precomputed"))
     stop(sprintf("%s: kernel = \"precomputed\" needs the x / y interface: kernel_svm(K, y, kernel = \"precomputed\")",
                  caller), call. = FALSE)
+  scale <- .kl_scale_mode(scale, caller)
   type <- .svm_type(type, caller)
   if (identical(type, "C-classification") && inherits(formula, "formula") &&
       length(formula) == 3L && is.data.frame(data)) {
@@ -171,7 +179,7 @@ kernel_svm.formula <- function(formula, data, kernel = gaussian_kernel(), cost =
       if (length(nm) == 1L && nm %in% names(data)) data[[nm]] <- factor(data[[nm]])
     }
   }
-  inp <- .kl_input_formula(formula, data, caller)
+  inp <- .kl_input_formula(formula, data, caller, scale = scale)
   .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
                   prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
                   .kl_call(match.call(), "kernel_svm"))
@@ -183,17 +191,21 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
                                epsilon = 0.1, type = NULL, class.weights = NULL,
                                probability = FALSE, prob_folds = 5, tol = 1e-3,
                                shrinking = TRUE, cache = 1024, max_iter = NULL,
-                               warm_start = NULL, threads = NULL, ...) {
+                               warm_start = NULL, scale = "minmax", threads = NULL, ...) {
   caller <- "kernel_svm()"
   .no_dots(..., caller = caller)
+  scale_given <- !missing(scale)
+  scale <- .kl_scale_mode(scale, caller)
   if (inherits(x, "formula"))
     stop(sprintf("%s: use kernel_svm(formula, data = ) with a formula", caller), call. = FALSE)
   type <- .svm_type(type, caller)
   if (identical(type, "C-classification") && is.numeric(y) && !is.factor(y)) y <- factor(y)
   if (identical(kernel, "precomputed")) {
+    if (scale_given && scale != "none")
+      stop(sprintf("%s: 'scale' has no meaning with a precomputed kernel", caller), call. = FALSE)
     inp <- .svm_input_precomputed(x, y, caller)
   } else {
-    inp <- .kl_input_xy(x, y, caller)
+    inp <- .kl_input_xy(x, y, caller, scale = scale)
   }
   .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
                   prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
@@ -613,7 +625,7 @@ print.summary.kernel_svm <- function(x, ...) {
 # decision values of the held-out rows come from one pass over the support vectors.
 
 .svm_fast_args <- c("kernel", "gamma", "epsilon", "type", "class.weights", "tol",
-                    "shrinking", "cache", "max_iter", "threads")
+                    "shrinking", "cache", "max_iter", "scale", "threads")
 
 # TRUE when kl_tune() may use the cost path for this learner, grid and metric.
 .svm_fast_eligible <- function(learner, spec, g, metric) {
@@ -666,12 +678,14 @@ print.summary.kernel_svm <- function(x, ...) {
         if (length(nm) == 1L && nm %in% names(d) && is.numeric(d[[nm]]))
           d[[nm]] <- factor(d[[nm]])
       }
-      inp <- .kl_input_formula(spec$formula, d[train, , drop = FALSE], caller)
+      inp <- .kl_input_formula(spec$formula, d[train, , drop = FALSE], caller,
+                               scale = arg("scale", p0))
       xt <- .kl_newdata(inp$spec, d[test, , drop = FALSE], caller)
     } else {
       yy <- spec$y
       if (identical(type, "C-classification") && !is.factor(yy)) yy <- factor(yy)
-      inp <- .kl_input_xy(spec$x[train, , drop = FALSE], yy[train], caller)
+      inp <- .kl_input_xy(spec$x[train, , drop = FALSE], yy[train], caller,
+                          scale = arg("scale", p0))
       xt <- .kl_newdata(inp$spec, spec$x[test, , drop = FALSE], caller)
     }
     if (!is.null(type) && (type == "C-classification") != (inp$task == "classification"))

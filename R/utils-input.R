@@ -200,24 +200,50 @@
   y
 }
 
-# Scales the matrix to [0, 1] with its own column min / max and stores how (with
-# scale = FALSE the identity map is stored instead).
+# The input scaling of a learner's `scale` argument: TRUE or "minmax" (to [0, 1] with the
+# training range), "standardize" (centred, unit standard deviation: what e1071 does), FALSE or
+# "none".
+.kl_scale_mode <- function(scale, caller) {
+  if (is.logical(scale) && length(scale) == 1L && !is.na(scale))
+    return(if (scale) "minmax" else "none")
+  modes <- c("minmax", "standardize", "none")
+  if (!is.character(scale) || length(scale) != 1L || !(scale %in% modes))
+    stop(sprintf("%s: 'scale' must be one of \"minmax\", \"standardize\" or \"none\" (or TRUE / FALSE); got %s",
+                 caller, .show_value(scale)), call. = FALSE)
+  scale
+}
+
+# Scales the matrix with its own columns and stores how: to [0, 1] with the min / max
+# (scale = TRUE or "minmax"), centred and divided by the standard deviation ("standardize"),
+# or the identity map (FALSE or "none"). Constant columns map to 0 (none: kept).
 .kl_finish_input <- function(x, y, caller, spec, scale = TRUE) {
   if (nrow(x) == 0L) stop(sprintf("%s: no rows", caller), call. = FALSE)
-  if (isTRUE(scale)) {
+  mode <- .kl_scale_mode(scale, caller)
+  if (mode == "minmax") {
     mn <- apply(x, 2L, min)
     rg <- apply(x, 2L, max) - mn
     sc <- ifelse(rg > 0, 1 / rg, 0)
+  } else if (mode == "standardize") {
+    mn <- colMeans(x)
+    sdv <- if (nrow(x) > 1L) apply(x, 2L, stats::sd) else rep(0, ncol(x))
+    sc <- ifelse(sdv > 0, 1 / sdv, 0)
   } else {
     mn <- rep(0, ncol(x))
     sc <- rep(1, ncol(x))
   }
   spec$features <- colnames(x)
+  spec$scaling <- mode
   spec$min <- unname(mn)
   spec$scale <- unname(sc)
   xs <- .scale_apply(x, spec)
   task <- if (is.factor(y)) "classification" else "regression"
   list(x = xs, y = y, task = task, levels = if (is.factor(y)) levels(y) else NULL, spec = spec)
+}
+
+# How the inputs were scaled, for print methods.
+.kl_scaling_text <- function(spec) {
+  switch(if (is.null(spec$scaling)) "minmax" else spec$scaling,
+         minmax = "scaled to [0, 1]", standardize = "standardized", none = "not scaled")
 }
 
 .scale_apply <- function(x, spec) {

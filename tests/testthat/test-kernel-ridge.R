@@ -168,3 +168,14 @@ test_that("results do not depend on the thread count", {
   expect_equal(a$alpha, b$alpha, tolerance = 1e-12)
   expect_equal(predict(a, x, threads = 1), predict(b, x, threads = 2), tolerance = 1e-12)
 })
+
+test_that("kernel_ridge scales inputs as asked: minmax, standardize or none", {
+  x <- as.matrix(mtcars[, c("wt", "hp", "disp")])
+  z <- scale(x)
+  a <- kernel_ridge(x, mtcars$mpg, scale = "standardize", lambda = 0.1)
+  b <- kernel_ridge(unname(z), mtcars$mpg, scale = "none", lambda = 0.1)
+  expect_equal(predict(a, x), predict(b, unname(z)), tolerance = 1e-10)
+  expect_output(print(a), "standardized")
+  expect_output(print(kernel_ridge(x, mtcars$mpg)), "scaled to \\[0, 1\\]")
+  expect_error(kernel_ridge(x, mtcars$mpg, scale = NA), "'scale' must be one of")
+})

@@ -413,3 +413,38 @@ test_that("bad input gives clear errors", {
   num <- kernel_svm(x, as.integer(iris$Species), type = "C-classification")
   expect_equal(num$levels, c("1", "2", "3"))
 })
+
+test_that("scale = 'standardize' gives e1071's model at the same gamma; 'none' uses the inputs as given", {
+  skip_if_not_installed("e1071")
+  x <- as.matrix(iris[, 1:4])
+  fit <- kernel_svm(x, iris$Species, scale = "standardize", gamma = 0.5, cost = 2, tol = 1e-6)
+  ref <- e1071::svm(x, iris$Species, gamma = 0.5, cost = 2, tolerance = 1e-6)
+  expect_identical(as.character(predict(fit, x)), as.character(predict(ref, x)))
+  expect_equal(sum(fit$nSV), ref$tot.nSV)
+  xr <- as.matrix(mtcars[, c("wt", "hp", "disp", "qsec")])
+  fr <- kernel_svm(xr, mtcars$mpg, scale = "standardize", gamma = 0.3, cost = 5, epsilon = 0.2,
+                   tol = 1e-6)
+  rr <- e1071::svm(xr, mtcars$mpg, gamma = 0.3, cost = 5, epsilon = 0.2, tolerance = 1e-6)
+  expect_equal(predict(fr, xr), unname(predict(rr, xr)), tolerance = 1e-4)
+  # standardisation is stored and applied to new data
+  z <- scale(x)
+  expect_equal(predict(fit, x, type = "decision"),
+               predict(kernel_svm(unname(z), iris$Species, scale = "none", gamma = 0.5, cost = 2,
+                                  tol = 1e-6), unname(z), type = "decision"),
+               tolerance = 1e-8, ignore_attr = TRUE)
+  expect_equal(kernel_svm(x, iris$Species, scale = TRUE, gamma = 2)$SV,
+               kernel_svm(x, iris$Species, gamma = 2)$SV)
+  expect_error(kernel_svm(x, iris$Species, scale = "zscore"), "'scale' must be one of")
+  K <- kernel_matrix(gaussian_kernel(1), x)
+  expect_error(kernel_svm(K, iris$Species, kernel = "precomputed", scale = "standardize"),
+               "no meaning with a precomputed kernel")
+  # the kl_tune fast path honours the scaling
+  set.seed(1)
+  t1 <- kl_tune(kernel_svm, x, iris$Species, grid = list(cost = c(1, 4)), gamma = 0.5,
+                scale = "standardize", folds = 3)
+  set.seed(1)
+  t2 <- kl_tune(kernel_svm, x, iris$Species, grid = list(cost = c(1, 4)), gamma = 0.5,
+                scale = "standardize", folds = 3, tol = 1e-3, shrinking = TRUE)
+  expect_equal(t1$results$mean, t2$results$mean)
+  expect_equal(t1$best_model$spec$scaling, "standardize")
+})
