@@ -62,6 +62,11 @@
 #'   predictors.
 #' @param formula A model formula.
 #' @param data A data.frame holding the variables of \code{formula}.
+#' @param subset Rows of \code{data} to use: a logical vector or row numbers,
+#'   evaluated in \code{data} (formula interface).
+#' @param na.action What to do with rows with missing values in the variables of
+#'   the formula: \code{na.fail} (the default: an error naming the column) or
+#'   \code{na.omit} (drop them, with a message saying how many).
 #' @param y A factor (classification) or numeric vector (regression).
 #' @param map \code{"nystrom"} or \code{"fourier"}.
 #' @param dim Number of features \eqn{J}.
@@ -125,9 +130,12 @@ dikl.formula <- function(formula, data, map = c("nystrom", "fourier"), dim = 100
                          rho = 1e-4, objective = c("di", "ls", "ce", "none"),
                          init = c("random", "kmeans"), head = NULL, cost = 1, lambda = 1e-4,
                          batch_size = NULL, lr = 1e-3, max_epochs = 100, patience = 3,
-                         tol = 1e-4, scale = TRUE, threads = NULL, ...) {
+                         tol = 1e-4, scale = TRUE, subset = NULL, na.action = stats::na.fail,
+                         threads = NULL, ...) {
   caller <- "dikl()"
   .no_dots(..., caller = caller)
+  data <- .kl_formula_data(formula, data, substitute(subset), na.action, "dikl()",
+                           parent.frame())
   .heads_flag(scale, "scale", caller)
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
   .dikl_fit(inp, map, dim, gamma, rho, objective, init, head, cost, lambda, batch_size, lr,

@@ -92,6 +92,11 @@
 #'   predictors.
 #' @param formula A model formula.
 #' @param data A data.frame holding the variables of \code{formula}.
+#' @param subset Rows of \code{data} to use: a logical vector or row numbers,
+#'   evaluated in \code{data} (formula interface).
+#' @param na.action What to do with rows with missing values in the variables of
+#'   the formula: \code{na.fail} (the default: an error naming the column) or
+#'   \code{na.omit} (drop them, with a message saying how many).
 #' @param y A factor of class labels (a vector of whole numbers is treated as
 #'   labels; other numeric responses are an error, as is a numeric response in
 #'   the formula interface).
@@ -176,9 +181,12 @@ gem.formula <- function(formula, data, ridge = 0.1, ridge_type = c("relative", "
                         depth = 1, first_layer = list(),
                         rff = NULL, ensemble = 1, standardize = TRUE, scale = TRUE,
                         max_pairs = 1000, maxit = NULL, tol = NULL,
-                        eigen_method = c("auto", "dense", "iterative"), threads = NULL, ...) {
+                        eigen_method = c("auto", "dense", "iterative"), subset = NULL,
+                        na.action = stats::na.fail, threads = NULL, ...) {
   caller <- "gem()"
   .no_dots(..., caller = caller)
+  data <- .kl_formula_data(formula, data, substitute(subset), na.action, "gem()",
+                           parent.frame())
   .heads_flag(scale, "scale", caller)
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
   .gem_fit(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree, keep_input,

@@ -78,6 +78,11 @@
 #'   predictors.
 #' @param formula A model formula such as \code{y ~ .}.
 #' @param data A data.frame holding the variables of \code{formula}.
+#' @param subset Rows of \code{data} to use: a logical vector or row numbers,
+#'   evaluated in \code{data} (formula interface).
+#' @param na.action What to do with rows with missing values in the variables of
+#'   the formula: \code{na.fail} (the default: an error naming the column) or
+#'   \code{na.omit} (drop them, with a message saying how many).
 #' @param y Response: a factor (classification) or numeric vector
 #'   (regression).
 #' @param depth \code{NULL} (chosen by cross-validation, or implied by
@@ -147,8 +152,11 @@ hgk.formula <- function(formula, data, depth = NULL, nodes = NULL, kernel = NULL
                         loss = c("ls", "hinge"), gradient = c("bilevel", "fixed"),
                         final = c("refit", "average"), folds = 5, gamma = NULL, lambda = NULL,
                         probability = FALSE, control = hgk_control(), scale = TRUE,
+                        subset = NULL, na.action = stats::na.fail,
                         threads = NULL, ...) {
   .no_dots(..., caller = "hgk()")
+  data <- .kl_formula_data(formula, data, substitute(subset), na.action, "hgk()",
+                           parent.frame())
   inp <- .kl_input_formula(formula, data, "hgk()", scale = scale)
   .hgk_fit(inp, depth, nodes, kernel, candidates, saturation, loss, gradient, final, folds,
            gamma, lambda, probability, control, scale, threads, .kl_call(match.call(), "hgk"))

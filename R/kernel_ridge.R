@@ -26,6 +26,11 @@
 #'   data.frame of predictors.
 #' @param formula A model formula.
 #' @param data A data.frame holding the variables of \code{formula}.
+#' @param subset Rows of \code{data} to use: a logical vector or row numbers,
+#'   evaluated in \code{data} (formula interface).
+#' @param na.action What to do with rows with missing values in the variables of
+#'   the formula: \code{na.fail} (the default: an error naming the column) or
+#'   \code{na.omit} (drop them, with a message saying how many).
 #' @param y Response: a factor for classification, a numeric vector for
 #'   regression.
 #' @param kernel A kernel object (\code{\link{gaussian_kernel}} by default, with
@@ -57,8 +62,11 @@ kernel_ridge <- function(x, ...) UseMethod("kernel_ridge")
 #' @rdname kernel_ridge
 #' @export
 kernel_ridge.formula <- function(formula, data, kernel = gaussian_kernel(), lambda = 0.01,
-                                 scale = "minmax", threads = NULL, ...) {
+                                 scale = "minmax", subset = NULL, na.action = stats::na.fail,
+                                 threads = NULL, ...) {
   .no_dots(..., caller = "kernel_ridge()")
+  data <- .kl_formula_data(formula, data, substitute(subset), na.action, "kernel_ridge()",
+                           parent.frame())
   inp <- .kl_input_formula(formula, data, "kernel_ridge()", scale = scale)
   .kernel_ridge_fit(inp, kernel, lambda, threads, .kl_call(match.call(), "kernel_ridge"))
 }

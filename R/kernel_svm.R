@@ -65,6 +65,11 @@
 #'   \eqn{n \times n}{n x n} kernel matrix of the training rows.
 #' @param formula A model formula.
 #' @param data A data.frame holding the variables of \code{formula}.
+#' @param subset Rows of \code{data} to use: a logical vector or row numbers,
+#'   evaluated in \code{data} (formula interface).
+#' @param na.action What to do with rows with missing values in the variables of
+#'   the formula: \code{na.fail} (the default: an error naming the column) or
+#'   \code{na.omit} (drop them, with a message saying how many).
 #' @param y Response: a factor for classification, a numeric vector for
 #'   regression.
 #' @param kernel A kernel object (\code{\link{gaussian_kernel}} by default,
@@ -163,9 +168,12 @@ kernel_svm.formula <- function(formula, data, kernel = gaussian_kernel(), cost =
                                gamma = NULL, epsilon = 0.1, type = NULL, class.weights = NULL,
                                probability = FALSE, prob_folds = 5, tol = 1e-3,
                                shrinking = TRUE, cache = 1024, max_iter = NULL,
-                               warm_start = NULL, scale = "minmax", threads = NULL, ...) {
+                               warm_start = NULL, scale = "minmax", subset = NULL,
+                               na.action = stats::na.fail, threads = NULL, ...) {
   caller <- "kernel_svm()"
   .no_dots(..., caller = caller)
+  data <- .kl_formula_data(formula, data, substitute(subset), na.action, "kernel_svm()",
+                           parent.frame())
   if (identical(kernel, "precomputed"))
     stop(sprintf("%s: kernel = \"precomputed\" needs the x / y interface: kernel_svm(K, y, kernel = \"precomputed\")",
                  caller), call. = FALSE)

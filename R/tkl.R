@@ -61,6 +61,11 @@
 #'   predictors.
 #' @param formula A model formula such as \code{y ~ .}.
 #' @param data A data.frame holding the variables of \code{formula}.
+#' @param subset Rows of \code{data} to use: a logical vector or row numbers,
+#'   evaluated in \code{data} (formula interface).
+#' @param na.action What to do with rows with missing values in the variables of
+#'   the formula: \code{na.fail} (the default: an error naming the column) or
+#'   \code{na.omit} (drop them, with a message saying how many).
 #' @param y Response: a factor (classification) or numeric vector
 #'   (regression).
 #' @param degree Degree \eqn{q} of the monomials (0 gives a piecewise
@@ -114,8 +119,11 @@ tkl <- function(x, ...) UseMethod("tkl")
 #' @export
 tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                         tol = 1e-2, maxit = 100, class.weights = NULL, probability = FALSE,
-                        svm_tol = 1e-3, cache = 1024, threads = NULL, ...) {
+                        svm_tol = 1e-3, cache = 1024, subset = NULL, na.action = stats::na.fail,
+                        threads = NULL, ...) {
   .no_dots(..., caller = "tkl()")
+  data <- .kl_formula_data(formula, data, substitute(subset), na.action, "tkl()",
+                           parent.frame())
   inp <- .kl_input_formula(formula, data, "tkl()")
   .tkl_fit(inp, degree, delta, cost, epsilon, tol, maxit, class.weights, probability, svm_tol,
            cache, threads, .kl_call(match.call(), "tkl"))

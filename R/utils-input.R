@@ -41,6 +41,66 @@
                                columns = all.vars(tt)), scale = scale)
 }
 
+# The rows of `data` a formula method uses: `subset_expr` (the unevaluated `subset`
+# argument: a logical vector or row numbers, evaluated in data) and `na.action` (na.fail, the
+# default, leaves missing values to the input checks, which name the column; na.omit and
+# na.exclude drop the rows with a missing or non-finite value in a variable of the formula and
+# say how many).
+.kl_formula_data <- function(formula, data, subset_expr, na.action, caller, env) {
+  if (!is.data.frame(data) || !inherits(formula, "formula")) return(data)
+  if (!is.null(subset_expr)) {
+    r <- eval(subset_expr, data, env)
+    n <- nrow(data)
+    if (is.logical(r)) {
+      if (length(r) != n)
+        stop(sprintf("%s: 'subset' is a logical vector of length %d; 'data' has %d rows",
+                     caller, length(r), n), call. = FALSE)
+      r <- which(r & !is.na(r))
+    } else if (is.numeric(r)) {
+      if (any(!is.finite(r)) || any(r != round(r)) || any(r < 1 | r > n))
+        stop(sprintf("%s: 'subset' must hold row numbers between 1 and %d", caller, n),
+             call. = FALSE)
+    } else {
+      stop(sprintf("%s: 'subset' must be a logical vector or row numbers, not %s", caller,
+                   class(r)[1L]), call. = FALSE)
+    }
+    if (!length(r)) stop(sprintf("%s: 'subset' selects no rows", caller), call. = FALSE)
+    data <- data[r, , drop = FALSE]
+  }
+  mode <- .kl_na_mode(na.action, caller)
+  if (mode == "omit") {
+    vars <- all.vars(formula)
+    cols <- if ("." %in% vars) names(data) else intersect(vars, names(data))
+    ok <- rep(TRUE, nrow(data))
+    for (nm in cols) {
+      v <- data[[nm]]
+      bad <- if (is.numeric(v)) !is.finite(v) else is.na(v)
+      if (is.matrix(bad)) bad <- rowSums(bad) > 0
+      ok <- ok & !bad
+    }
+    if (!any(ok))
+      stop(sprintf("%s: every row has a missing value in a variable of the formula", caller),
+           call. = FALSE)
+    if (!all(ok)) {
+      message(sprintf("%s: %d row(s) with missing or infinite values dropped (na.action = na.omit)",
+                      caller, sum(!ok)))
+      data <- data[ok, , drop = FALSE]
+    }
+  }
+  data
+}
+
+.kl_na_mode <- function(na.action, caller) {
+  if (is.null(na.action)) return("fail")
+  if (is.character(na.action) && length(na.action) == 1L)
+    na.action <- tryCatch(match.fun(na.action), error = function(e) NULL)
+  if (identical(na.action, stats::na.fail)) return("fail")
+  if (identical(na.action, stats::na.omit) || identical(na.action, stats::na.exclude))
+    return("omit")
+  stop(sprintf("%s: 'na.action' must be na.fail or na.omit (or na.exclude)", caller),
+       call. = FALSE)
+}
+
 .kl_input_xy <- function(x, y, caller, scale = TRUE) {
   if (missing(y) || is.null(y))
     stop(sprintf("%s: 'y' is required when 'x' is not a formula", caller), call. = FALSE)

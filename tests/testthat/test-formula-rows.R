@@ -1,0 +1,50 @@
+# subset = and na.action = in the formula methods of every learner.
+
+test_that("subset selects rows in every learner's formula method", {
+  d <- iris
+  keep <- d$Species != "setosa"
+  f1 <- kernel_svm(Species ~ ., data = d, subset = Species != "setosa", gamma = 1)
+  f2 <- kernel_svm(Species ~ ., data = droplevels(d[keep, ]), gamma = 1)
+  expect_equal(f1$levels, c("versicolor", "virginica"))
+  expect_equal(predict(f1, d[keep, ], type = "decision"),
+               predict(f2, d[keep, ], type = "decision"))
+  r1 <- kernel_ridge(mpg ~ wt + hp, data = mtcars, subset = 1:20, lambda = 0.1)
+  r2 <- kernel_ridge(mpg ~ wt + hp, data = mtcars[1:20, ], lambda = 0.1)
+  expect_equal(predict(r1, mtcars), predict(r2, mtcars))
+  t1 <- tkl(mpg ~ wt + hp, data = mtcars, subset = cyl > 4, maxit = 3)
+  expect_equal(t1$n, sum(mtcars$cyl > 4))
+  g1 <- gem(Species ~ ., data = iris, subset = seq(1, 150, by = 2), top = 2, threshold = 1,
+            lambda = 1e-3)
+  expect_equal(g1$n, 75L)
+  expect_error(kernel_svm(Species ~ ., data = d, subset = rep(TRUE, 3)), "length 3")
+  expect_error(kernel_svm(Species ~ ., data = d, subset = 0:2), "row numbers")
+  expect_error(kernel_svm(Species ~ ., data = d, subset = Species == "none"), "no rows")
+  # the call keeps the subset, so update() refits on the same rows
+  expect_equal(update(r1, lambda = 1)$n, 20L)
+})
+
+test_that("na.action = na.omit drops incomplete rows and says how many; na.fail is the default", {
+  d <- mtcars[, c("mpg", "wt", "hp")]
+  d$wt[c(3, 7)] <- NA
+  d$hp[10] <- Inf
+  expect_error(kernel_ridge(mpg ~ ., data = d), "missing or infinite")
+  expect_message(f <- kernel_ridge(mpg ~ ., data = d, na.action = na.omit, lambda = 0.1),
+                 "3 row\\(s\\) with missing or infinite values dropped")
+  expect_equal(f$n, 29L)
+  ref <- kernel_ridge(mpg ~ ., data = d[-c(3, 7, 10), ], lambda = 0.1)
+  expect_equal(predict(f, d[-c(3, 7, 10), ]), predict(ref, d[-c(3, 7, 10), ]))
+  expect_message(kernel_svm(mpg ~ wt, data = d, na.action = "na.omit"), "2 row\\(s\\)")
+  expect_message(tkl(mpg ~ wt, data = d, na.action = na.exclude, maxit = 2), "2 row\\(s\\)")
+  # a variable outside the formula does not drop rows
+  expect_silent(kernel_ridge(mpg ~ hp, data = transform(d, hp = mtcars$hp), lambda = 0.1,
+                             na.action = na.omit))
+  expect_error(kernel_ridge(mpg ~ ., data = d, na.action = na.pass), "'na.action' must be")
+  ir <- iris
+  ir$Species[5] <- NA
+  expect_message(h <- hgk(Species ~ ., data = ir[rep(1:150, 2), ], depth = 1, na.action = na.omit,
+                          control = hgk_control(maxit = 2), folds = 2),
+                 "2 row\\(s\\)")
+  expect_equal(h$n, 298L)
+  expect_message(dikl(Species ~ ., data = ir, dim = 10, max_epochs = 2, na.action = na.omit),
+                 "1 row\\(s\\)")
+})
