@@ -1,5 +1,8 @@
 # kl_caret_model(): every learner through caret::train with 3-fold cross-validation.
 
+# (loading caret may warn about the machine's clock service; that is not ours to test)
+if (requireNamespace("caret", quietly = TRUE)) suppressWarnings(suppressMessages(loadNamespace("caret")))
+
 ctrl <- function(...) caret::trainControl(method = "cv", number = 3, ...)
 
 test_that("kernel_svm and tkl tune through caret::train, with class probabilities", {
