@@ -44,6 +44,10 @@
 #' \code{learner}, so methods defined beside the learner are found. A learner
 #' that needs other arguments can be wrapped:
 #' \code{function(x, y, ...) my_learner(x, y, fixed = 1, ...)}.
+#' With \code{kernel = "precomputed"} (\code{\link{kernel_svm}}), \code{x} is
+#' the \eqn{n \times n}{n x n} kernel matrix: a fold is fitted on the block of
+#' its training rows and columns and predicts the held-out rows from their
+#' kernel values against the training rows, as kernlab's \code{cross =} does.
 #'
 #' \strong{Parallel work.} The fits of the folds (and of the grid points in
 #' \code{\link{kl_tune}}) run with \code{future.apply::future_lapply()} when the
@@ -742,14 +746,17 @@ print.kl_tune <- function(x, n = 10L, digits = max(3L, getOption("digits") - 3L)
     lab <- shared$labels
     fun <- if (!is.null(shared$learner_expr)) shared$learner_expr
            else bind(shared$learner, lab$learner, ".kl_learner")
+    args <- c(shared$dots, task$params)
+    # A precomputed kernel matrix (kernel = "precomputed") is cut by rows and columns: the
+    # fold's training block to fit, the held-out rows against the training rows to predict.
+    pre <- !identical(shared$interface, "formula") && identical(args$kernel, "precomputed")
     if (identical(shared$interface, "formula")) {
       head <- list(fun, shared$formula,
                    data = bind(shared$data[rows, , drop = FALSE], lab$data, ".kl_data"))
     } else {
-      head <- list(fun, bind(shared$x[rows, , drop = FALSE], lab$x, ".kl_x"),
-                   bind(shared$y[rows], lab$y, ".kl_y"))
+      xr <- if (pre) shared$x[rows, rows, drop = FALSE] else shared$x[rows, , drop = FALSE]
+      head <- list(fun, bind(xr, lab$x, ".kl_x"), bind(shared$y[rows], lab$y, ".kl_y"))
     }
-    args <- c(shared$dots, task$params)
     arg_names <- names(args)
     exprs <- vector("list", length(args))
     for (i in seq_along(args)) {
@@ -763,8 +770,9 @@ print.kl_tune <- function(x, n = 10L, digits = max(3L, getOption("digits") - 3L)
       list(fit = fit, error = NULL)
     } else {
       test <- which(shared$foldid == task$fold)
-      newdata <- if (identical(shared$interface, "formula"))
-        shared$data[test, , drop = FALSE] else shared$x[test, , drop = FALSE]
+      newdata <- if (identical(shared$interface, "formula")) shared$data[test, , drop = FALSE]
+                 else if (pre) shared$x[test, rows, drop = FALSE]
+                 else shared$x[test, , drop = FALSE]
       assign(".kl_fit", fit, envir = env)
       assign(".kl_newdata", newdata, envir = env)
       assign(".kl_type", shared$pred_type, envir = env)

@@ -508,3 +508,24 @@ test_that("bad input gives clear errors", {
   expect_error(kl_cv(tinycent, d$x, d$y, folds = 2, metric = bad_metric),
                "must return a single number")
 })
+
+test_that("kl_cv and kl_tune cut a precomputed kernel matrix by rows and columns per fold", {
+  x <- as.matrix(iris[, 1:4])
+  x01 <- apply(x, 2, function(v) (v - min(v)) / diff(range(v)))
+  K <- kernel_matrix(gaussian_kernel(2), x01)
+  set.seed(7)
+  a <- kl_cv(kernel_svm, K, iris$Species, folds = 5, kernel = "precomputed", cost = 3)
+  set.seed(7)
+  b <- kl_cv(kernel_svm, x01, iris$Species, folds = 5, gamma = 2, cost = 3, scale = "none")
+  expect_identical(a$foldid, b$foldid)
+  expect_identical(a$predictions, b$predictions)
+  expect_equal(a$fold_metrics, b$fold_metrics)
+  set.seed(8)
+  ta <- kl_tune(kernel_svm, K, iris$Species, folds = 4, kernel = "precomputed",
+                grid = list(cost = c(0.5, 5)))
+  set.seed(8)
+  tb <- kl_tune(kernel_svm, x01, iris$Species, folds = 4, gamma = 2, scale = "none",
+                grid = list(cost = c(0.5, 5)))
+  expect_equal(ta$results$mean, tb$results$mean)
+  expect_identical(ta$best_model$kernel, "precomputed")
+})
