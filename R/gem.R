@@ -460,6 +460,11 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   z <- x
   if (!is.null(rff)) {
     D <- as.integer(rff$dim)
+    # the map (d x D) and, per class, a D x D second moment, plus the eigenproblems' workspace
+    .check_memory(8 * (as.numeric(D)^2 * (length(lev) + 3) + as.numeric(ncol(x)) * D),
+                  sprintf("the random Fourier map's class moments (%d classes, %d x %d each)",
+                          length(lev), D, D),
+                  caller, "; lower 'rff$dim'")
     rmap <- list(W = matrix(stats::rnorm(ncol(x) * D, sd = sqrt(2 * rff$gamma)), ncol(x), D),
                  b = stats::runif(D, 0, 2 * pi), gamma = rff$gamma)
   }

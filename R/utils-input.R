@@ -28,6 +28,11 @@
     stop(sprintf("%s: 'data' has no column(s) %s", caller,
                  paste0("'", missing_cols, "'", collapse = ", ")), call. = FALSE)
   if (nrow(data) == 0L) stop(sprintf("%s: 'data' has no rows", caller), call. = FALSE)
+  used <- if ("." %in% all.vars(formula)) names(data) else intersect(all.vars(formula), names(data))
+  lists <- used[vapply(used, function(nm) is.list(data[[nm]]), NA)]
+  if (length(lists))
+    stop(sprintf("%s: column %s of 'data' is a list; use numeric, factor, character or logical columns",
+                 caller, paste0("'", lists, "'", collapse = ", ")), call. = FALSE)
   mf <- stats::model.frame(formula, data = data, na.action = stats::na.pass,
                            drop.unused.levels = TRUE)
   tt <- stats::delete.response(stats::terms(mf))

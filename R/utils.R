@@ -7,18 +7,25 @@
 # therefore makes every random choice of the core reproducible.
 .kl_seed <- function() sample.int(.Machine$integer.max, 2L)
 
-# Thread count: argument > option kernlearn.threads > env KERNLEARN_THREADS > 2.
+# Thread count: argument > option kernlearn.threads > env KERNLEARN_THREADS > 2. A bad value
+# is an error naming where it came from.
 .kl_threads <- function(threads = NULL) {
+  from <- "'threads'"
+  shown <- NULL
   if (is.null(threads)) {
     threads <- getOption("kernlearn.threads", NULL)
+    from <- "options(kernlearn.threads)"
     if (is.null(threads)) {
       env <- Sys.getenv("KERNLEARN_THREADS", "")
+      from <- "the environment variable KERNLEARN_THREADS"
+      shown <- sprintf("\"%s\"", env)
       threads <- if (nzchar(env)) suppressWarnings(as.numeric(env)) else 2
     }
   }
   if (!is.numeric(threads) || length(threads) != 1L || is.na(threads) ||
       threads < 1 || threads != round(threads))
-    stop("'threads' must be a single whole number >= 1", call. = FALSE)
+    stop(sprintf("%s must be a single whole number >= 1 (got %s)", from,
+                 if (is.null(shown)) .show_value(threads) else shown), call. = FALSE)
   as.integer(threads)
 }
 
