@@ -134,8 +134,8 @@ dikl.formula <- function(formula, data, map = c("nystrom", "fourier"), dim = 100
                          threads = NULL, ...) {
   caller <- "dikl()"
   .no_dots(..., caller = caller)
-  data <- .kl_formula_data(formula, data, substitute(subset), na.action, "dikl()",
-                           parent.frame())
+  data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
+                           na.action, "dikl()", parent.frame())
   .heads_flag(scale, "scale", caller)
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
   .dikl_fit(inp, map, dim, gamma, rho, objective, init, head, cost, lambda, batch_size, lr,

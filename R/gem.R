@@ -185,8 +185,8 @@ gem.formula <- function(formula, data, ridge = 0.1, ridge_type = c("relative", "
                         na.action = stats::na.fail, threads = NULL, ...) {
   caller <- "gem()"
   .no_dots(..., caller = caller)
-  data <- .kl_formula_data(formula, data, substitute(subset), na.action, "gem()",
-                           parent.frame())
+  data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
+                           na.action, "gem()", parent.frame())
   .heads_flag(scale, "scale", caller)
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
   .gem_fit(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree, keep_input,

@@ -155,8 +155,8 @@ hgk.formula <- function(formula, data, depth = NULL, nodes = NULL, kernel = NULL
                         subset = NULL, na.action = stats::na.fail,
                         threads = NULL, ...) {
   .no_dots(..., caller = "hgk()")
-  data <- .kl_formula_data(formula, data, substitute(subset), na.action, "hgk()",
-                           parent.frame())
+  data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
+                           na.action, "hgk()", parent.frame())
   inp <- .kl_input_formula(formula, data, "hgk()", scale = scale)
   .hgk_fit(inp, depth, nodes, kernel, candidates, saturation, loss, gradient, final, folds,
            gamma, lambda, probability, control, scale, threads, .kl_call(match.call(), "hgk"))

@@ -65,8 +65,8 @@ kernel_ridge.formula <- function(formula, data, kernel = gaussian_kernel(), lamb
                                  scale = "minmax", subset = NULL, na.action = stats::na.fail,
                                  threads = NULL, ...) {
   .no_dots(..., caller = "kernel_ridge()")
-  data <- .kl_formula_data(formula, data, substitute(subset), na.action, "kernel_ridge()",
-                           parent.frame())
+  data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
+                           na.action, "kernel_ridge()", parent.frame())
   inp <- .kl_input_formula(formula, data, "kernel_ridge()", scale = scale)
   .kernel_ridge_fit(inp, kernel, lambda, threads, .kl_call(match.call(), "kernel_ridge"))
 }
@@ -144,6 +144,7 @@ kernel_ridge.default <- function(x, y, kernel = gaussian_kernel(), lambda = 0.01
 #' @export
 predict.kernel_ridge <- function(object, newdata, type = NULL, threads = NULL, ...) {
   caller <- "predict.kernel_ridge()"
+  .no_dots(..., caller = caller)
   type <- .kl_predict_type(type, object$task, caller,
                            prob = paste("least-squares outputs are not probabilities;",
                                         "use type = \"decision\", or a learner with a",

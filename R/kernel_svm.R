@@ -172,8 +172,8 @@ kernel_svm.formula <- function(formula, data, kernel = gaussian_kernel(), cost =
                                na.action = stats::na.fail, threads = NULL, ...) {
   caller <- "kernel_svm()"
   .no_dots(..., caller = caller)
-  data <- .kl_formula_data(formula, data, substitute(subset), na.action, "kernel_svm()",
-                           parent.frame())
+  data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
+                           na.action, "kernel_svm()", parent.frame())
   if (identical(kernel, "precomputed"))
     stop(sprintf("%s: kernel = \"precomputed\" needs the x / y interface: kernel_svm(K, y, kernel = \"precomputed\")",
                  caller), call. = FALSE)

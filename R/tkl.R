@@ -122,8 +122,8 @@ tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsil
                         svm_tol = 1e-3, cache = 1024, subset = NULL, na.action = stats::na.fail,
                         threads = NULL, ...) {
   .no_dots(..., caller = "tkl()")
-  data <- .kl_formula_data(formula, data, substitute(subset), na.action, "tkl()",
-                           parent.frame())
+  data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
+                           na.action, "tkl()", parent.frame())
   inp <- .kl_input_formula(formula, data, "tkl()")
   .tkl_fit(inp, degree, delta, cost, epsilon, tol, maxit, class.weights, probability, svm_tol,
            cache, threads, .kl_call(match.call(), "tkl"))

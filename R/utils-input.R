@@ -33,8 +33,10 @@
   if (length(lists))
     stop(sprintf("%s: column %s of 'data' is a list; use numeric, factor, character or logical columns",
                  caller, paste0("'", lists, "'", collapse = ", ")), call. = FALSE)
+  # (unused response levels are dropped by .kl_check_y() with the same warning as in the x / y
+  # interface)
   mf <- stats::model.frame(formula, data = data, na.action = stats::na.pass,
-                           drop.unused.levels = TRUE)
+                           drop.unused.levels = FALSE)
   tt <- stats::delete.response(stats::terms(mf))
   yname <- deparse(formula[[2L]])
   y <- .kl_check_y(stats::model.response(mf), caller, yname)

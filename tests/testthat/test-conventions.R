@@ -50,3 +50,19 @@ test_that("a failing kernel_svm fit prints nothing but its error", {
   expect_identical(res, "failed")
   expect_false(any(grepl("Timing stopped", out)))
 })
+
+test_that("unused response levels are dropped with the same warning by both interfaces", {
+  d <- iris
+  d$Species <- factor(d$Species, levels = c(levels(iris$Species), "extra"))
+  expect_warning(f1 <- kernel_svm(Species ~ ., data = d), "dropping unused level\\(s\\) 'extra'")
+  expect_warning(f2 <- kernel_svm(d[, 1:4], d$Species), "dropping unused level\\(s\\) 'extra'")
+  expect_identical(f1$levels, f2$levels)
+  expect_warning(kernel_ridge(Species ~ ., data = d), "'extra'")
+})
+
+test_that("predict methods refuse unknown arguments", {
+  fr <- kernel_ridge(Species ~ ., data = iris, lambda = 0.1)
+  expect_error(predict(fr, iris, bogus = 1), "bogus")
+  fs <- kernel_svm(Species ~ ., data = iris)
+  expect_error(predict(fs, iris, bogus = 1), "bogus")
+})

@@ -271,7 +271,7 @@ test_that("gamma = 'cv' picks from the grid around the median rule", {
 })
 
 test_that("bad input gets clear errors", {
-  expect_error(dikl(Species ~ ., data = iris[c(1:20, 51:60), ], dim = 50),
+  expect_error(dikl(Species ~ ., data = droplevels(iris[c(1:20, 51:60), ]), dim = 50),
                "dim = 50 landmarks but only 30")
   expect_error(dikl(Species ~ ., data = iris, dim = 100, batch_size = 50),
                "batch_size = 50 is smaller than dim = 100")
@@ -333,7 +333,7 @@ test_that("k-means landmarks start from distinct rows when the data have duplica
   df <- iris[rep(1:150, 3), ]
   km <- dikl(Species ~ ., data = df, dim = 30, objective = "none", init = "kmeans")
   expect_equal(nrow(unique(km$map$Z)), 30L)
-  few <- df[c(1, 1, 1, 51, 51, 51), ]
+  few <- droplevels(df[c(1, 1, 1, 51, 51, 51), ])
   expect_error(dikl(Species ~ ., data = few, dim = 4, objective = "none", init = "kmeans"),
                "at least dim = 4 distinct rows")
 })

@@ -3,7 +3,8 @@
 test_that("subset selects rows in every learner's formula method", {
   d <- iris
   keep <- d$Species != "setosa"
-  f1 <- kernel_svm(Species ~ ., data = d, subset = Species != "setosa", gamma = 1)
+  expect_warning(f1 <- kernel_svm(Species ~ ., data = d, subset = Species != "setosa", gamma = 1),
+                 "dropping unused level\\(s\\) 'setosa'")
   f2 <- kernel_svm(Species ~ ., data = droplevels(d[keep, ]), gamma = 1)
   expect_equal(f1$levels, c("versicolor", "virginica"))
   expect_equal(predict(f1, d[keep, ], type = "decision"),
