@@ -140,7 +140,18 @@
 }
 
 # A numeric matrix with column names and finite values, or an error naming the problem.
+# A sparse matrix of the Matrix package (dgCMatrix, ...) as a dense one, after a memory check:
+# kernels of sparse rows are computed on dense rows here.
+.kl_densify <- function(x, caller, name) {
+  if (!inherits(x, "sparseMatrix")) return(x)
+  .check_memory(8 * as.numeric(nrow(x)) * ncol(x),
+                sprintf("the dense form of the sparse '%s' (%d x %d)", name, nrow(x), ncol(x)),
+                caller, "; use fewer rows or columns")
+  as.matrix(x)
+}
+
 .check_numeric_matrix <- function(x, caller, name) {
+  x <- .kl_densify(x, caller, name)
   if (is.vector(x) && is.numeric(x)) x <- matrix(x, ncol = 1L)
   if (!is.matrix(x))
     stop(sprintf("%s: '%s' must be a numeric matrix or a data.frame (got %s)", caller, name,
@@ -325,6 +336,7 @@
   if (missing(newdata) || is.null(newdata))
     stop(sprintf("%s: 'newdata' is required", caller), call. = FALSE)
   if (spec$kind == "matrix") {
+    newdata <- .kl_densify(newdata, caller, "newdata")
     if (is.data.frame(newdata)) {
       if (!all(vapply(newdata, is.numeric, logical(1))))
         stop(sprintf("%s: the model was fitted on a numeric matrix; 'newdata' has non-numeric column(s) %s",
