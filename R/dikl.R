@@ -420,9 +420,9 @@ features.dikl <- function(object, newdata, threads = NULL, ...) {
 #' @param newdata New data, in the form the model was fitted with.
 #' @param type \code{"class"} (default for classification), \code{"prob"}
 #'   (class probabilities; \code{head = "logistic"} only), \code{"response"}
-#'   (regression) or \code{"decision"} (the head's decision values: one column
-#'   per class, or one column for a two-class SVM, positive for the second
-#'   level).
+#'   (regression) or \code{"decision"} (the head's decision values: a matrix
+#'   with one column per class; for two classes a vector, positive for the
+#'   second level; for regression a vector).
 #' @param threads Number of threads.
 #' @param ... Not used.
 #' @return A factor, a probability matrix, a numeric vector or a decision
@@ -449,13 +449,13 @@ predict.dikl <- function(object, newdata, type = NULL, threads = NULL, ...) {
   if (empty) D <- D[0L, , drop = FALSE]
   rownames(D) <- rownames(newdata)
   if (object$task == "regression") {
-    if (type == "decision") return(D)
+    if (type == "decision") return(.kl_decision_output(D, NULL))
     out <- as.vector(D)
     names(out) <- rownames(newdata)
     return(out)
   }
   lev <- object$levels
-  if (type == "decision") return(D)
+  if (type == "decision") return(.kl_decision_output(D, lev))
   if (type == "prob") {
     mx <- apply(D, 1L, max)
     P <- exp(D - mx)

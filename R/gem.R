@@ -628,7 +628,9 @@ features.gem <- function(object, newdata, member = 1, threads = NULL, ...) {
 #'   geometric mean of the members' probabilities; with \code{head = "cls"},
 #'   the scores projected onto the simplex, averaged) or \code{"decision"}
 #'   (the linear predictors of the logistic regression, or the final scores of
-#'   the calibrated least squares, averaged over an ensemble).
+#'   the calibrated least squares, averaged over an ensemble: a matrix with one
+#'   column per class; for two classes a vector, the second class's value
+#'   minus the first's, positive for the second level).
 #' @param threads Number of threads.
 #' @param ... Not used.
 #' @return A factor, or a matrix with one column per class.
@@ -655,6 +657,7 @@ predict.gem <- function(object, newdata, type = "class", threads = NULL, ...) {
     }
     logp <- logp / length(object$members)
     dimnames(logp) <- list(rownames(newdata), lev)
+    if (type == "decision") return(.kl_decision_output(logp, lev))
     if (type != "class") return(logp)
     return(factor(lev[max.col(logp, ties.method = "first")], levels = lev))
   }
@@ -671,7 +674,7 @@ predict.gem <- function(object, newdata, type = "class", threads = NULL, ...) {
   }
   logp <- logp / length(object$members)
   dimnames(logp) <- list(rownames(newdata), lev)
-  if (type == "decision") return(logp)
+  if (type == "decision") return(.kl_decision_output(logp, lev))
   mx <- apply(logp, 1L, max)
   P <- exp(logp - mx)
   P <- P / rowSums(P)

@@ -6,14 +6,42 @@
 #'
 #' @section Learners and tools:
 #' \itemize{
+#'   \item \code{\link{kernel_svm}}: SVM classification (one-vs-one) and
+#'     epsilon-regression with any kernel or a precomputed one.
 #'   \item \code{\link{kernel_ridge}}: exact kernel ridge regression and
 #'     least-squares SVM classification.
+#'   \item \code{\link{dikl}}: Nystrom or random Fourier features trained by
+#'     discriminant information; \code{\link{gem}}: generalized-eigenvector
+#'     features.
+#'   \item \code{\link{hgk}}: hierarchical Gaussian kernel learning;
+#'     \code{\link{tkl}}: tessellated kernel learning; the learned kernel of
+#'     either is \code{\link{learned_kernel}()}.
 #'   \item Kernel objects: \code{\link{gaussian_kernel}},
 #'     \code{\link{laplacian_kernel}}, \code{\link{linear_kernel}},
-#'     \code{\link{polynomial_kernel}}, and \code{\link{kernel_matrix}}.
-#'   \item Model selection: \code{\link{kl_cv}} and \code{\link{kl_tune}}.
+#'     \code{\link{polynomial_kernel}}, \code{\link{hierarchical_gaussian_kernel}},
+#'     \code{\link{tessellated_kernel}}, and \code{\link{kernel_matrix}}.
+#'   \item Model selection: \code{\link{kl_cv}} and \code{\link{kl_tune}}
+#'     (with \code{plot()} and \code{summary()} methods), and
+#'     \code{\link{kl_caret_model}} for caret.
 #'   \item Data: \code{\link{kl_dataset}} and \code{\link{read_libsvm}}.
 #'   \item Computing: \code{\link{kl_backend}}.
+#' }
+#'
+#' @section Conventions of every learner:
+#' \itemize{
+#'   \item A formula method (\code{learner(y ~ ., data, subset =, na.action =)})
+#'     and an x / y method (a matrix, data.frame or sparse \code{dgCMatrix}); a
+#'     factor response means classification, a numeric one regression.
+#'   \item Inputs are scaled to \eqn{[0, 1]} with the training range (the
+#'     scaling is stored and applied to new data); factors are one-hot encoded.
+#'   \item \code{predict(type = "decision")} gives, for regression and for two
+#'     classes, a numeric vector (for two classes positive for the second
+#'     level), and for more classes a matrix with named columns (one per
+#'     level, or one per pair \code{"b/a"} for the one-vs-one SVMs), without
+#'     row names. \code{type = "prob"} gives a matrix with one column per
+#'     level whose rows sum to 1, where the learner has probabilities.
+#'   \item Bad input gets an error that names the argument or column; Ctrl-C
+#'     stops a fit with an R interrupt condition.
 #' }
 #'
 #' @section Options:

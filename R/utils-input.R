@@ -423,6 +423,18 @@
 
 # Class from a decision matrix (one column per class, larger wins), or from a single column
 # (binary: positive means the second level).
+# The package's convention for predict(type = "decision"): regression, a numeric vector; two
+# classes, a numeric vector positive for the second level (a two-column score matrix becomes
+# second minus first); more classes, a matrix with one column per level. No row names.
+.kl_decision_output <- function(D, levels) {
+  D <- as.matrix(D)
+  if (is.null(levels)) return(as.vector(D))
+  if (length(levels) == 2L)
+    return(if (ncol(D) == 2L) as.vector(D[, 2L] - D[, 1L]) else as.vector(D))
+  dimnames(D) <- list(NULL, levels)
+  D
+}
+
 .kl_decision_to_class <- function(dec, levels) {
   if (is.null(dim(dec)) || ncol(dec) == 1L) {
     idx <- ifelse(as.vector(dec) > 0, 2L, 1L)

@@ -66,3 +66,44 @@ test_that("predict methods refuse unknown arguments", {
   fs <- kernel_svm(Species ~ ., data = iris)
   expect_error(predict(fs, iris, bogus = 1), "bogus")
 })
+
+test_that("type = 'decision' follows one convention in every learner", {
+  set.seed(1)
+  d2 <- droplevels(iris[51:150, ])
+  rownames(d2) <- paste0("r", 1:100)
+  d2b <- d2[rep(1:100, 3), ]
+  two <- list(
+    kernel_svm = kernel_svm(Species ~ ., d2),
+    kernel_ridge = kernel_ridge(Species ~ ., d2),
+    gem = gem(Species ~ ., d2, top = 2, threshold = 1, lambda = 1e-3),
+    gem_cls = gem(Species ~ ., d2, top = 2, threshold = 1, lambda = 1e-3, head = "cls"),
+    dikl = dikl(Species ~ ., d2, dim = 10, max_epochs = 2),
+    dikl_logistic = dikl(Species ~ ., d2, dim = 10, max_epochs = 2, head = "logistic"),
+    hgk = hgk(Species ~ ., d2b, depth = 1, control = hgk_control(maxit = 1), folds = 2),
+    tkl = tkl(Species ~ ., d2, maxit = 2))
+  for (nm in names(two)) {
+    dec <- predict(two[[nm]], d2, type = "decision")
+    expect_true(is.numeric(dec) && is.null(dim(dec)) && length(dec) == 100L, info = nm)
+    expect_null(names(dec), info = nm)
+    cls <- predict(two[[nm]], d2)
+    # positive means the second level (up to ties and, for voting machines, exactly)
+    agree <- mean((dec > 0) == (cls == "virginica"))
+    expect_gt(agree, 0.97, label = nm)
+  }
+  many <- list(
+    kernel_ridge = kernel_ridge(Species ~ ., iris),
+    gem = gem(Species ~ ., iris, top = 2, threshold = 1, lambda = 1e-3),
+    dikl = dikl(Species ~ ., iris, dim = 10, max_epochs = 2),
+    dikl_logistic = dikl(Species ~ ., iris, dim = 10, max_epochs = 2, head = "logistic"))
+  for (nm in names(many)) {
+    dec <- predict(many[[nm]], iris, type = "decision")
+    expect_identical(dimnames(dec), list(NULL, levels(iris$Species)), info = nm)
+  }
+  for (f in list(kernel_svm(Species ~ ., iris), tkl(Species ~ ., iris, maxit = 2))) {
+    dec <- predict(f, iris, type = "decision")
+    expect_identical(colnames(dec), c("versicolor/setosa", "virginica/setosa", "virginica/versicolor"))
+    expect_null(rownames(dec))
+  }
+  r <- predict(dikl(mpg ~ ., mtcars, dim = 10, max_epochs = 2), mtcars, type = "decision")
+  expect_true(is.numeric(r) && is.null(dim(r)))
+})
