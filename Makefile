@@ -9,7 +9,7 @@ TARBALL := $(PKG)_$(VERSION).tar.gz
 # Real benchmark data, when the project's shared data folder is beside the checkout.
 DATA_DIR ?= $(abspath ../shared/data)
 
-.PHONY: deps install demo check test document clean bench
+.PHONY: deps install demo check test document clean bench sanitize
 
 deps:
 	sh tools/install-deps.sh
@@ -39,6 +39,11 @@ check: deps
 test: install
 	KERNLEARN_DATA_DIR="$$( [ -d "$(DATA_DIR)" ] && echo "$(DATA_DIR)" )" \
 	  $(RSCRIPT) -e 'testthat::test_local(".", load_package = "installed")'
+
+# The test suite under AddressSanitizer and UndefinedBehaviorSanitizer (slow: about 3x the
+# plain run); FILTER= a regular expression on test file names.
+sanitize: deps
+	sh tools/sanitize.sh "$(FILTER)"
 
 bench: install
 	$(RSCRIPT) bench/kernel_matrix.R

@@ -346,7 +346,9 @@ std::vector<GemPair> gem_directions(const ClassMoments& M, const std::vector<int
           // v = L^-T u, so that v' B v = 1; keep eigenvalues >= threshold.
           Eigen::Index kept = 0;
           while (kept < values.size() && values[kept] >= opt.threshold) ++kept;
-          Mat V = Lj.triangularView<Eigen::Lower>().transpose().solve(U.leftCols(kept));
+          // (no solve with an empty right-hand side: Eigen binds a reference to its null data)
+          Mat V(d, 0);
+          if (kept > 0) V = Lj.triangularView<Eigen::Lower>().transpose().solve(U.leftCols(kept));
           for (Eigen::Index c = 0; c < kept; ++c) {
             const double s = V.col(c).dot(M.mean.col(i));
             if (s < 0) V.col(c) = -V.col(c);
