@@ -1,7 +1,7 @@
 # kl_caret_model(): every learner through caret::train with 3-fold cross-validation.
 
 # (loading caret may warn about the machine's clock service; that is not ours to test)
-if (requireNamespace("caret", quietly = TRUE)) suppressWarnings(suppressMessages(loadNamespace("caret")))
+suppressWarnings(suppressMessages(requireNamespace("caret", quietly = TRUE)))
 
 ctrl <- function(...) caret::trainControl(method = "cv", number = 3, ...)
 
