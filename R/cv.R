@@ -187,6 +187,15 @@ kl_cv <- function(learner, x, y = NULL, data = NULL, folds = 5, foldid = NULL,
 #' \code{future.apply::future_lapply()} when a parallel \pkg{future} plan is set;
 #' see \code{\link{kl_cv}}. Ties are broken by the first grid point.
 #'
+#' For \code{\link{kernel_svm}} grids over \code{cost} (and \code{gamma} or
+#' \code{kernel}) with a class or response metric, each fold and kernel is one
+#' cost path: the costs in increasing order, each solve warm-started from the
+#' last, and the held-out rows predicted from the support vectors. The paths
+#' are the tasks then: they run on the \pkg{future} plan as the general fits
+#' do (each worker with the threads \code{parallelly::availableCores()} gives
+#' it, unless \code{threads} is passed) and report progress through
+#' \pkg{progressr}.
+#'
 #' @inheritParams kl_cv
 #' @param grid A data.frame of parameter values (one row per grid point) or a
 #'   named list of values to combine; names are learner arguments.

@@ -652,6 +652,39 @@ print.summary.kernel_svm <- function(x, ...) {
   !anyNA(costs)
 }
 
+# One (fold, kernel) cost path: decision values of the held-out rows for every cost. Runs on a
+# future worker or here; `threads` NULL means what the process has (availableCores() on a
+# worker, the package default here).
+.svm_path_task <- function(task, default_threads, progress = NULL) {
+  threads <- task$threads
+  if (is.null(threads)) threads <- default_threads
+  if (is.null(threads)) {
+    threads <- if (requireNamespace("parallelly", quietly = TRUE))
+      max(1L, as.integer(parallelly::availableCores())) else 1L
+  }
+  decs <- cpp_svm_path(task$X, NULL, task$y, task$k, task$w, task$kernel, task$params,
+                       seq_len(task$ntr), task$ntr + seq_len(task$ntest), task$path,
+                       as.integer(threads))
+  if (is.function(progress)) progress(sprintf("fold %d, kernel %d", task$fold, task$group))
+  decs
+}
+
+.svm_path_dispatch <- function(tasks, threads) {
+  progress <- NULL
+  if (requireNamespace("progressr", quietly = TRUE))
+    progress <- progressr::progressor(steps = length(tasks))
+  if (.klcv_use_future()) {
+    state <- .klcv_rng_save()
+    on.exit(.klcv_rng_restore(state), add = TRUE)
+    # on a worker, the threads it is given (unless the call fixed them)
+    future.apply::future_lapply(tasks, .svm_path_task, default_threads = NULL,
+                                progress = progress, future.seed = TRUE,
+                                future.packages = "kernlearn")
+  } else {
+    lapply(tasks, .svm_path_task, default_threads = threads, progress = progress)
+  }
+}
+
 .svm_tune_run <- function(spec, g, foldid, metric, caller) {
   K <- max(foldid)
   invisible(.klcv_draw_seeds(K))  # the same draws as the general path, so refits match
@@ -674,8 +707,11 @@ print.summary.kernel_svm <- function(x, ...) {
   type <- .svm_type(arg("type", p0), caller)
   params <- .svm_params(1, arg("epsilon", p0), arg("tol", p0), arg("shrinking", p0),
                         arg("cache", p0), arg("max_iter", p0), FALSE, 5, caller)
-  fm <- matrix(NA_real_, G, K, dimnames = list(NULL, paste0("Fold", seq_len(K))))
-  preds <- lapply(seq_len(G), function(i) vector("list", K))
+  # One task per (fold, kernel): the fold's scaled rows and the kernel's increasing costs.
+  # Tasks run through future.apply when a parallel plan is set (as the general path's do),
+  # each with the threads its worker has, and report progress.
+  tasks <- list()
+  folds_y <- vector("list", K)
   for (k in seq_len(K)) {
     train <- which(foldid != k)
     test <- which(foldid == k)
@@ -713,25 +749,40 @@ print.summary.kernel_svm <- function(x, ...) {
       yarg <- as.numeric(inp$y)
       kk <- 0L
     }
-    for (grp in groups) {
+    folds_y[[k]] <- list(test = test, cls = cls, kk = kk)
+    for (gi in seq_along(groups)) {
+      grp <- groups[[gi]]
       kern <- .resolve_kernel(kernels[[grp[1L]]], ncol(X), caller)
       cst <- vapply(points[grp], function(p) as.numeric(p$cost), numeric(1))
-      path <- sort(unique(cst))
-      decs <- cpp_svm_path(X, NULL, yarg, kk, unname(w), .kernel_spec(kern), params,
-                           seq_len(ntr), ntr + seq_along(test), path, threads)
-      if (!isTRUE(attr(decs, "converged")))
-        stop("a solve reached the iteration cap", call. = FALSE)  # the general path warns
-      for (j in seq_along(grp)) {
-        dec <- decs[[match(cst[j], path)]]
-        pr <- if (cls) factor(spec$levels[cpp_ovo_vote(as.matrix(dec), kk)], levels = spec$levels)
-              else as.vector(dec)
-        i <- grp[j]
-        val <- metric$fun(spec$y[test], pr)
-        if (!is.numeric(val) || length(val) != 1L)
-          stop("the metric must return a single number", call. = FALSE)
-        fm[i, k] <- as.numeric(val)
-        preds[[i]][[k]] <- pr
-      }
+      tasks[[length(tasks) + 1L]] <- list(
+        fold = k, group = gi, X = X, y = yarg, k = kk, w = unname(w),
+        kernel = .kernel_spec(kern), params = params, ntr = ntr, ntest = length(test),
+        path = sort(unique(cst)), threads = if (is.null(dots$threads)) NULL else threads)
+    }
+  }
+  res <- .svm_path_dispatch(tasks, threads)
+  fm <- matrix(NA_real_, G, K, dimnames = list(NULL, paste0("Fold", seq_len(K))))
+  preds <- lapply(seq_len(G), function(i) vector("list", K))
+  for (t in seq_along(tasks)) {
+    k <- tasks[[t]]$fold
+    grp <- groups[[tasks[[t]]$group]]
+    decs <- res[[t]]
+    if (!isTRUE(attr(decs, "converged")))
+      stop("a solve reached the iteration cap", call. = FALSE)  # the general path warns
+    fy <- folds_y[[k]]
+    path <- tasks[[t]]$path
+    cst <- vapply(points[grp], function(p) as.numeric(p$cost), numeric(1))
+    for (j in seq_along(grp)) {
+      dec <- decs[[match(cst[j], path)]]
+      pr <- if (fy$cls) factor(spec$levels[cpp_ovo_vote(as.matrix(dec), fy$kk)],
+                               levels = spec$levels)
+            else as.vector(dec)
+      i <- grp[j]
+      val <- metric$fun(spec$y[fy$test], pr)
+      if (!is.numeric(val) || length(val) != 1L)
+        stop("the metric must return a single number", call. = FALSE)
+      fm[i, k] <- as.numeric(val)
+      preds[[i]][[k]] <- pr
     }
   }
   list(fold_metrics = fm, preds = preds)

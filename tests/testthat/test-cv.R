@@ -529,3 +529,32 @@ test_that("kl_cv and kl_tune cut a precomputed kernel matrix by rows and columns
   expect_equal(ta$results$mean, tb$results$mean)
   expect_identical(ta$best_model$kernel, "precomputed")
 })
+
+test_that("kernel_svm cost paths run on a multisession plan with the sequential results", {
+  skip_on_cran()
+  skip_if_not_installed("future")
+  skip_if_not_installed("future.apply")
+  grid <- list(cost = c(0.5, 4, 32), gamma = c(0.5, 2))
+  set.seed(11)
+  seq_run <- kl_tune(kernel_svm, Species ~ ., data = iris, grid = grid, folds = 4)
+  oplan <- future::plan(future::multisession, workers = 2)
+  on.exit(future::plan(oplan), add = TRUE)
+  set.seed(11)
+  par_run <- kl_tune(kernel_svm, Species ~ ., data = iris, grid = grid, folds = 4)
+  expect_equal(par_run$results$mean, seq_run$results$mean)
+  expect_identical(par_run$best, seq_run$best)
+  expect_identical(par_run$cv$predictions, seq_run$cv$predictions)
+})
+
+test_that("the kernel_svm cost paths report progress", {
+  skip_if_not_installed("progressr")
+  n <- 0L
+  progressr::with_progress(
+    withCallingHandlers({
+      set.seed(12)
+      kl_tune(kernel_svm, Species ~ ., data = iris, grid = list(cost = c(0.5, 4), gamma = c(0.5, 2)),
+              folds = 3)
+    }, progression = function(c) n <<- n + 1L),
+    handlers = progressr::handler_void(), enable = TRUE)
+  expect_gte(n, 3L * 2L)   # a step per (fold, kernel) path, besides the start and the end
+})
