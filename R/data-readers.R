@@ -16,12 +16,6 @@
   invisible(file)
 }
 
-.kld_check_flag <- function(x, name) {
-  if (!is.logical(x) || length(x) != 1L || is.na(x))
-    stop(sprintf("'%s' must be TRUE or FALSE", name), call. = FALSE)
-  invisible(x)
-}
-
 # Decompresses a Unix 'compress' (.Z) file with gzip, which reads that format.
 .kld_uncompress_z <- function(file) {
   gz <- Sys.which("gzip")
@@ -308,15 +302,15 @@
 read_libsvm <- function(file, n_features = NULL, zero_based = FALSE, y_factor = FALSE,
                         sparse = FALSE) {
   .kld_check_file(file)
-  .kld_check_flag(sparse, "sparse")
+  .check_flag(sparse, "sparse")
   if (sparse && !requireNamespace("Matrix", quietly = TRUE))
     stop("read_libsvm(): sparse = TRUE needs the Matrix package", call. = FALSE)
   if (!is.null(n_features) &&
       (!is.numeric(n_features) || length(n_features) != 1L || is.na(n_features) ||
        n_features < 1 || n_features != round(n_features)))
     stop("'n_features' must be NULL or a single whole number >= 1", call. = FALSE)
-  .kld_check_flag(zero_based, "zero_based")
-  .kld_check_flag(y_factor, "y_factor")
+  .check_flag(zero_based, "zero_based")
+  .check_flag(y_factor, "y_factor")
   what <- basename(file)
   lines <- .kld_read_lines(file)
   lineno <- seq_along(lines)

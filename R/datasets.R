@@ -330,8 +330,8 @@
 kl_dataset <- function(name, dir = NULL, download = interactive(),
                        part = c("all", "train", "test"), target = NULL, quiet = FALSE) {
   spec <- .kld_spec(name)
-  .kld_check_flag(download, "download")
-  .kld_check_flag(quiet, "quiet")
+  .check_flag(download, "download")
+  .check_flag(quiet, "quiet")
   if (!is.character(part) || !length(part) || is.na(part[1L]))
     stop("'part' must be one of \"all\", \"train\", \"test\"", call. = FALSE)
   part <- part[1L]

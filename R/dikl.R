@@ -136,7 +136,7 @@ dikl.formula <- function(formula, data, map = c("nystrom", "fourier"), dim = 100
   .no_dots(..., caller = caller)
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
                            na.action, "dikl()", parent.frame())
-  .heads_flag(scale, "scale", caller)
+  .check_flag(scale, "scale", caller)
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
   .dikl_fit(inp, map, dim, gamma, rho, objective, init, head, cost, lambda, batch_size, lr,
             max_epochs, patience, tol, threads, .kl_call(match.call(), "dikl"))
@@ -153,7 +153,7 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
   .no_dots(..., caller = caller)
   if (inherits(x, "formula"))
     stop(sprintf("%s: use dikl(formula, data = ) with a formula", caller), call. = FALSE)
-  .heads_flag(scale, "scale", caller)
+  .check_flag(scale, "scale", caller)
   inp <- .kl_input_xy(x, y, caller, scale = scale)
   .dikl_fit(inp, map, dim, gamma, rho, objective, init, head, cost, lambda, batch_size, lr,
             max_epochs, patience, tol, threads, .kl_call(match.call(), "dikl"))

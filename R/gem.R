@@ -187,7 +187,7 @@ gem.formula <- function(formula, data, ridge = 0.1, ridge_type = c("relative", "
   .no_dots(..., caller = caller)
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
                            na.action, "gem()", parent.frame())
-  .heads_flag(scale, "scale", caller)
+  .check_flag(scale, "scale", caller)
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
   .gem_fit(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree, keep_input,
            head, lambda, depth, first_layer, rff, ensemble, standardize, max_pairs, maxit, tol,
@@ -208,7 +208,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   .no_dots(..., caller = caller)
   if (inherits(x, "formula"))
     stop(sprintf("%s: use gem(formula, data = ) with a formula", caller), call. = FALSE)
-  .heads_flag(scale, "scale", caller)
+  .check_flag(scale, "scale", caller)
   if (is.numeric(y) && !is.factor(y)) {
     if (any(is.infinite(y)))
       stop(sprintf("%s: 'y' has %d infinite value(s) (row(s) %s)", caller, sum(is.infinite(y)),
@@ -235,7 +235,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   nonlinearity <- .kl_choice(nonlinearity, c("smooth_sqrt", "relu_powers"), nm("nonlinearity"),
                               caller)
   .check_number(degree, nm("degree"), lower = 1, upper = 10, integer = TRUE)
-  .heads_flag(keep_input, nm("keep_input"), caller)
+  .check_flag(keep_input, nm("keep_input"), caller)
   list(ridge = as.numeric(ridge), ridge_type = ridge_type, top = as.integer(top),
        threshold = as.numeric(threshold), nonlinearity = nonlinearity,
        degree = as.integer(degree), keep_input = keep_input, ones = ones)
@@ -328,7 +328,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   .check_number(max_pairs, "max_pairs", lower = 1, integer = TRUE)
   .check_number(maxit, "maxit", lower = 0, upper = 1e7, integer = TRUE)
   .check_number(tol, "tol", lower = 0)
-  .heads_flag(standardize, "standardize", caller)
+  .check_flag(standardize, "standardize", caller)
   eigen_method <- .kl_choice(eigen_method, c("auto", "dense", "iterative"), "eigen_method",
                               caller)
   layers <- list(last)

@@ -45,26 +45,6 @@
   y
 }
 
-# One finite number, with an optional lower bound (open or closed) and whole-number check.
-.heads_number <- function(v, name, caller, lower = -Inf, lower_open = FALSE, integer = FALSE) {
-  ok <- is.numeric(v) && length(v) == 1L && !is.na(v) && is.finite(v)
-  if (ok) ok <- if (lower_open) v > lower else v >= lower
-  if (ok && integer) ok <- v == round(v) && abs(v) <= .Machine$integer.max
-  if (!ok) {
-    what <- if (integer) "a whole number" else "a finite number"
-    bound <- if (is.finite(lower)) sprintf(" %s %s", if (lower_open) ">" else ">=", format(lower)) else ""
-    got <- if (is.null(v)) "NULL" else if (length(v) != 1L) sprintf("length %d", length(v)) else format(v)
-    stop(sprintf("%s: '%s' must be %s%s (got %s)", caller, name, what, bound, got),
-         call. = FALSE)
-  }
-  v
-}
-
-.heads_flag <- function(v, name, caller) {
-  if (!is.logical(v) || length(v) != 1L || is.na(v))
-    stop(sprintf("%s: '%s' must be TRUE or FALSE", caller, name), call. = FALSE)
-  v
-}
 
 #' Multinomial logistic regression with an L2 penalty:
 #'   (1 / sum(w)) sum_i w_i (-log p_{y_i}(x_i)) + (lambda / 2) sum_k ||beta_k||^2
@@ -77,9 +57,9 @@
   caller <- ".logistic_fit"
   x <- .heads_matrix(x, caller)
   y <- .heads_classes(y, nrow(x), caller)
-  .heads_number(lambda, "lambda", caller, lower = 0)
-  .heads_number(maxit, "maxit", caller, lower = 0, integer = TRUE)
-  .heads_number(tol, "tol", caller, lower = 0)
+  .check_number(lambda, "lambda", caller = caller, lower = 0)
+  .check_number(maxit, "maxit", caller = caller, lower = 0, integer = TRUE)
+  .check_number(tol, "tol", caller = caller, lower = 0)
   threads <- .kl_threads(threads)
   if (!is.null(weights)) {
     if (!is.numeric(weights) || length(weights) != nrow(x))
@@ -146,11 +126,11 @@
   loss <- tryCatch(match.arg(loss, c("l2", "l1")), error = function(e)
     stop(sprintf("%s: 'loss' must be \"l2\" or \"l1\" (got %s)", caller,
                  paste0("\"", loss, "\"", collapse = ", ")), call. = FALSE))
-  .heads_number(cost, "cost", caller, lower = 0, lower_open = TRUE)
-  .heads_number(bias, "bias", caller)
-  .heads_number(eps, "eps", caller, lower = 0, lower_open = TRUE)
-  .heads_number(maxit, "maxit", caller, lower = 1, integer = TRUE)
-  .heads_flag(shrinking, "shrinking", caller)
+  .check_number(cost, "cost", caller = caller, lower = 0, lower_open = TRUE)
+  .check_number(bias, "bias", caller = caller)
+  .check_number(eps, "eps", caller = caller, lower = 0, lower_open = TRUE)
+  .check_number(maxit, "maxit", caller = caller, lower = 1, integer = TRUE)
+  .check_flag(shrinking, "shrinking", caller)
   lev <- levels(y)
   K <- length(lev)
   if (!is.null(class_weights)) {

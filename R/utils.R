@@ -29,20 +29,29 @@
   as.integer(threads)
 }
 
+# The package's argument checks: a single number in a range (whole when asked), or a single
+# TRUE / FALSE. `caller` ("gem()") prefixes the message when given. Both return the value.
 .check_number <- function(x, name, lower = -Inf, upper = Inf, lower_open = FALSE,
-                          integer = FALSE, null_ok = FALSE) {
+                          integer = FALSE, null_ok = FALSE, caller = NULL) {
   if (is.null(x) && null_ok) return(invisible(NULL))
   ok <- is.numeric(x) && length(x) == 1L && !is.na(x) && is.finite(x)
   if (ok) ok <- if (lower_open) x > lower else x >= lower
   if (ok) ok <- x <= upper
-  if (ok && integer) ok <- x == round(x)
+  if (ok && integer) ok <- x == round(x) && abs(x) <= .Machine$integer.max
   if (!ok) {
     what <- if (integer) "a whole number" else "a number"
     bound <- if (is.finite(lower)) paste0(if (lower_open) " > " else " >= ", format(lower)) else ""
     ubound <- if (is.finite(upper)) paste0(" and <= ", format(upper)) else ""
-    stop(sprintf("'%s' must be %s%s%s (got %s)", name, what, bound, ubound,
-                 .show_value(x)), call. = FALSE)
+    stop(sprintf("%s'%s' must be %s%s%s (got %s)", if (is.null(caller)) "" else paste0(caller, ": "),
+                 name, what, bound, ubound, .show_value(x)), call. = FALSE)
   }
+  invisible(x)
+}
+
+.check_flag <- function(x, name, caller = NULL) {
+  if (!is.logical(x) || length(x) != 1L || is.na(x))
+    stop(sprintf("%s'%s' must be TRUE or FALSE", if (is.null(caller)) "" else paste0(caller, ": "),
+                 name), call. = FALSE)
   invisible(x)
 }
 
