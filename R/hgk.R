@@ -122,7 +122,8 @@
 #'   \code{rows}, \code{kernel}, \code{gamma}, \code{lambda}, coefficients,
 #'   \code{trace} and \code{info}), \code{architecture}, the cross-validation
 #'   table \code{cv}, \code{relevance} (see \code{\link{plot.hgk}}), the scaled
-#'   training inputs \code{x}, and what \code{predict} needs.
+#'   training inputs \code{x} and the response \code{y}, and what \code{predict}
+#'   needs.
 #' @references Steinwart, I., Thomann, P. and Schmid, N. (2016). Learning with
 #'   hierarchical Gaussian kernels. arXiv:1612.00824.
 #' @seealso \code{\link{predict.hgk}}, \code{\link{plot.hgk}},
@@ -345,7 +346,7 @@ hgk_control <- function(split = c(0.4, 0.4), maxit = 30, anneal_steps = 5, pertu
   }
   seconds <- proc.time()[["elapsed"]] - t0
   fit <- structure(
-    list(call = call, task = inp$task, levels = inp$levels, spec = inp$spec, x = x,
+    list(call = call, task = inp$task, levels = inp$levels, spec = inp$spec, x = x, y = inp$y,
          y_range = yr, loss = loss, gradient = gradient, final = final, folds = folds,
          probability = probability, architecture = arch[c("label", "depth", "nodes", "saturation")],
          start_kernel = arch$kernel, cv = cv, refit_cv = refit_cv, models = models,
