@@ -22,7 +22,7 @@
 #' head(residuals(fit))
 #' nobs(kernel_svm(Species ~ ., data = iris))
 #' @name kl_model_methods
-#' @importFrom stats fitted residuals nobs
+#' @importFrom stats fitted residuals nobs predict
 NULL
 
 #' @rdname kl_model_methods
