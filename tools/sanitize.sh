@@ -13,8 +13,8 @@ trap 'rm -rf "$lib" "$mk" "$src"' EXIT
 # build from a copy, so that no instrumented object file is left in src/
 tar --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.Rcheck' -cf - . | (cd "$src" && tar -xf -)
 cat > "$mk" <<'EOM'
-CXXFLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
-CXX17FLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+CXXFLAGS = -g -O1 -fno-omit-frame-pointer -fvisibility-inlines-hidden -fsanitize=address,undefined -fno-sanitize-recover=undefined
+CXX17FLAGS = -g -O1 -fno-omit-frame-pointer -fvisibility-inlines-hidden -fsanitize=address,undefined -fno-sanitize-recover=undefined
 LDFLAGS = -fsanitize=address,undefined
 EOM
 echo "== building with -fsanitize=address,undefined"
