@@ -177,22 +177,26 @@
   out
 }
 
-.klcv_dispatch <- function(tasks, shared) {
+# Runs FUN(task, ..., progress = ) over the tasks: on the future plan when a parallel one is set
+# (the session's RNG state is kept; each task gets its own stream), else here. `progress` is a
+# progressr progressor (one step a task) or NULL.
+.kl_task_map <- function(tasks, FUN, ..., packages = character(), globals = TRUE) {
   progress <- NULL
   if (requireNamespace("progressr", quietly = TRUE))
     progress <- progressr::progressor(steps = length(tasks))
-  if (.klcv_use_future()) {
-    state <- .klcv_rng_save()
-    on.exit(.klcv_rng_restore(state), add = TRUE)
-    carry <- .klcv_global_carry(shared$learner)
-    pkgs <- unique(c(.klcv_package_of(shared$learner), .klcv_package_of(.klcv_task),
-                     carry$packages))
-    future.apply::future_lapply(tasks, .klcv_task, shared = shared, progress = progress,
-                                future.seed = TRUE, future.packages = pkgs,
-                                future.globals = carry$globals)
-  } else {
-    lapply(tasks, .klcv_task, shared = shared, progress = progress)
-  }
+  if (!.klcv_use_future()) return(lapply(tasks, FUN, ..., progress = progress))
+  state <- .klcv_rng_save()
+  on.exit(.klcv_rng_restore(state), add = TRUE)
+  future.apply::future_lapply(tasks, FUN, ..., progress = progress, future.seed = TRUE,
+                              future.packages = packages, future.globals = globals)
+}
+
+.klcv_dispatch <- function(tasks, shared) {
+  if (!.klcv_use_future()) return(.kl_task_map(tasks, .klcv_task, shared = shared))
+  carry <- .klcv_global_carry(shared$learner)
+  pkgs <- unique(c(.klcv_package_of(shared$learner), .klcv_package_of(.klcv_task),
+                   carry$packages))
+  .kl_task_map(tasks, .klcv_task, shared = shared, packages = pkgs, globals = carry$globals)
 }
 
 # Runs every (grid point, fold) task and computes the fold metrics.

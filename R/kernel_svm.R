@@ -306,7 +306,17 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
   kernel
 }
 
-# Checked solver parameters, as the list the C++ glue reads (params_from_r in src/svm.cpp).
+# Probabilities and class weights are for classification.
+.svm_check_task_args <- function(task, probability, class.weights, caller) {
+  if (probability && task != "classification")
+    stop(sprintf("%s: probability = TRUE is for classification; this is a regression", caller),
+         call. = FALSE)
+  if (!is.null(class.weights) && task != "classification")
+    stop(sprintf("%s: 'class.weights' is for classification; this is a regression", caller),
+         call. = FALSE)
+}
+
+# Checked solver parameters, as the list the C++ glue reads (klr::svm_params_from_r in src/svm.cpp).
 .svm_params <- function(cost, epsilon, tol, shrinking, cache, max_iter, probability,
                         prob_folds, caller) {
   .check_number(cost, "cost", lower = 0, lower_open = TRUE)
@@ -348,12 +358,7 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
   }
   params <- .svm_params(cost, epsilon, tol, shrinking, cache, max_iter, probability,
                         prob_folds, caller)
-  if (probability && inp$task != "classification")
-    stop(sprintf("%s: probability = TRUE is for classification; this is a regression", caller),
-         call. = FALSE)
-  if (!is.null(class.weights) && inp$task != "classification")
-    stop(sprintf("%s: 'class.weights' is for classification; this is a regression", caller),
-         call. = FALSE)
+  .svm_check_task_args(inp$task, probability, class.weights, caller)
   threads <- .kl_threads(threads)
   n <- nrow(inp$x)
   if (probability) params$seed <- .kl_seed()
@@ -670,19 +675,10 @@ print.summary.kernel_svm <- function(x, ...) {
 }
 
 .svm_path_dispatch <- function(tasks, threads) {
-  progress <- NULL
-  if (requireNamespace("progressr", quietly = TRUE))
-    progress <- progressr::progressor(steps = length(tasks))
-  if (.klcv_use_future()) {
-    state <- .klcv_rng_save()
-    on.exit(.klcv_rng_restore(state), add = TRUE)
-    # on a worker, the threads it is given (unless the call fixed them)
-    future.apply::future_lapply(tasks, .svm_path_task, default_threads = NULL,
-                                progress = progress, future.seed = TRUE,
-                                future.packages = "kernlearn")
-  } else {
-    lapply(tasks, .svm_path_task, default_threads = threads, progress = progress)
-  }
+  # on a worker, the threads it is given (unless the call fixed them)
+  .kl_task_map(tasks, .svm_path_task,
+               default_threads = if (.klcv_use_future()) NULL else threads,
+               packages = "kernlearn")
 }
 
 .svm_tune_run <- function(spec, g, foldid, metric, caller) {

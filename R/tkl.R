@@ -154,12 +154,7 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
   .check_number(maxit, "maxit", lower = 0, upper = 1e6, integer = TRUE)
   degree <- as.integer(degree)
   params <- .svm_params(cost, epsilon, svm_tol, TRUE, cache, NULL, probability, 5, caller)
-  if (probability && inp$task != "classification")
-    stop(sprintf("%s: probability = TRUE is for classification; this is a regression", caller),
-         call. = FALSE)
-  if (!is.null(class.weights) && inp$task != "classification")
-    stop(sprintf("%s: 'class.weights' is for classification; this is a regression", caller),
-         call. = FALSE)
+  .svm_check_task_args(inp$task, probability, class.weights, caller)
   x <- inp$x
   n <- nrow(x)
   d <- ncol(x)
