@@ -59,6 +59,7 @@ kl_caret_model <- function(learner = c("kernel_svm", "kernel_ridge", "gem", "dik
     args <- c(list(x = as.data.frame(x), y = y), spec$args(param), list(...))
     if (is.factor(y) && isTRUE(classProbs) && isTRUE(spec$prob_arg))
       args$probability <- TRUE
+    if (!isTRUE(last) && is.null(args$fitted) && .kl_takes_fitted(fun)) args$fitted <- FALSE
     do.call(fun, args)
   }
   pred <- function(modelFit, newdata, submodels = NULL) {

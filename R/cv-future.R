@@ -7,7 +7,8 @@
   list(learner = spec$learner, learner_expr = spec$labels$learner_expr,
        labels = spec$labels, interface = spec$interface, formula = spec$formula,
        data = spec$data, x = spec$x, y = spec$learner_y, foldid = foldid,
-       dots = spec$dots, pred_type = metric$pred_type)
+       dots = spec$dots, pred_type = metric$pred_type,
+       no_fitted = .kl_takes_fitted(spec$learner))
 }
 
 .klcv_rng_save <- function() {
@@ -64,6 +65,8 @@
     fun <- if (!is.null(shared$learner_expr)) shared$learner_expr
            else bind(shared$learner, lab$learner, ".kl_learner")
     args <- c(shared$dots, task$params)
+    # (a fold's model is only asked for predictions on the held-out rows)
+    if (!refit && isTRUE(shared$no_fitted) && !("fitted" %in% names(args))) args$fitted <- FALSE
     # A precomputed kernel matrix (kernel = "precomputed") is cut by rows and columns: the
     # fold's training block to fit, the held-out rows against the training rows to predict.
     pre <- !identical(shared$interface, "formula") && identical(args$kernel, "precomputed")

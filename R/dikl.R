@@ -88,6 +88,9 @@
 #' @param max_epochs,patience,tol The stopping and decay rule (see Details).
 #' @param scale Scale the inputs to \eqn{[0, 1]} with the training range (the
 #'   kernlearn convention); \code{FALSE} uses them as they are.
+#' @param fitted If \code{TRUE} (the default), keep the predictions on the
+#'   training rows for \code{\link[=kl_model_methods]{fitted}()} (one
+#'   prediction pass at the end of the fit).
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
 #' @param ... Not used; unknown arguments are an error.
 #' @return An object of class \code{c("dikl", "kl_model")}: a list with the
@@ -130,16 +133,18 @@ dikl.formula <- function(formula, data, map = c("nystrom", "fourier"), dim = 100
                          rho = 1e-4, objective = c("di", "ls", "ce", "none"),
                          init = c("random", "kmeans"), head = NULL, cost = 1, lambda = 1e-4,
                          batch_size = NULL, lr = 1e-3, max_epochs = 100, patience = 3,
-                         tol = 1e-4, scale = TRUE, subset = NULL, na.action = stats::na.fail,
-                         threads = NULL, ...) {
+                         tol = 1e-4, scale = TRUE, fitted = TRUE, subset = NULL,
+                         na.action = stats::na.fail, threads = NULL, ...) {
   caller <- "dikl()"
   .no_dots(..., caller = caller)
+  .check_flag(fitted, "fitted", caller)
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
                            na.action, "dikl()", parent.frame())
   .check_flag(scale, "scale", caller)
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
-  .dikl_fit(inp, map, dim, gamma, rho, objective, init, head, cost, lambda, batch_size, lr,
-            max_epochs, patience, tol, threads, .kl_call(match.call(), "dikl"))
+  fit <- .dikl_fit(inp, map, dim, gamma, rho, objective, init, head, cost, lambda, batch_size,
+                   lr, max_epochs, patience, tol, threads, .kl_call(match.call(), "dikl"))
+  .kl_keep_fitted(fit, fitted, data, inp$y, threads)
 }
 
 #' @rdname dikl
@@ -148,15 +153,17 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
                          rho = 1e-4, objective = c("di", "ls", "ce", "none"),
                          init = c("random", "kmeans"), head = NULL, cost = 1, lambda = 1e-4,
                          batch_size = NULL, lr = 1e-3, max_epochs = 100, patience = 3,
-                         tol = 1e-4, scale = TRUE, threads = NULL, ...) {
+                         tol = 1e-4, scale = TRUE, fitted = TRUE, threads = NULL, ...) {
   caller <- "dikl()"
   .no_dots(..., caller = caller)
+  .check_flag(fitted, "fitted", caller)
   if (inherits(x, "formula"))
     stop(sprintf("%s: use dikl(formula, data = ) with a formula", caller), call. = FALSE)
   .check_flag(scale, "scale", caller)
   inp <- .kl_input_xy(x, y, caller, scale = scale)
-  .dikl_fit(inp, map, dim, gamma, rho, objective, init, head, cost, lambda, batch_size, lr,
-            max_epochs, patience, tol, threads, .kl_call(match.call(), "dikl"))
+  fit <- .dikl_fit(inp, map, dim, gamma, rho, objective, init, head, cost, lambda, batch_size,
+                   lr, max_epochs, patience, tol, threads, .kl_call(match.call(), "dikl"))
+  .kl_keep_fitted(fit, fitted, x, inp$y, threads)
 }
 
 .dikl_map_code <- function(map) if (map == "nystrom") 0L else 1L
@@ -417,7 +424,8 @@ features.dikl <- function(object, newdata, threads = NULL, ...) {
 #' Predict with a DI-learned kernel feature map
 #'
 #' @param object A \code{dikl} model.
-#' @param newdata New data, in the form the model was fitted with.
+#' @param newdata New data, in the form the model was fitted with. Without it,
+#'   the predictions on the training rows kept by \code{fitted = TRUE}.
 #' @param type \code{"class"} (default for classification), \code{"prob"}
 #'   (class probabilities; \code{head = "logistic"} only), \code{"response"}
 #'   (regression) or \code{"decision"} (the head's decision values: a matrix
@@ -439,6 +447,7 @@ predict.dikl <- function(object, newdata, type = NULL, threads = NULL, ...) {
     sprintf("the model's head is \"%s\"; fit with head = \"logistic\" for probabilities",
             object$head$type)
   type <- .kl_predict_type(type, object$task, caller, prob = prob_ok)
+  if (missing(newdata) || is.null(newdata)) return(.kl_predict_fitted(object, type, caller))
   threads <- .kl_threads(threads)
   x <- .kl_newdata(object$spec, newdata, caller)
   empty <- nrow(x) == 0L

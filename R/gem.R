@@ -133,6 +133,9 @@
 #'   calibration steps and the root-mean-square score change that stops them
 #'   (default 10 and 0.002; \code{tol = 0} runs exactly \code{maxit} steps).
 #' @param eigen_method \code{"auto"}, \code{"dense"} or \code{"iterative"}.
+#' @param fitted If \code{TRUE} (the default), keep the predicted classes of
+#'   the training rows for \code{\link[=kl_model_methods]{fitted}()} (one
+#'   prediction pass at the end of the fit).
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
 #' @param ... Not used; unknown arguments are an error.
 #' @return An object of class \code{c("gem", "kl_model")}: a list with
@@ -181,17 +184,19 @@ gem.formula <- function(formula, data, ridge = 0.1, ridge_type = c("relative", "
                         depth = 1, first_layer = list(),
                         rff = NULL, ensemble = 1, standardize = TRUE, scale = TRUE,
                         max_pairs = 1000, maxit = NULL, tol = NULL,
-                        eigen_method = c("auto", "dense", "iterative"), subset = NULL,
-                        na.action = stats::na.fail, threads = NULL, ...) {
+                        eigen_method = c("auto", "dense", "iterative"), fitted = TRUE,
+                        subset = NULL, na.action = stats::na.fail, threads = NULL, ...) {
   caller <- "gem()"
   .no_dots(..., caller = caller)
+  .check_flag(fitted, "fitted", caller)
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
                            na.action, "gem()", parent.frame())
   .check_flag(scale, "scale", caller)
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
-  .gem_fit(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree, keep_input,
-           head, lambda, depth, first_layer, rff, ensemble, standardize, max_pairs, maxit, tol,
-           eigen_method, threads, .kl_call(match.call(), "gem"))
+  fit <- .gem_fit(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree,
+                  keep_input, head, lambda, depth, first_layer, rff, ensemble, standardize,
+                  max_pairs, maxit, tol, eigen_method, threads, .kl_call(match.call(), "gem"))
+  .kl_keep_fitted(fit, fitted, data, inp$y, threads)
 }
 
 #' @rdname gem
@@ -203,9 +208,11 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
                         depth = 1, first_layer = list(),
                         rff = NULL, ensemble = 1, standardize = TRUE, scale = TRUE,
                         max_pairs = 1000, maxit = NULL, tol = NULL,
-                        eigen_method = c("auto", "dense", "iterative"), threads = NULL, ...) {
+                        eigen_method = c("auto", "dense", "iterative"), fitted = TRUE,
+                        threads = NULL, ...) {
   caller <- "gem()"
   .no_dots(..., caller = caller)
+  .check_flag(fitted, "fitted", caller)
   if (inherits(x, "formula"))
     stop(sprintf("%s: use gem(formula, data = ) with a formula", caller), call. = FALSE)
   .check_flag(scale, "scale", caller)
@@ -219,9 +226,10 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
     y <- factor(y)
   }
   inp <- .kl_input_xy(x, y, caller, scale = scale)
-  .gem_fit(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree, keep_input,
-           head, lambda, depth, first_layer, rff, ensemble, standardize, max_pairs, maxit, tol,
-           eigen_method, threads, .kl_call(match.call(), "gem"))
+  fit <- .gem_fit(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree,
+                  keep_input, head, lambda, depth, first_layer, rff, ensemble, standardize,
+                  max_pairs, maxit, tol, eigen_method, threads, .kl_call(match.call(), "gem"))
+  .kl_keep_fitted(fit, fitted, x, inp$y, threads)
 }
 
 # One layer's settings, checked. `prefix` names the argument in error messages.
@@ -622,7 +630,8 @@ features.gem <- function(object, newdata, member = 1, threads = NULL, ...) {
 #' Predict with a GEM model
 #'
 #' @param object A \code{gem} model.
-#' @param newdata New data, in the form the model was fitted with.
+#' @param newdata New data, in the form the model was fitted with. Without it,
+#'   the classes of the training rows kept by \code{fitted = TRUE}.
 #' @param type \code{"class"} (a factor), \code{"prob"} (a matrix of class
 #'   probabilities, rows summing to 1; for an ensemble the normalised
 #'   geometric mean of the members' probabilities; with \code{head = "cls"},
@@ -642,6 +651,7 @@ predict.gem <- function(object, newdata, type = "class", threads = NULL, ...) {
   caller <- "predict.gem()"
   .no_dots(..., caller = caller)
   type <- .kl_predict_type(type, "classification", caller)
+  if (missing(newdata) || is.null(newdata)) return(.kl_predict_fitted(object, type, caller))
   threads <- .kl_threads(threads)
   x <- .kl_newdata(object$spec, newdata, caller)
   lev <- object$levels

@@ -105,6 +105,9 @@
 #'   training range, the default), \code{"standardize"} (centred, unit standard
 #'   deviation) or \code{"none"}; \code{TRUE} and \code{FALSE} mean
 #'   \code{"minmax"} and \code{"none"}.
+#' @param fitted If \code{TRUE} (the default, as in \code{e1071::svm}), keep the
+#'   predictions on the training rows for \code{\link[=kl_model_methods]{fitted}()}
+#'   (one prediction pass over the training rows at the end of the fit).
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
 #' @param ... Not used; unknown arguments are an error.
 #' @return An object of class \code{c("kernel_svm", "kl_model")}, a list with
@@ -168,10 +171,11 @@ kernel_svm.formula <- function(formula, data, kernel = gaussian_kernel(), cost =
                                gamma = NULL, epsilon = 0.1, type = NULL, class.weights = NULL,
                                probability = FALSE, prob_folds = 5, tol = 1e-3,
                                shrinking = TRUE, cache = 1024, max_iter = NULL,
-                               warm_start = NULL, scale = "minmax", subset = NULL,
-                               na.action = stats::na.fail, threads = NULL, ...) {
+                               warm_start = NULL, scale = "minmax", fitted = TRUE,
+                               subset = NULL, na.action = stats::na.fail, threads = NULL, ...) {
   caller <- "kernel_svm()"
   .no_dots(..., caller = caller)
+  .check_flag(fitted, "fitted", caller)
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
                            na.action, "kernel_svm()", parent.frame())
   if (identical(kernel, "precomputed"))
@@ -188,9 +192,10 @@ kernel_svm.formula <- function(formula, data, kernel = gaussian_kernel(), cost =
     }
   }
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
-  .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
-                  prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
-                  .kl_call(match.call(), "kernel_svm"))
+  fit <- .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
+                         prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
+                         .kl_call(match.call(), "kernel_svm"))
+  .kl_keep_fitted(fit, fitted, data, inp$y, threads)
 }
 
 #' @rdname kernel_svm
@@ -199,9 +204,11 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
                                epsilon = 0.1, type = NULL, class.weights = NULL,
                                probability = FALSE, prob_folds = 5, tol = 1e-3,
                                shrinking = TRUE, cache = 1024, max_iter = NULL,
-                               warm_start = NULL, scale = "minmax", threads = NULL, ...) {
+                               warm_start = NULL, scale = "minmax", fitted = TRUE,
+                               threads = NULL, ...) {
   caller <- "kernel_svm()"
   .no_dots(..., caller = caller)
+  .check_flag(fitted, "fitted", caller)
   scale_given <- !missing(scale)
   scale <- .kl_scale_mode(scale, caller)
   if (inherits(x, "formula"))
@@ -215,9 +222,10 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
   } else {
     inp <- .kl_input_xy(x, y, caller, scale = scale)
   }
-  .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
-                  prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
-                  .kl_call(match.call(), "kernel_svm"))
+  fit <- .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
+                         prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
+                         .kl_call(match.call(), "kernel_svm"))
+  .kl_keep_fitted(fit, fitted, x, inp$y, threads)
 }
 
 .svm_type <- function(type, caller) {
@@ -468,8 +476,9 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
 #' @param newdata New rows: a data.frame (formula fits) or a matrix /
 #'   data.frame with the training columns; for a precomputed kernel the
 #'   \eqn{m \times n}{m x n} matrix of kernel values between the new rows and
-#'   the \eqn{n} training rows. Missing means the training rows (not for a
-#'   precomputed kernel).
+#'   the \eqn{n} training rows. Missing: the fitted classes or values of the
+#'   training rows, kept by \code{fitted = TRUE} (other types need the
+#'   training data as \code{newdata}).
 #' @param type \code{"class"} (default for classification): a factor;
 #'   \code{"prob"}: a matrix of class probabilities, one column per level, rows
 #'   summing to 1 (models fitted with \code{probability = TRUE});
@@ -491,11 +500,13 @@ predict.kernel_svm <- function(object, newdata, type = NULL, threads = NULL, ...
   .svm_predict(object, if (missing(newdata)) NULL else newdata, type, threads, caller)
 }
 
-# predict() of a kernel_svm model, also for the learners whose final model is one.
-.svm_predict <- function(object, newdata, type, threads, caller) {
+# predict() of a kernel_svm model, also for the learners whose final model is one (`owner`,
+# which keeps the fitted values that predict() without newdata returns).
+.svm_predict <- function(object, newdata, type, threads, caller, owner = object) {
   prob_ok <- if (isTRUE(object$probability)) TRUE
              else "the model has no probability model; fit it with probability = TRUE"
   type <- .kl_predict_type(type, object$task, caller, prob = prob_ok)
+  if (is.null(newdata)) return(.kl_predict_fitted(owner, type, caller))
   threads <- .kl_threads(threads)
   pre <- identical(object$kernel, "precomputed")
   nsv_arg <- if (object$task == "classification") as.integer(object$nSV) else NULL

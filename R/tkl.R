@@ -82,6 +82,9 @@
 #'   \code{predict(type = "prob")}).
 #' @param svm_tol Tolerance of each SVM solve (the maximal violating pair).
 #' @param cache Megabytes of the solver's kernel row cache.
+#' @param fitted If \code{TRUE} (the default), keep the predictions on the
+#'   training rows for \code{\link[=kl_model_methods]{fitted}()} (one
+#'   prediction pass at the end of the fit).
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
 #' @param ... Not used; unknown arguments are an error.
 #' @return An object of class \code{c("tkl", "kl_model")}: a list with
@@ -119,27 +122,31 @@ tkl <- function(x, ...) UseMethod("tkl")
 #' @export
 tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                         tol = 1e-2, maxit = 100, class.weights = NULL, probability = FALSE,
-                        svm_tol = 1e-3, cache = 1024, subset = NULL, na.action = stats::na.fail,
-                        threads = NULL, ...) {
+                        svm_tol = 1e-3, cache = 1024, fitted = TRUE, subset = NULL,
+                        na.action = stats::na.fail, threads = NULL, ...) {
   .no_dots(..., caller = "tkl()")
+  .check_flag(fitted, "fitted", "tkl()")
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
                            na.action, "tkl()", parent.frame())
   inp <- .kl_input_formula(formula, data, "tkl()")
-  .tkl_fit(inp, degree, delta, cost, epsilon, tol, maxit, class.weights, probability, svm_tol,
-           cache, threads, .kl_call(match.call(), "tkl"))
+  fit <- .tkl_fit(inp, degree, delta, cost, epsilon, tol, maxit, class.weights, probability,
+                  svm_tol, cache, threads, .kl_call(match.call(), "tkl"))
+  .kl_keep_fitted(fit, fitted, data, inp$y, threads)
 }
 
 #' @rdname tkl
 #' @export
 tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1, tol = 1e-2,
                         maxit = 100, class.weights = NULL, probability = FALSE, svm_tol = 1e-3,
-                        cache = 1024, threads = NULL, ...) {
+                        cache = 1024, fitted = TRUE, threads = NULL, ...) {
   .no_dots(..., caller = "tkl()")
+  .check_flag(fitted, "fitted", "tkl()")
   if (inherits(x, "formula"))
     stop("tkl(): use tkl(formula, data = ) with a formula", call. = FALSE)
   inp <- .kl_input_xy(x, y, "tkl()")
-  .tkl_fit(inp, degree, delta, cost, epsilon, tol, maxit, class.weights, probability, svm_tol,
-           cache, threads, .kl_call(match.call(), "tkl"))
+  fit <- .tkl_fit(inp, degree, delta, cost, epsilon, tol, maxit, class.weights, probability,
+                  svm_tol, cache, threads, .kl_call(match.call(), "tkl"))
+  .kl_keep_fitted(fit, fitted, x, inp$y, threads)
 }
 
 # The largest number of monomials (h) tkl() accepts: P is 2h x 2h.
@@ -217,7 +224,8 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
 #' @param object A \code{tkl} model.
 #' @param newdata New rows: a data.frame (formula fits) or a matrix /
 #'   data.frame with the training columns. They are scaled with the training
-#'   range; points outside the box are clamped into it.
+#'   range; points outside the box are clamped into it. Missing: the fitted
+#'   classes or values of the training rows, kept by \code{fitted = TRUE}.
 #' @param type \code{"class"} (default for classification), \code{"prob"}
 #'   (models fitted with \code{probability = TRUE}), \code{"decision"} (a
 #'   vector for two classes, positive meaning the second level; a matrix with
@@ -234,10 +242,8 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
 predict.tkl <- function(object, newdata, type = NULL, threads = NULL, ...) {
   caller <- "predict.tkl()"
   .no_dots(..., caller = caller)
-  if (missing(newdata) || is.null(newdata))
-    stop(sprintf("%s: 'newdata' is required (the model keeps only its support vectors)", caller),
-         call. = FALSE)
-  .svm_predict(object$svm, newdata, type, threads, caller)
+  .svm_predict(object$svm, if (missing(newdata)) NULL else newdata, type, threads, caller,
+               owner = object)
 }
 
 #' @rdname learned_kernel

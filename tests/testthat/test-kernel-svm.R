@@ -403,7 +403,9 @@ test_that("bad input gives clear errors", {
                "single-precision")
   pre <- kernel_svm(K, iris$Species, kernel = "precomputed")
   expect_error(predict(pre, K[, -1]), "one column per training row")
-  expect_error(predict(pre), "required")
+  expect_identical(predict(pre), fitted(pre))
+  expect_error(predict(kernel_svm(K, iris$Species, kernel = "precomputed", fitted = FALSE)),
+               "required")
   expect_error(kernel_svm(Species ~ ., data = iris, kernel = "precomputed"), "x / y interface")
   fit <- kernel_svm(Species ~ ., data = iris)
   expect_error(predict(fit, iris[, -1]), "lacks column")

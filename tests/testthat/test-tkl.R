@@ -228,7 +228,7 @@ test_that("tkl gives clear errors for bad input", {
   expect_error(tkl(x, y, bogus = 1), "bogus")
   fit <- tkl(data.frame(a = x[, 1], b = x[, 2]), y, maxit = 2)
   expect_error(predict(fit, data.frame(a = 1)), "b")
-  expect_error(predict(fit), "newdata")
+  expect_error(predict(fit, type = "decision"), "newdata")
   expect_error(predict(fit, data.frame(a = x[, 1], b = x[, 2]), type = "prob"), "probability")
   old <- options(kernlearn.max_memory = 1e6)
   on.exit(options(old))
