@@ -1,6 +1,6 @@
 # Dataset readers: LIBSVM sparse text, IDX (MNIST), ARFF and delimited text (and the Excel
-# workbooks some UCI sets come in). Everything here is base R (utils, tools); readxl is used
-# only for the legacy Excel file UCI serves for the concrete data.
+# workbooks some UCI sets come in). Everything here is base R (utils, tools), except the Excel
+# workbooks UCI serves for CCPP, energy and concrete, which need readxl.
 
 # ---------------------------------------------------------------------------------------------
 # Low-level helpers
@@ -147,66 +147,6 @@
   list(num = num, chr = chr)
 }
 
-# Reads an .xlsx workbook's first sheet into delimited lines (fields quoted) for
-# .kld_parse_table(). Only cell values are used: numbers, shared and inline strings.
-.kld_xlsx_lines <- function(file) {
-  entries <- utils::unzip(file, list = TRUE)$Name
-  sheets <- grep("^xl/worksheets/sheet[0-9]+\\.xml$", entries, value = TRUE)
-  if (!length(sheets)) stop(sprintf("'%s' holds no worksheet", basename(file)), call. = FALSE)
-  sheet <- sheets[order(as.integer(gsub("[^0-9]", "", sheets)))][1L]
-  shared <- "xl/sharedStrings.xml"
-  td <- tempfile("xlsx")
-  dir.create(td)
-  on.exit(unlink(td, recursive = TRUE), add = TRUE)
-  utils::unzip(file, files = c(sheet, intersect(shared, entries)), exdir = td)
-  read_xml <- function(f) paste(readLines(file.path(td, f), warn = FALSE, encoding = "UTF-8"),
-                                collapse = "\n")
-  unescape <- function(s) {
-    s <- gsub("&lt;", "<", s, fixed = TRUE)
-    s <- gsub("&gt;", ">", s, fixed = TRUE)
-    s <- gsub("&quot;", "\"", s, fixed = TRUE)
-    s <- gsub("&apos;", "'", s, fixed = TRUE)
-    gsub("&amp;", "&", s, fixed = TRUE)
-  }
-  strings <- character()
-  if (shared %in% entries) {
-    ss <- read_xml(shared)
-    si <- regmatches(ss, gregexpr("<si>.*?</si>|<si/>", ss, perl = TRUE))[[1L]]
-    strings <- unescape(gsub("<rPh\\b.*?</rPh>|<[^>]+>", "", si, perl = TRUE))
-  }
-  xml <- read_xml(sheet)
-  cells <- regmatches(xml, gregexpr("<c\\b[^>]*?/>|<c\\b[^>]*?>.*?</c>", xml, perl = TRUE))[[1L]]
-  if (!length(cells)) stop(sprintf("the first sheet of '%s' is empty", basename(file)),
-                           call. = FALSE)
-  tag <- sub("^(<c\\b[^>]*?)/?>.*$", "\\1", cells, perl = TRUE)
-  if (!all(grepl("\\br=\"[A-Z]+[0-9]+\"", tag)))
-    stop(sprintf("'%s': cells without references are not supported", basename(file)),
-         call. = FALSE)
-  ref <- sub(".*\\br=\"([A-Z]+[0-9]+)\".*", "\\1", tag)
-  type <- ifelse(grepl("\\bt=\"", tag), sub(".*\\bt=\"([a-zA-Z]+)\".*", "\\1", tag), "n")
-  has_v <- grepl("<v>", cells, fixed = TRUE)
-  val <- ifelse(has_v, sub(".*?<v>(.*?)</v>.*", "\\1", cells, perl = TRUE), "")
-  inl <- type == "inlineStr"
-  val[inl] <- gsub("<[^>]+>", "", sub(".*?<is>(.*?)</is>.*", "\\1", cells[inl], perl = TRUE))
-  val <- unescape(val)
-  sst <- type == "s" & has_v
-  val[sst] <- strings[as.integer(val[sst]) + 1L]
-  val[type == "e"] <- ""
-  letters_part <- sub("[0-9]+$", "", ref)
-  ul <- unique(letters_part)
-  ucol <- vapply(ul, function(ch) {
-    k <- utf8ToInt(ch) - 64L
-    sum(k * 26^(rev(seq_along(k)) - 1L))
-  }, numeric(1))
-  col <- ucol[match(letters_part, ul)]
-  row <- as.integer(sub("^[A-Z]+", "", ref))
-  m <- matrix("", max(row), max(col))
-  m[cbind(row, col)] <- val
-  nz <- matrix(nzchar(m), nrow(m))
-  m <- m[rowSums(nz) > 0L, colSums(nz) > 0L, drop = FALSE]
-  .kld_cells_to_lines(m)
-}
-
 # Joins a character matrix of cells into comma separated lines, quoting the text cells.
 .kld_cells_to_lines <- function(m) {
   text <- !(.kld_is_num(m) & nzchar(m))
@@ -214,15 +154,21 @@
   do.call(paste, c(lapply(seq_len(ncol(m)), function(j) m[, j]), sep = ","))
 }
 
-# Reads a legacy .xls workbook (first sheet) into delimited lines; needs readxl.
-.kld_xls_lines <- function(file) {
+# Reads the first sheet of an Excel workbook (.xlsx or legacy .xls) into delimited lines for
+# .kld_parse_table(), with readxl. Cells are read as their stored text, so numbers keep every
+# digit the workbook holds.
+.kld_excel_lines <- function(file) {
   if (!requireNamespace("readxl", quietly = TRUE))
     stop(sprintf(paste0("reading the Excel file '%s' needs the readxl package: ",
                         "install.packages(\"readxl\")"), basename(file)), call. = FALSE)
-  df <- readxl::read_excel(file, sheet = 1L, col_names = FALSE, col_types = "text",
-                           .name_repair = "minimal")
+  df <- tryCatch(readxl::read_excel(file, sheet = 1L, col_names = FALSE, col_types = "text",
+                                    .name_repair = "minimal"),
+                 error = function(e)
+                   stop(sprintf("cannot read the Excel file '%s': %s", basename(file),
+                                conditionMessage(e)), call. = FALSE))
   m <- as.matrix(df)
   m[is.na(m)] <- ""
+  if (!length(m)) stop(sprintf("the first sheet of '%s' is empty", basename(file)), call. = FALSE)
   m <- m[rowSums(matrix(nzchar(m), nrow(m))) > 0L, , drop = FALSE]
   .kld_cells_to_lines(m)
 }
@@ -230,11 +176,8 @@
 # Reads a delimited file (or an Excel workbook, by extension) with .kld_parse_table().
 .kld_read_table <- function(file, col_names, chr_cols = character(), quote = "",
                             header = "auto", nrows = -1L) {
-  if (grepl("\\.xlsx$", file, ignore.case = TRUE)) {
-    lines <- .kld_xlsx_lines(file)
-    quote <- "\""
-  } else if (grepl("\\.xls$", file, ignore.case = TRUE)) {
-    lines <- .kld_xls_lines(file)
+  if (grepl("\\.xlsx?$", file, ignore.case = TRUE)) {
+    lines <- .kld_excel_lines(file)
     quote <- "\""
   } else {
     lines <- .kld_read_lines(file, n = if (nrows >= 0L) nrows + 100L else -1L)

@@ -308,10 +308,9 @@
 #' \code{utils::download.file()} into the cache, in the format the source serves: plain text
 #' from the UCI archive and the LIBSVM site, MNIST's gzip files (LeCun's site, with two
 #' public mirrors as fallbacks), UCI's \code{.Z} shuttle training file (decompressed with
-#' the \code{gzip} program), the CCPP zip archive and the energy workbook (\code{.xlsx}, read
-#' by a small built-in reader), the concrete workbook (\code{.xls}, needs the readxl
-#' package), the California housing archive from L. Torgo's site, the DELVE cpusmall / bank
-#' ARFF files from OpenML, the HIGGS subset from the LightGBM repository and Pima from
+#' the \code{gzip} program), the CCPP zip archive, the energy and concrete workbooks
+#' (\code{.xlsx} and \code{.xls}, read with the readxl package), the California housing
+#' archive from L. Torgo's site, the DELVE cpusmall / bank ARFF files from OpenML, the HIGGS subset from the LightGBM repository and Pima from
 #' J. Brownlee's dataset collection (UCI has withdrawn it). \code{covtype20k} downloads
 #' covtype and reads its first 20000 rows.
 #'

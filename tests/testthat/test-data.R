@@ -201,28 +201,64 @@ test_that("tables: wrong field counts and non-numbers name the line", {
   expect_error(.kld_read_table(f, c("a", "b")), "line 2: column 'b' holds 'oops'")
 })
 
-test_that("xlsx worksheets are read without extra packages", {
-  skip_if(!nzchar(Sys.which("zip")), "no zip program")
+# A minimal valid .xlsx workbook (the parts a spreadsheet program writes), zipped by hand.
+write_xlsx_book <- function(book, rows) {
   td <- tempfile("xlsx")
-  dir.create(file.path(td, "xl", "worksheets"), recursive = TRUE)
   on.exit(unlink(td, recursive = TRUE), add = TRUE)
-  writeLines(c('<?xml version="1.0" encoding="UTF-8"?>',
-               '<sst xmlns="x" count="2" uniqueCount="2"><si><t>AT</t></si><si><t>P&amp;E</t></si></sst>'),
+  for (d in c("_rels", "xl/_rels", "xl/worksheets")) dir.create(file.path(td, d), recursive = TRUE)
+  ns <- "http://schemas.openxmlformats.org/"
+  ct <- paste0(ns, "officeDocument/2006/relationships/")
+  writeLines(c('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>',
+               paste0('<Types xmlns="', ns, 'package/2006/content-types">',
+                      '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>',
+                      '<Default Extension="xml" ContentType="application/xml"/>',
+                      '<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>',
+                      '<Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>',
+                      '<Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/></Types>')),
+             file.path(td, "[Content_Types].xml"))
+  writeLines(paste0('<Relationships xmlns="', ns, 'package/2006/relationships">',
+                    '<Relationship Id="rId1" Type="', ct, 'officeDocument" Target="xl/workbook.xml"/></Relationships>'),
+             file.path(td, "_rels", ".rels"))
+  writeLines(paste0('<workbook xmlns="', ns, 'spreadsheetml/2006/main" xmlns:r="', ct, '">',
+                    '<sheets><sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>'),
+             file.path(td, "xl", "workbook.xml"))
+  writeLines(paste0('<Relationships xmlns="', ns, 'package/2006/relationships">',
+                    '<Relationship Id="rId1" Type="', ct, 'worksheet" Target="worksheets/sheet1.xml"/>',
+                    '<Relationship Id="rId2" Type="', ct, 'sharedStrings" Target="sharedStrings.xml"/></Relationships>'),
+             file.path(td, "xl", "_rels", "workbook.xml.rels"))
+  writeLines(paste0('<sst xmlns="', ns, 'spreadsheetml/2006/main" count="2" uniqueCount="2">',
+                    '<si><t>AT</t></si><si><t>P&amp;E</t></si></sst>'),
              file.path(td, "xl", "sharedStrings.xml"))
-  writeLines(c('<?xml version="1.0" encoding="UTF-8"?>',
-               '<worksheet><sheetData>',
-               '<row r="1"><c r="A1" t="s"><v>0</v></c><c r="B1" t="s"><v>1</v></c></row>',
-               '<row r="2"><c r="A2"><v>14.96</v></c><c r="B2"><v>463.26</v></c></row>',
-               '<row r="3"><c r="A3" s="1"><v>25.18</v></c><c r="B3"><v>444.37</v></c></row>',
-               '</sheetData></worksheet>'),
+  writeLines(paste0('<worksheet xmlns="', ns, 'spreadsheetml/2006/main"><sheetData>',
+                    paste(rows, collapse = ""), '</sheetData></worksheet>'),
              file.path(td, "xl", "worksheets", "sheet1.xml"))
-  book <- file.path(td, "book.xlsx")
   old <- setwd(td)
-  utils::zip(book, c("xl/sharedStrings.xml", "xl/worksheets/sheet1.xml"), flags = "-q")
-  setwd(old)
-  expect_equal(.kld_xlsx_lines(book), c("\"AT\",\"P&E\"", "14.96,463.26", "25.18,444.37"))
+  on.exit(setwd(old), add = TRUE, after = FALSE)
+  utils::zip(book, c("[Content_Types].xml", "_rels/.rels", "xl/workbook.xml",
+                     "xl/_rels/workbook.xml.rels", "xl/sharedStrings.xml",
+                     "xl/worksheets/sheet1.xml"), flags = "-q")
+}
+
+test_that("xlsx worksheets are read with readxl, every stored digit kept", {
+  skip_if(!nzchar(Sys.which("zip")), "no zip program")
+  skip_if_not_installed("readxl")
+  book <- tempfile(fileext = ".xlsx")
+  on.exit(unlink(book), add = TRUE)
+  write_xlsx_book(book, c(
+    '<row r="1"><c r="A1" t="s"><v>0</v></c><c r="B1" t="s"><v>1</v></c></row>',
+    '<row r="2"><c r="A2"><v>14.96</v></c><c r="B2"><v>463.26</v></c></row>',
+    '<row r="3"><c r="A3" s="1"><v>0.12345678901234568</v></c><c r="B3"><v>444.37</v></c></row>',
+    '<row r="5"><c r="A5"><v>-3.5E-2</v></c><c r="B5"><v>1</v></c></row>'))
+  expect_equal(.kld_excel_lines(book),
+               c("\"AT\",\"P&E\"", "14.96,463.26", "0.12345678901234568,444.37", "-3.5E-2,1"))
   tab <- .kld_read_table(book, c("AT", "PE"))
-  expect_equal(unname(tab$num), rbind(c(14.96, 463.26), c(25.18, 444.37)))
+  expect_identical(unname(tab$num),
+                   rbind(c(14.96, 463.26), c(0.12345678901234568, 444.37), c(-0.035, 1)))
+  # not a workbook: the error names the file
+  bad <- tempfile(fileext = ".xlsx")
+  on.exit(unlink(bad), add = TRUE)
+  writeLines("not a zip", bad)
+  expect_error(.kld_read_table(bad, c("AT", "PE")), "cannot read the Excel file")
 })
 
 # ---- kl_datasets / kl_dataset without the real data ------------------------------------------
