@@ -65,8 +65,10 @@ using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowM
 // distance built from it); each map is a small struct and the kernel class is one template.
 struct GaussianOp {
   static constexpr bool distance = true;
+  static constexpr bool exp_form = true;  // op(d2) = exp(exponent(d2)), exponent <= 0
   double g;
   explicit GaussianOp(const KernelSpec& s) : g(s.gamma) {}
+  double exponent(double d2) const { return -g * d2; }
   double operator()(double d2) const { return std::exp(-g * d2); }
   float single(double d2) const { return exp_neg(static_cast<float>(-g * d2)); }
   double diag(double) const { return 1.0; }
@@ -75,8 +77,10 @@ struct GaussianOp {
 
 struct LaplacianOp {
   static constexpr bool distance = true;
+  static constexpr bool exp_form = true;
   double g;
   explicit LaplacianOp(const KernelSpec& s) : g(s.gamma) {}
+  double exponent(double d2) const { return -g * std::sqrt(d2); }
   double operator()(double d2) const { return std::exp(-g * std::sqrt(d2)); }
   float single(double d2) const { return exp_neg(static_cast<float>(-g * std::sqrt(d2))); }
   double diag(double) const { return 1.0; }
@@ -85,6 +89,8 @@ struct LaplacianOp {
 
 struct LinearOp {
   static constexpr bool distance = false;
+  static constexpr bool exp_form = false;
+  double exponent(double) const { return 0.0; }
   explicit LinearOp(const KernelSpec&) {}
   double operator()(double ip) const { return ip; }
   float single(double ip) const { return static_cast<float>(ip); }
@@ -94,6 +100,8 @@ struct LinearOp {
 
 struct PolynomialOp {
   static constexpr bool distance = false;
+  static constexpr bool exp_form = false;
+  double exponent(double) const { return 0.0; }
   double scale, offset;
   int deg;
   explicit PolynomialOp(const KernelSpec& s)
@@ -105,15 +113,22 @@ struct PolynomialOp {
 };
 
 // G(i, j) <- op(G(i, j)) for an inner-product block G, with the squared norms of its rows and
-// columns for the distance kernels.
+// columns for the distance kernels. The exponential kernels go through the vectorised exp when
+// the processor has it (`level`).
 template <class Op>
-void finish_block(const Op& op, const double* xn, const double* zn, MatRef G) {
+void finish_block(const Op& op, const double* xn, const double* zn, MatRef G, SimdLevel level) {
   const Eigen::Index r = G.rows(), c = G.cols();
   for (Eigen::Index j = 0; j < c; ++j) {
     double* g = G.col(j).data();
     if (Op::distance) {
       const double zj = zn[j];
-      for (Eigen::Index i = 0; i < r; ++i) g[i] = op(std::max(xn[i] + zj - 2.0 * g[i], 0.0));
+      if (Op::exp_form && level != SimdLevel::none) {
+        for (Eigen::Index i = 0; i < r; ++i)
+          g[i] = op.exponent(std::max(xn[i] + zj - 2.0 * g[i], 0.0));
+        exp_nonpos(level, g, r);
+      } else {
+        for (Eigen::Index i = 0; i < r; ++i) g[i] = op(std::max(xn[i] + zj - 2.0 * g[i], 0.0));
+      }
     } else {
       for (Eigen::Index i = 0; i < r; ++i) g[i] = op(g[i]);
     }
@@ -156,15 +171,15 @@ void standard_block(const Op& op, CMatRef X, CMatRef Z, MatRef K, int threads,
           const Eigen::Index rb = b / ncb, cbk = b % ncb;
           const Eigen::Index r0 = rb * kRowBlock, c0 = cbk * kColBlock;
           const Eigen::Index nr = std::min(kRowBlock, n - r0), nc = std::min(kColBlock, m - c0);
-          Mat G(nr, nc);
+          // computed in place in K (column-major blocks: contiguous columns)
+          auto G = K.block(r0, c0, nr, nc);
           if (level != SimdLevel::none)  // G(i, j) = sum_k X(r0 + i, k) Z(c0 + j, k)
             gemm_block(level, nr, nc, d, X.data() + r0, 1, X.outerStride(), Z.data() + c0,
-                       Z.outerStride(), 1, G.data(), 1, nr);
+                       Z.outerStride(), 1, G.data(), 1, K.outerStride());
           else
             G.noalias() = X.middleRows(r0, nr) * Z.middleRows(c0, nc).transpose();
           finish_block(op, Op::distance ? xn.data() + r0 : nullptr,
-                       Op::distance ? zn.data() + c0 : nullptr, G);
-          K.block(r0, c0, nr, nc) = G;
+                       Op::distance ? zn.data() + c0 : nullptr, G, level);
         } catch (...) {
 #ifdef _OPENMP
 #pragma omp atomic write

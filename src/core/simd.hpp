@@ -17,6 +17,11 @@ enum class SimdLevel { none = 0, avx2 = 1, avx512 = 2 };
 SimdLevel simd_level();
 const char* simd_level_name(SimdLevel level);
 
+// x[i] <- exp(x[i]) for x[i] <= 0, in vectors of `level` (not none, not above simd_level()):
+// within 2 ulp of the correctly rounded value; 0 below -708.39 (where exp is subnormal). The
+// result of an element does not depend on its position or on n.
+void exp_nonpos(SimdLevel level, double* x, std::ptrdiff_t n);
+
 // C = A'B for column blocks of one row-major matrix X (nrows rows, leading dimension ldx):
 // C(i, j) = sum_k X(k, ca + i) X(k, cb + j), i < wa, j < wb. C is row-major with leading
 // dimension ldc >= wb and is overwritten. The summation order over k is fixed by the kernel,

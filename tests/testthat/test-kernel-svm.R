@@ -453,3 +453,29 @@ test_that("scale = 'standardize' gives e1071's model at the same gamma; 'none' u
   expect_equal(t1$results$mean, t2$results$mean)
   expect_equal(t1$best_model$spec$scaling, "standardize")
 })
+
+test_that("multiclass decision values are the expansions over each pair's support vectors", {
+  set.seed(4)
+  x <- matrix(runif(400 * 3), 400, 3)
+  y <- factor(sample(letters[1:4], 400, TRUE))
+  fit <- kernel_svm(x, y, gamma = 3, cost = 2, fitted = FALSE)
+  xn <- matrix(runif(1100 * 3), 1100, 3)   # more than one row block of the expansion
+  D <- predict(fit, xn, type = "decision", threads = 2)
+  expect_identical(predict(fit, xn, type = "decision", threads = 1), D)
+  # independent computation: K(new, SV) and LIBSVM's coefficient layout (SVs by class; for the
+  # pair (a, b), class a's coefficients in column b - 1, class b's in column a)
+  xs <- kernlearn:::.kl_newdata(fit$spec, xn, "test")
+  K <- kernel_matrix(fit$kernel, xs, fit$SV)
+  k <- 4L
+  cls <- rep(seq_len(k), fit$nSV)
+  ref <- matrix(0, nrow(xn), 6)
+  p <- 0L
+  for (a in 1:(k - 1L)) for (b in (a + 1L):k) {
+    p <- p + 1L
+    ia <- which(cls == a)
+    ib <- which(cls == b)
+    ref[, p] <- K[, ia, drop = FALSE] %*% fit$coefs[ia, b - 1L] +
+      K[, ib, drop = FALSE] %*% fit$coefs[ib, a] - fit$rho[p]
+  }
+  expect_equal(unname(D), ref, tolerance = 1e-12)
+})

@@ -105,3 +105,29 @@ test_that("the vectorised tiled GEMM agrees with R's products for every kernel l
   expect_equal(kernlearn:::cpp_simd_gemm(matrix(0, 3, 0), matrix(0, 4, 0), FALSE, 1, 2),
                matrix(0, 3, 4))
 })
+
+test_that("the exponential kernels' vectorised exp is within an ulp or two of R's exp", {
+  # one column, so the squared distance is x^2 exactly as R computes it
+  x <- matrix(sqrt(seq(0, 760, length.out = 50001)), ncol = 1)
+  z <- matrix(0, 1, 1)
+  d2 <- as.vector(x)^2
+  K <- as.vector(kernel_matrix(gaussian_kernel(1), x, z))
+  R <- exp(-d2)
+  normal <- R > 2.3e-308
+  expect_lte(max(abs(K[normal] - R[normal]) / R[normal]), 4 * .Machine$double.eps)
+  # where exp is subnormal the kernel value is 0 or exact
+  expect_true(all(K[!normal] == 0 | K[!normal] == R[!normal]))
+  expect_true(all(K >= 0 & K <= 1))
+  expect_identical(K[1], 1)
+  L <- as.vector(kernel_matrix(laplacian_kernel(3), x, z))
+  RL <- exp(-3 * sqrt(d2))
+  ok <- RL > 2.3e-308
+  expect_lte(max(abs(L[ok] - RL[ok]) / RL[ok]), 4 * .Machine$double.eps)
+  # every position of a block and block tail gives the same value for the same input
+  v <- matrix(sqrt(c(0.5, 2, 7.25)), ncol = 1)
+  for (n in c(1, 3, 7, 8, 9, 17)) {
+    Kn <- kernel_matrix(gaussian_kernel(1), v[rep(1:3, length.out = n), , drop = FALSE], z)
+    K3 <- as.vector(kernel_matrix(gaussian_kernel(1), v, z))
+    expect_identical(as.vector(Kn), K3[rep(1:3, length.out = n)])
+  }
+})
