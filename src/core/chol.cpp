@@ -36,8 +36,13 @@ bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks&
 #endif
     for (Eigen::Index c = 0; c < nchunk; ++c) {
       const Eigen::Index r0 = k1 + c * kCholTile, len = std::min(kCholTile, N - r0);
-      auto panel = A.block(r0, k0, len, kb);
-      L11.transpose().solveInPlace<Eigen::OnTheRight>(panel);
+      if (level != SimdLevel::none) {
+        trsm_right_lower_t(level, len, kb, A.data() + k0 + k0 * ld, ld, A.data() + r0 + k0 * ld,
+                           ld);
+      } else {
+        auto panel = A.block(r0, k0, len, kb);
+        L11.transpose().solveInPlace<Eigen::OnTheRight>(panel);
+      }
     }
     // Trailing update: A22 <- A22 - A21 A21' on the lower triangle of tiles.
     std::vector<std::pair<Eigen::Index, Eigen::Index>> tiles;
@@ -51,10 +56,11 @@ bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks&
       const Eigen::Index i0 = k1 + tiles[static_cast<std::size_t>(t)].first * kCholTile;
       const Eigen::Index j0 = k1 + tiles[static_cast<std::size_t>(t)].second * kCholTile;
       const Eigen::Index wi = std::min(kCholTile, N - i0), wj = std::min(kCholTile, N - j0);
-      Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> prod(wi, wj);
+      Mat prod(wi, wj);
       if (level != SimdLevel::none) {
-        // Column-major A21 is the row-major matrix A21' with leading dimension ld.
-        crossprod_cols(level, A.data() + k0 * ld, ld, kb, i0, wi, j0, wj, prod.data(), wj);
+        // Column-major A21 is the row-major matrix A21' with leading dimension ld; the
+        // row-major (j, i) product is the column-major (i, j) one, subtracted column by column.
+        crossprod_cols(level, A.data() + k0 * ld, ld, kb, j0, wj, i0, wi, prod.data(), wi);
       } else {
         prod.noalias() = A.block(i0, k0, wi, kb) * A.block(j0, k0, wj, kb).transpose();
       }

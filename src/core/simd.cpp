@@ -20,24 +20,37 @@ template <class T>
 void pack(const T* M, std::ptrdiff_t si, std::ptrdiff_t sk, std::ptrdiff_t i0, std::ptrdiff_t w,
           std::ptrdiff_t k0, std::ptrdiff_t kc, int width, T* out) {
   const std::ptrdiff_t panels = (w + width - 1) / width;
+  if (si == 1) {
+    // Rows contiguous: a few k at a time across all panels, so each of those columns of M is
+    // read front to back (a panel row is only `width` elements: one k per panel at a time
+    // would jump a whole column stride per element).
+    const std::ptrdiff_t kstep = 8;
+    for (std::ptrdiff_t ka = 0; ka < kc; ka += kstep) {
+      const std::ptrdiff_t kb = std::min(kc, ka + kstep);
+      for (std::ptrdiff_t q = 0; q < panels; ++q) {
+        const std::ptrdiff_t j0 = q * width;
+        const std::ptrdiff_t m = std::min<std::ptrdiff_t>(width, w - j0);
+        const T* src = M + (i0 + j0) + k0 * sk;
+        T* dst = out + q * kc * width;
+        for (std::ptrdiff_t k = ka; k < kb; ++k) {
+          T* d = dst + k * width;
+          const T* sr = src + k * sk;
+          for (std::ptrdiff_t j = 0; j < m; ++j) d[j] = sr[j];
+          for (std::ptrdiff_t j = m; j < width; ++j) d[j] = T(0);
+        }
+      }
+    }
+    return;
+  }
   for (std::ptrdiff_t q = 0; q < panels; ++q) {
     T* dst = out + q * kc * width;
     const std::ptrdiff_t j0 = q * width;
     const std::ptrdiff_t m = std::min<std::ptrdiff_t>(width, w - j0);
     const T* src = M + (i0 + j0) * si + k0 * sk;
-    if (si == 1) {  // rows contiguous: copy one k at a time (a plain loop: a panel row is a
-                    // few elements, too short for a memcpy call)
-      for (std::ptrdiff_t k = 0; k < kc; ++k) {
-        T* d = dst + k * width;
-        const T* sr = src + k * sk;
-        for (std::ptrdiff_t j = 0; j < m; ++j) d[j] = sr[j];
-        for (std::ptrdiff_t j = m; j < width; ++j) d[j] = T(0);
-      }
-    } else {  // columns contiguous (or neither): walk along k for each row
-      for (std::ptrdiff_t j = 0; j < m; ++j)
-        for (std::ptrdiff_t k = 0; k < kc; ++k) dst[k * width + j] = src[j * si + k * sk];
-      for (std::ptrdiff_t k = 0; k < kc; ++k) std::fill(dst + k * width + m, dst + (k + 1) * width, T(0));
-    }
+    // columns contiguous (or neither): walk along k for each row
+    for (std::ptrdiff_t j = 0; j < m; ++j)
+      for (std::ptrdiff_t k = 0; k < kc; ++k) dst[k * width + j] = src[j * si + k * sk];
+    for (std::ptrdiff_t k = 0; k < kc; ++k) std::fill(dst + k * width + m, dst + (k + 1) * width, T(0));
   }
 }
 
@@ -174,6 +187,85 @@ __attribute__((target("avx2,fma"))) void exp_nonpos_avx2(double* x, std::ptrdiff
 __attribute__((target("avx512f,avx2,fma"))) void exp_nonpos_avx512(double* x, std::ptrdiff_t n) {
   exp_nonpos_run<v8d, v8i64>(x, n);
 }
+
+// B <- B L^-T for a column-major B (m x n, leading dimension ldb) and lower-triangular L
+// (n x n, leading dimension ldl): column j of the solution is
+// (B(:, j) - sum_{l < j} X(:, l) L(j, l)) / L(j, j), computed for 4 vectors of rows at a time
+// (then one vector, then single rows). Every row's arithmetic is the same in each path.
+template <class V>
+__attribute__((always_inline)) inline void trsm_rlt_run(std::ptrdiff_t m, std::ptrdiff_t n,
+                                                        const double* L, std::ptrdiff_t ldl,
+                                                        double* B, std::ptrdiff_t ldb) {
+  const int w = static_cast<int>(sizeof(V) / sizeof(double));
+  std::ptrdiff_t r = 0;
+  for (; r + 4 * w <= m; r += 4 * w) {
+    for (std::ptrdiff_t j = 0; j < n; ++j) {
+      double* bj = B + r + j * ldb;
+      V a0, a1, a2, a3;
+      std::memcpy(&a0, bj, sizeof(V));
+      std::memcpy(&a1, bj + w, sizeof(V));
+      std::memcpy(&a2, bj + 2 * w, sizeof(V));
+      std::memcpy(&a3, bj + 3 * w, sizeof(V));
+      for (std::ptrdiff_t l = 0; l < j; ++l) {
+        const double c = L[j + l * ldl];
+        const double* xl = B + r + l * ldb;
+        V x0, x1, x2, x3;
+        std::memcpy(&x0, xl, sizeof(V));
+        std::memcpy(&x1, xl + w, sizeof(V));
+        std::memcpy(&x2, xl + 2 * w, sizeof(V));
+        std::memcpy(&x3, xl + 3 * w, sizeof(V));
+        a0 -= c * x0;
+        a1 -= c * x1;
+        a2 -= c * x2;
+        a3 -= c * x3;
+      }
+      const double d = L[j + j * ldl];
+      a0 /= d;
+      a1 /= d;
+      a2 /= d;
+      a3 /= d;
+      std::memcpy(bj, &a0, sizeof(V));
+      std::memcpy(bj + w, &a1, sizeof(V));
+      std::memcpy(bj + 2 * w, &a2, sizeof(V));
+      std::memcpy(bj + 3 * w, &a3, sizeof(V));
+    }
+  }
+  for (; r + w <= m; r += w) {
+    for (std::ptrdiff_t j = 0; j < n; ++j) {
+      double* bj = B + r + j * ldb;
+      V a0;
+      std::memcpy(&a0, bj, sizeof(V));
+      for (std::ptrdiff_t l = 0; l < j; ++l) {
+        V x0;
+        std::memcpy(&x0, B + r + l * ldb, sizeof(V));
+        a0 -= L[j + l * ldl] * x0;
+      }
+      a0 /= L[j + j * ldl];
+      std::memcpy(bj, &a0, sizeof(V));
+    }
+  }
+  for (; r < m; ++r) {
+    for (std::ptrdiff_t j = 0; j < n; ++j) {
+      double a = B[r + j * ldb];
+      for (std::ptrdiff_t l = 0; l < j; ++l) a -= L[j + l * ldl] * B[r + l * ldb];
+      B[r + j * ldb] = a / L[j + j * ldl];
+    }
+  }
+}
+
+__attribute__((target("avx2,fma"))) void trsm_rlt_avx2(std::ptrdiff_t m, std::ptrdiff_t n,
+                                                       const double* L, std::ptrdiff_t ldl,
+                                                       double* B, std::ptrdiff_t ldb) {
+  trsm_rlt_run<v4d>(m, n, L, ldl, B, ldb);
+}
+
+__attribute__((target("avx512f,avx2,fma"))) void trsm_rlt_avx512(std::ptrdiff_t m,
+                                                                 std::ptrdiff_t n,
+                                                                 const double* L,
+                                                                 std::ptrdiff_t ldl, double* B,
+                                                                 std::ptrdiff_t ldb) {
+  trsm_rlt_run<v8d>(m, n, L, ldl, B, ldb);
+}
 #endif
 
 SimdLevel detect() {
@@ -205,6 +297,20 @@ void exp_nonpos(SimdLevel level, double* x, std::ptrdiff_t n) {
 #else
   (void)x;
   (void)n;
+#endif
+}
+
+void trsm_right_lower_t(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, const double* L,
+                        std::ptrdiff_t ldl, double* B, std::ptrdiff_t ldb) {
+  if (level == SimdLevel::none || level > simd_level())
+    throw Error("trsm: this processor lacks the requested instructions");
+#ifdef KL_SIMD_X86
+  if (level == SimdLevel::avx512)
+    trsm_rlt_avx512(m, n, L, ldl, B, ldb);
+  else
+    trsm_rlt_avx2(m, n, L, ldl, B, ldb);
+#else
+  (void)m; (void)n; (void)L; (void)ldl; (void)B; (void)ldb;
 #endif
 }
 

@@ -22,6 +22,12 @@ const char* simd_level_name(SimdLevel level);
 // result of an element does not depend on its position or on n.
 void exp_nonpos(SimdLevel level, double* x, std::ptrdiff_t n);
 
+// B <- B L^-T (the solution X of X L' = B) for a column-major B (m x n, leading dimension
+// ldb) and the lower triangle of L (n x n, leading dimension ldl), by forward substitution
+// over the columns, vectorised over the rows. Same conditions on `level` as exp_nonpos.
+void trsm_right_lower_t(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, const double* L,
+                        std::ptrdiff_t ldl, double* B, std::ptrdiff_t ldb);
+
 // C = A'B for column blocks of one row-major matrix X (nrows rows, leading dimension ldx):
 // C(i, j) = sum_k X(k, ca + i) X(k, cb + j), i < wa, j < wb. C is row-major with leading
 // dimension ldc >= wb and is overwritten. The summation order over k is fixed by the kernel,
