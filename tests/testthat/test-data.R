@@ -535,3 +535,25 @@ test_that("real data: regression sets match their documented sizes", {
   expect_false(any(c("subject", "motor_UPDRS", "total_UPDRS") %in% colnames(pk$x)))
   expect_reg("parkinsons", 5875L, 19L, 34.398, target = "total_UPDRS")
 })
+
+test_that("the dataset registry is one table, and every row has its reader", {
+  tab <- .kld_table()
+  expect_identical(names(tab), c("name", "folder", "title", "task", "format", "rows",
+                                 "features", "n_train", "label", "levels", "source", "notes"))
+  expect_false(anyDuplicated(tab$name) > 0)
+  expect_true(all(tab$task %in% c("classification", "regression")))
+  expect_true(all(tab$format %in% c("table", "idx", "arff", "libsvm")))
+  expect_true(all(is.na(tab$n_train) | (tab$n_train > 0 & tab$n_train < tab$rows)))
+  cls <- tab$task == "classification"
+  expect_true(all(!is.na(tab$levels[cls])))
+  specs <- .kld_specs()
+  expect_identical(names(specs), tab$name)
+  expect_identical(unname(vapply(specs, function(z) length(z$levels), 1L))[cls],
+                   lengths(strsplit(tab$levels[cls], "|", fixed = TRUE)))
+  # kl_datasets() lists the table
+  d <- kl_datasets()
+  expect_identical(d$name, tab$name)
+  expect_identical(d$n_train, tab$n_train)
+  expect_identical(d[d$name == "letter", "n_train"], 16000L)
+  expect_identical(d[d$name == "mnist", "n_train"], 60000L)
+})
