@@ -93,8 +93,8 @@ ls_error <- function(D, y) {
 
 if ("fit" %in% sections) {
   L <- letter()
-  for (case in list(list("hgk() Letter 5000 rows, depth 1, average of 5", list(depth = 1)),
-                    list("hgk() Letter 5000 rows, depth 2 8 nodes, average of 5", list(nodes = 8)))) {
+  for (case in list(list("hgk() Letter 5000 rows, depth 1, final = refit (default)", list(depth = 1)),
+                    list("hgk() Letter 5000 rows, depth 2 8 nodes, final = refit (default)", list(nodes = 8)))) {
     set.seed(1)
     tm <- timed(function() do.call(hgk, c(list(L$x, L$y), case[[2]])), 1L)
     fit <- tm$value
