@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "hgk_simd.hpp"
 #include "simd.hpp"
 
 #ifdef _OPENMP
@@ -65,10 +66,10 @@ using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowM
 // distance built from it); each map is a small struct and the kernel class is one template.
 struct GaussianOp {
   static constexpr bool distance = true;
-  static constexpr bool exp_form = true;  // op(d2) = exp(exponent(d2)), exponent <= 0
+  static constexpr bool exp_form = true;  // op(d2) = exp(-exponent(d2)), exponent >= 0
   double g;
   explicit GaussianOp(const KernelSpec& s) : g(s.gamma) {}
-  double exponent(double d2) const { return -g * d2; }
+  double exponent(double d2) const { return g * d2; }
   double operator()(double d2) const { return std::exp(-g * d2); }
   float single(double d2) const { return exp_neg(static_cast<float>(-g * d2)); }
   double diag(double) const { return 1.0; }
@@ -80,7 +81,7 @@ struct LaplacianOp {
   static constexpr bool exp_form = true;
   double g;
   explicit LaplacianOp(const KernelSpec& s) : g(s.gamma) {}
-  double exponent(double d2) const { return -g * std::sqrt(d2); }
+  double exponent(double d2) const { return g * std::sqrt(d2); }
   double operator()(double d2) const { return std::exp(-g * std::sqrt(d2)); }
   float single(double d2) const { return exp_neg(static_cast<float>(-g * std::sqrt(d2))); }
   double diag(double) const { return 1.0; }
@@ -113,8 +114,8 @@ struct PolynomialOp {
 };
 
 // G(i, j) <- op(G(i, j)) for an inner-product block G, with the squared norms of its rows and
-// columns for the distance kernels. The exponential kernels go through the vectorised exp when
-// the processor has it (`level`).
+// columns for the distance kernels. The exponential kernels go through the vectorised exp of
+// hgk_simd.hpp when the processor has it (`level`).
 template <class Op>
 void finish_block(const Op& op, const double* xn, const double* zn, MatRef G, SimdLevel level) {
   const Eigen::Index r = G.rows(), c = G.cols();
@@ -125,7 +126,7 @@ void finish_block(const Op& op, const double* xn, const double* zn, MatRef G, Si
       if (Op::exp_form && level != SimdLevel::none) {
         for (Eigen::Index i = 0; i < r; ++i)
           g[i] = op.exponent(std::max(xn[i] + zj - 2.0 * g[i], 0.0));
-        exp_nonpos(level, g, r);
+        hgk_exp_pair(g, g, nullptr, r);  // the vectorised exp(-s) the hierarchical kernel uses
       } else {
         for (Eigen::Index i = 0; i < r; ++i) g[i] = op(std::max(xn[i] + zj - 2.0 * g[i], 0.0));
       }

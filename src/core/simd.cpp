@@ -121,73 +121,6 @@ __attribute__((target("avx512f,avx2,fma"))) void kernel_avx512(std::ptrdiff_t kc
   micro_kernel<typename Vecs<T>::v512, static_cast<int>(64 / sizeof(T))>(kc, A, B, C, ldc);
 }
 
-// exp(x) for x <= 0 in vectors of doubles: x = n ln 2 + r with |r| <= ln(2) / 2 (n rounded
-// through the 1.5 * 2^52 shift, ln 2 in two parts as in fdlibm), the degree-13 Taylor
-// polynomial of exp(r) (truncation below 1e-17 relative) and 2^n built from the exponent bits
-// of the shifted value. Below -708.39 the result is 0 (exp would be subnormal). Within 2 ulp of
-// the correctly rounded value.
-template <class V, class VI>
-__attribute__((always_inline)) inline V exp_nonpos_vec(V x) {
-  const V shift = V{} + 6755399441055744.0;  // 1.5 * 2^52
-  const V kd = x * 1.4426950408889634074 + shift;
-  const V n = kd - shift;
-  V r = x - n * 6.93147180369123816490e-01;
-  r = r - n * 1.90821492927058770002e-10;
-  V p = V{} + 1.0 / 6227020800.0;  // 1 / 13!
-  p = p * r + 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  VI bits;
-  std::memcpy(&bits, &kd, sizeof bits);
-  bits = (bits + 1023) << 52;
-  V scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  const V out = p * scale;
-  return x < -708.39 ? V{} : out;
-}
-
-typedef long long v4i64 __attribute__((vector_size(32)));
-typedef long long v8i64 __attribute__((vector_size(64)));
-
-template <class V, class VI>
-__attribute__((always_inline)) inline void exp_nonpos_run(double* x, std::ptrdiff_t n) {
-  const int w = static_cast<int>(sizeof(V) / sizeof(double));
-  std::ptrdiff_t i = 0;
-  for (; i + w <= n; i += w) {
-    V v;
-    std::memcpy(&v, x + i, sizeof v);
-    v = exp_nonpos_vec<V, VI>(v);
-    std::memcpy(x + i, &v, sizeof v);
-  }
-  if (i < n) {  // the tail through the same vector code, padded with zeros
-    double buf[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    std::memcpy(buf, x + i, static_cast<std::size_t>(n - i) * sizeof(double));
-    V v;
-    std::memcpy(&v, buf, sizeof v);
-    v = exp_nonpos_vec<V, VI>(v);
-    std::memcpy(buf, &v, sizeof v);
-    std::memcpy(x + i, buf, static_cast<std::size_t>(n - i) * sizeof(double));
-  }
-}
-
-__attribute__((target("avx2,fma"))) void exp_nonpos_avx2(double* x, std::ptrdiff_t n) {
-  exp_nonpos_run<v4d, v4i64>(x, n);
-}
-
-__attribute__((target("avx512f,avx2,fma"))) void exp_nonpos_avx512(double* x, std::ptrdiff_t n) {
-  exp_nonpos_run<v8d, v8i64>(x, n);
-}
-
 // B <- B L^-T for a column-major B (m x n, leading dimension ldb) and lower-triangular L
 // (n x n, leading dimension ldl): column j of the solution is
 // (B(:, j) - sum_{l < j} X(:, l) L(j, l)) / L(j, j), computed for 4 vectors of rows at a time
@@ -284,20 +217,6 @@ SimdLevel detect() {
 SimdLevel simd_level() {
   static const SimdLevel level = detect();
   return level;
-}
-
-void exp_nonpos(SimdLevel level, double* x, std::ptrdiff_t n) {
-  if (level == SimdLevel::none || level > simd_level())
-    throw Error("exp_nonpos: this processor lacks the requested instructions");
-#ifdef KL_SIMD_X86
-  if (level == SimdLevel::avx512)
-    exp_nonpos_avx512(x, n);
-  else
-    exp_nonpos_avx2(x, n);
-#else
-  (void)x;
-  (void)n;
-#endif
 }
 
 void trsm_right_lower_t(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, const double* L,

@@ -17,14 +17,10 @@ enum class SimdLevel { none = 0, avx2 = 1, avx512 = 2 };
 SimdLevel simd_level();
 const char* simd_level_name(SimdLevel level);
 
-// x[i] <- exp(x[i]) for x[i] <= 0, in vectors of `level` (not none, not above simd_level()):
-// within 2 ulp of the correctly rounded value; 0 below -708.39 (where exp is subnormal). The
-// result of an element does not depend on its position or on n.
-void exp_nonpos(SimdLevel level, double* x, std::ptrdiff_t n);
-
 // B <- B L^-T (the solution X of X L' = B) for a column-major B (m x n, leading dimension
 // ldb) and the lower triangle of L (n x n, leading dimension ldl), by forward substitution
-// over the columns, vectorised over the rows. Same conditions on `level` as exp_nonpos.
+// over the columns, vectorised over the rows. `level` must not be none and must not exceed
+// simd_level().
 void trsm_right_lower_t(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, const double* L,
                         std::ptrdiff_t ldl, double* B, std::ptrdiff_t ldb);
 
