@@ -13,11 +13,20 @@
 #' usable, else the CPU), \code{"cpu"}, or \code{"cuda"} (the GPU, falling back
 #' to the CPU with a warning when it is not usable).
 #'
+#' On the CPU, the dense algebra (products, kernel matrices, exponentials,
+#' Cholesky) runs through kernels vectorised for AVX2 or AVX-512 when the
+#' processor has them (chosen at run time; attribute \code{simd}), and through
+#' portable code otherwise. The environment variable \code{KERNLEARN_SIMD}
+#' (\code{"none"}, \code{"avx2"} or \code{"avx512"}), set before the package is
+#' loaded, caps that choice, for example to compare results with the portable
+#' path. Results agree up to rounding.
+#'
 #' @param verbose If \code{TRUE}, also print why the GPU is not in use.
 #' @return A string: \code{"cpu"} or \code{"cuda: <device name>"}, with
 #'   attributes \code{gpu_library} (path of the GPU library, or \code{""} when
-#'   the package was built without CUDA) and \code{reason} (why the GPU is not
-#'   in use, or \code{""}).
+#'   the package was built without CUDA), \code{reason} (why the GPU is not
+#'   in use, or \code{""}) and \code{simd} (the CPU's vector kernels in use:
+#'   \code{"avx512"}, \code{"avx2"} or \code{"none"}).
 #' @examples
 #' kl_backend()
 #' op <- options(kernlearn.backend = "cpu")
@@ -32,7 +41,7 @@ kl_backend <- function(verbose = FALSE) {
             else if (!nzchar(arg$lib)) "kernlearn was built without CUDA"
             else probe$why
   if (isTRUE(verbose) && nzchar(reason)) message("kernlearn uses the CPU: ", reason)
-  structure(name, gpu_library = arg$lib, reason = reason)
+  structure(name, gpu_library = arg$lib, reason = reason, simd = cpp_simd_level())
 }
 
 .backend_mode <- function() {

@@ -1,6 +1,7 @@
 #include "simd.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -201,7 +202,7 @@ __attribute__((target("avx512f,avx2,fma"))) void trsm_rlt_avx512(std::ptrdiff_t 
 }
 #endif
 
-SimdLevel detect() {
+SimdLevel detect_cpu() {
 #ifdef KL_SIMD_X86
   __builtin_cpu_init();
   if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return SimdLevel::none;
@@ -210,6 +211,20 @@ SimdLevel detect() {
 #else
   return SimdLevel::none;
 #endif
+}
+
+// The processor's level, capped by the environment variable KERNLEARN_SIMD ("none", "avx2" or
+// "avx512"; read once per process): "none" runs the portable baseline path everywhere, as on
+// a processor without AVX2, for testing it and for comparing results.
+SimdLevel detect() {
+  const SimdLevel cpu = detect_cpu();
+  const char* cap = std::getenv("KERNLEARN_SIMD");
+  if (cap == nullptr) return cpu;
+  SimdLevel want = cpu;
+  if (std::strcmp(cap, "none") == 0) want = SimdLevel::none;
+  else if (std::strcmp(cap, "avx2") == 0) want = SimdLevel::avx2;
+  else if (std::strcmp(cap, "avx512") == 0) want = SimdLevel::avx512;
+  return std::min(cpu, want);
 }
 
 }  // namespace

@@ -12,7 +12,8 @@
 
 namespace kl {
 
-// The widest kernel set this build can run on this processor.
+// The widest kernel set this build can run on this processor, capped by the environment
+// variable KERNLEARN_SIMD ("none", "avx2", "avx512") when it is set at start-up.
 enum class SimdLevel { none = 0, avx2 = 1, avx512 = 2 };
 SimdLevel simd_level();
 const char* simd_level_name(SimdLevel level);

@@ -42,3 +42,48 @@ test_that("the automatic backend falls back silently; an explicit cuda warns onc
   expect_warning(kernel_matrix(gaussian_kernel(1), x), "kernlearn.backend = \"cuda\".*CPU")
   expect_silent(kernel_matrix(gaussian_kernel(1), x))
 })
+
+test_that("KERNLEARN_SIMD=none runs the portable path, with the results of the vectorised one", {
+  skip_on_cran()
+  rscript <- file.path(R.home("bin"), "Rscript")
+  skip_if_not(file.exists(rscript))
+  out <- tempfile(fileext = ".rds")
+  on.exit(unlink(out), add = TRUE)
+  code <- sprintf(paste(
+    ".libPaths(c(%s, .libPaths())); suppressMessages(library(kernlearn));",
+    "set.seed(3); x <- matrix(runif(700 * 5), 700); z <- matrix(runif(300 * 5), 300);",
+    "A <- crossprod(matrix(rnorm(900 * 800), 900)) / 900 + diag(800);",
+    "saveRDS(list(simd = attr(kl_backend(), 'simd'),",
+    "  K = kernel_matrix(gaussian_kernel(2), x, z), L = kernel_matrix(laplacian_kernel(1), x, z),",
+    "  P = kernlearn:::cpp_gemm_nt(x, z, 2, list(gpu = FALSE, lib = '')),",
+    "  C = kernlearn:::cpp_cholesky(A, 2),",
+    "  D = predict(kernel_svm(Species ~ ., iris, fitted = FALSE), iris, type = 'decision'),",
+    "  R = predict(kernel_ridge(mpg ~ ., mtcars, lambda = 0.1), mtcars)), %s)"),
+    paste(deparse(.libPaths()), collapse = ""), deparse(out))
+  status <- system2(rscript, c("-e", shQuote(code)), env = "KERNLEARN_SIMD=none",
+                    stdout = FALSE, stderr = FALSE)
+  expect_identical(status, 0L)
+  base <- readRDS(out)
+  expect_identical(base$simd, "none")
+  set.seed(3)
+  x <- matrix(runif(700 * 5), 700)
+  z <- matrix(runif(300 * 5), 300)
+  A <- crossprod(matrix(rnorm(900 * 800), 900)) / 900 + diag(800)
+  expect_equal(base$K, kernel_matrix(gaussian_kernel(2), x, z), tolerance = 1e-13)
+  expect_equal(base$L, kernel_matrix(laplacian_kernel(1), x, z), tolerance = 1e-13)
+  expect_equal(base$P, kernlearn:::cpp_gemm_nt(x, z, 2, list(gpu = FALSE, lib = "")),
+               tolerance = 1e-13)
+  Cv <- kernlearn:::cpp_cholesky(A, 2)
+  expect_equal(base$C[lower.tri(Cv, TRUE)], Cv[lower.tri(Cv, TRUE)], tolerance = 1e-12)
+  expect_equal(base$D, predict(kernel_svm(Species ~ ., iris, fitted = FALSE), iris,
+                               type = "decision"), tolerance = 1e-5)
+  expect_equal(base$R, predict(kernel_ridge(mpg ~ ., mtcars, lambda = 0.1), mtcars),
+               tolerance = 1e-10)
+  # an unknown value leaves the processor's level
+  lev <- system2(rscript, c("-e", shQuote(sprintf(
+    ".libPaths(c(%s, .libPaths())); cat(attr(kernlearn::kl_backend(), 'simd'))",
+    paste(deparse(.libPaths()), collapse = "")))), env = "KERNLEARN_SIMD=bogus",
+    stdout = TRUE, stderr = FALSE)
+  expect_identical(lev, attr(kl_backend(), "simd"))
+  expect_true(attr(kl_backend(), "simd") %in% c("none", "avx2", "avx512"))
+})
