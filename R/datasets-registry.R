@@ -48,7 +48,6 @@
                   "m_jj", "m_jjj", "m_lv", "m_jlv", "m_bb", "m_wbb", "m_wwbb")
   wdbc_feat <- c("radius", "texture", "perimeter", "area", "smoothness", "compactness",
                  "concavity", "concave_points", "symmetry", "fractal_dimension")
-  lv <- function(x) as.character(x)
   d <- list(
     mnist = details(files = list(train = list(images = c("train-images-idx3-ubyte.gz",
                                             "train-images-idx3-ubyte",

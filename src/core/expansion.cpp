@@ -12,33 +12,58 @@ namespace kl {
 
 namespace {
 
-// Sparse machines whose columns come in long contiguous runs (the one-vs-one machines of an
-// SVM: each uses the support vectors of its two classes, stored class by class) are computed
-// by matrix products instead of one column update per support vector. The columns are cut into
-// segments that every machine uses whole or not at all; each segment contributes
-// K(., segment) * C(segment, machines using it) through one product (threaded over its fixed
-// tiles), and the contributions are added in segment order: the same sums for any number of
-// threads. Returns false, leaving `dec` untouched, when the runs are too short to gain.
-bool sparse_by_segments(CMatRef Kb, const std::vector<SparseMachine>& machines,
-                        const std::vector<int>& sparse, MatRef dec, int threads) {
-  const int nc = static_cast<int>(Kb.cols());
-  const int S = static_cast<int>(sparse.size());
-  // Each machine's columns in ascending order, repeated columns merged.
+// How a set of machines is evaluated over kernel blocks with `nc` columns, worked out once for
+// all row blocks.
+//  - Dense machines (one coefficient per column) go through one matrix product: Ct holds their
+//    coefficients, one row each.
+//  - Sparse machines whose columns come in long contiguous runs (the one-vs-one machines of an
+//    SVM: each uses the support vectors of its two classes, stored class by class) go through
+//    matrix products too: the columns are cut into segments that every machine uses whole or
+//    not at all, and each segment contributes K(., segment) * C(segment, machines using it).
+//    Contributions are added in segment order: the same sums for any number of threads.
+//  - Other sparse machines (short runs) are one column update per point.
+struct ExpansionPlan {
+  std::vector<int> dense, sparse;
+  Mat Ct;                                    // dense machines' coefficients
+  bool segmented = false;
+  std::vector<int> bounds;                   // segment g = columns [bounds[g], bounds[g + 1])
+  std::vector<std::vector<int>> users;       // machines (indices into `sparse`) per segment
+  std::vector<Mat> coef;                     // per segment: users x segment length
+};
+
+ExpansionPlan plan_expansion(const std::vector<SparseMachine>& machines, Eigen::Index ncols) {
+  ExpansionPlan pl;
+  const int M = static_cast<int>(machines.size());
+  const int nc = static_cast<int>(ncols);
+  for (int m = 0; m < M; ++m) {
+    const SparseMachine& sm = machines[m];
+    if (sm.col.empty() && static_cast<Eigen::Index>(sm.coef.size()) == ncols && ncols > 0)
+      pl.dense.push_back(m);
+    else
+      pl.sparse.push_back(m);
+  }
+  if (!pl.dense.empty()) {
+    pl.Ct.resize(pl.dense.size(), ncols);
+    for (std::size_t t = 0; t < pl.dense.size(); ++t)
+      pl.Ct.row(t) = Eigen::Map<const Vec>(machines[pl.dense[t]].coef.data(), ncols).transpose();
+  }
+  const int S = static_cast<int>(pl.sparse.size());
+  if (S < 2) return pl;
+  // Each sparse machine's columns in ascending order, repeated columns merged.
   std::vector<std::vector<int>> cols(S);
   std::vector<std::vector<double>> coefs(S);
   std::vector<int> bounds{0, nc};
   std::size_t total = 0;
   for (int t = 0; t < S; ++t) {
-    const SparseMachine& sm = machines[sparse[t]];
-    const bool dense_like = sm.col.empty();
-    if (!dense_like && sm.col.size() != sm.coef.size())
+    const SparseMachine& sm = machines[pl.sparse[t]];
+    const bool all_cols = sm.col.empty();
+    if (!all_cols && sm.col.size() != sm.coef.size())
       throw Error("a machine needs one coefficient per point");
-    if (dense_like && !sm.coef.empty() && sm.coef.size() != static_cast<std::size_t>(nc))
+    if (all_cols && !sm.coef.empty() && sm.coef.size() != static_cast<std::size_t>(nc))
       throw Error("a machine needs one coefficient per point");
-    const std::size_t len = sm.coef.size();
-    std::vector<std::pair<int, double>> cc(len);
-    for (std::size_t s = 0; s < len; ++s) {
-      cc[s] = {dense_like ? static_cast<int>(s) : sm.col[s], sm.coef[s]};
+    std::vector<std::pair<int, double>> cc(sm.coef.size());
+    for (std::size_t s = 0; s < cc.size(); ++s) {
+      cc[s] = {all_cols ? static_cast<int>(s) : sm.col[s], sm.coef[s]};
       if (cc[s].first < 0 || cc[s].first >= nc)
         throw Error("a machine refers to a point the model does not have");
     }
@@ -46,17 +71,17 @@ bool sparse_by_segments(CMatRef Kb, const std::vector<SparseMachine>& machines,
                      [](const std::pair<int, double>& a, const std::pair<int, double>& b) {
                        return a.first < b.first;
                      });
-    for (std::size_t s = 0; s < cc.size(); ++s) {
-      if (!cols[t].empty() && cols[t].back() == cc[s].first) {
-        coefs[t].back() += cc[s].second;
+    for (const std::pair<int, double>& e : cc) {
+      if (!cols[t].empty() && cols[t].back() == e.first) {
+        coefs[t].back() += e.second;
         continue;
       }
-      if (cols[t].empty() || cols[t].back() + 1 != cc[s].first) {
+      if (cols[t].empty() || cols[t].back() + 1 != e.first) {
         if (!cols[t].empty()) bounds.push_back(cols[t].back() + 1);
-        bounds.push_back(cc[s].first);
+        bounds.push_back(e.first);
       }
-      cols[t].push_back(cc[s].first);
-      coefs[t].push_back(cc[s].second);
+      cols[t].push_back(e.first);
+      coefs[t].push_back(e.second);
     }
     if (!cols[t].empty()) bounds.push_back(cols[t].back() + 1);
     total += cols[t].size();
@@ -64,79 +89,82 @@ bool sparse_by_segments(CMatRef Kb, const std::vector<SparseMachine>& machines,
   std::sort(bounds.begin(), bounds.end());
   bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
   const int nseg = static_cast<int>(bounds.size()) - 1;
-  // Segment g = columns [bounds[g], bounds[g + 1]); users[g] = (machine, offset of the segment's
-  // first column in that machine's sorted coefficients).
-  std::vector<std::vector<std::pair<int, int>>> users(std::max(nseg, 0));
-  std::size_t uses = 0;
+  // (machine, offset of the segment's first column in the machine's sorted coefficients)
+  std::vector<std::vector<std::pair<int, int>>> uses(std::max(nseg, 0));
+  std::size_t nuses = 0;
   for (int t = 0; t < S; ++t) {
     const std::vector<int>& c = cols[t];
     for (std::size_t s = 0; s < c.size();) {
       const int g = static_cast<int>(std::upper_bound(bounds.begin(), bounds.end(), c[s]) -
                                      bounds.begin()) - 1;
-      users[g].push_back({t, static_cast<int>(s)});
-      ++uses;
+      uses[g].push_back({t, static_cast<int>(s)});
+      ++nuses;
       s += bounds[g + 1] - bounds[g];
     }
   }
   // Worth it when the products are wide enough: segments of several columns on average.
-  if (uses == 0 || total < 8 * uses) return false;
-  for (int t = 0; t < S; ++t) dec.col(sparse[t]).setConstant(-machines[sparse[t]].rho);
-  Mat F;
+  if (nuses == 0 || total < 8 * nuses) return pl;
+  pl.segmented = true;
+  pl.bounds = std::move(bounds);
+  pl.users.resize(nseg);
+  pl.coef.resize(nseg);
   for (int g = 0; g < nseg; ++g) {
-    if (users[g].empty()) continue;
-    const int lo = bounds[g], len = bounds[g + 1] - bounds[g];
-    const int mu = static_cast<int>(users[g].size());
-    Mat Ct(mu, len);
+    const int len = pl.bounds[g + 1] - pl.bounds[g];
+    const int mu = static_cast<int>(uses[g].size());
+    pl.coef[g].resize(mu, len);
     for (int u = 0; u < mu; ++u) {
-      const std::vector<double>& cf = coefs[users[g][u].first];
-      for (int j = 0; j < len; ++j) Ct(u, j) = cf[users[g][u].second + j];
+      pl.users[g].push_back(uses[g][u].first);
+      const std::vector<double>& cf = coefs[uses[g][u].first];
+      for (int j = 0; j < len; ++j) pl.coef[g](u, j) = cf[uses[g][u].second + j];
     }
-    F.resize(Kb.rows(), mu);
-    cpu_backend().gemm_nt(Kb.middleCols(lo, len), Ct, F, threads);
-    for (int u = 0; u < mu; ++u) dec.col(sparse[users[g][u].first]) += F.col(u);
   }
-  return true;
+  return pl;
 }
 
-}  // namespace
-
-void expansion_from_block(CMatRef Kb, const std::vector<SparseMachine>& machines, MatRef dec,
-                          int threads) {
-  const int M = static_cast<int>(machines.size());
-  if (dec.rows() != Kb.rows() || dec.cols() != M)
+void apply_expansion(CMatRef Kb, const std::vector<SparseMachine>& machines,
+                     const ExpansionPlan& pl, MatRef dec, int threads) {
+  if (dec.rows() != Kb.rows() || dec.cols() != static_cast<Eigen::Index>(machines.size()))
     throw Error("decision matrix has the wrong shape");
-  std::vector<int> dense, sparse;
-  for (int m = 0; m < M; ++m) {
-    const SparseMachine& sm = machines[m];
-    if (sm.col.empty() && static_cast<Eigen::Index>(sm.coef.size()) == Kb.cols() && Kb.cols() > 0)
-      dense.push_back(m);
-    else
-      sparse.push_back(m);
-  }
-  if (!dense.empty()) {
+  if (!pl.dense.empty()) {
     // All dense machines at once: Kb (rows x n) times their coefficients (n x machines).
-    Mat Ct(dense.size(), Kb.cols());
-    for (std::size_t t = 0; t < dense.size(); ++t)
-      Ct.row(t) = Eigen::Map<const Vec>(machines[dense[t]].coef.data(), Kb.cols()).transpose();
-    Mat F(Kb.rows(), dense.size());
-    cpu_backend().gemm_nt(Kb, Ct, F, threads);
-    for (std::size_t t = 0; t < dense.size(); ++t)
-      dec.col(dense[t]) = F.col(t).array() - machines[dense[t]].rho;
+    Mat F(Kb.rows(), pl.dense.size());
+    cpu_backend().gemm_nt(Kb, pl.Ct, F, threads);
+    for (std::size_t t = 0; t < pl.dense.size(); ++t)
+      dec.col(pl.dense[t]) = F.col(t).array() - machines[pl.dense[t]].rho;
   }
-  if (sparse.empty()) return;
-  if (sparse.size() >= 2 && sparse_by_segments(Kb, machines, sparse, dec, threads)) return;
-  const int S = static_cast<int>(sparse.size());
+  const int S = static_cast<int>(pl.sparse.size());
+  if (S == 0) return;
+  if (pl.segmented) {
+    for (int t = 0; t < S; ++t) dec.col(pl.sparse[t]).setConstant(-machines[pl.sparse[t]].rho);
+    Mat F;
+    for (std::size_t g = 0; g < pl.users.size(); ++g) {
+      if (pl.users[g].empty()) continue;
+      const int lo = pl.bounds[g], len = pl.bounds[g + 1] - pl.bounds[g];
+      F.resize(Kb.rows(), static_cast<Eigen::Index>(pl.users[g].size()));
+      cpu_backend().gemm_nt(Kb.middleCols(lo, len), pl.coef[g], F, threads);
+      for (std::size_t u = 0; u < pl.users[g].size(); ++u)
+        dec.col(pl.sparse[pl.users[g][u]]) += F.col(static_cast<Eigen::Index>(u));
+    }
+    return;
+  }
   const int nt = S > 1 ? clamp_threads(threads) : 1;
   (void)nt;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 4) if (nt > 1)
 #endif
   for (int t = 0; t < S; ++t) {
-    const SparseMachine& sm = machines[sparse[t]];
-    auto d = dec.col(sparse[t]);
+    const SparseMachine& sm = machines[pl.sparse[t]];
+    auto d = dec.col(pl.sparse[t]);
     d.setConstant(-sm.rho);
     for (std::size_t s = 0; s < sm.col.size(); ++s) d.noalias() += sm.coef[s] * Kb.col(sm.col[s]);
   }
+}
+
+}  // namespace
+
+void expansion_from_block(CMatRef Kb, const std::vector<SparseMachine>& machines, MatRef dec,
+                          int threads) {
+  apply_expansion(Kb, machines, plan_expansion(machines, Kb.cols()), dec, threads);
 }
 
 void kernel_expansion(Backend& be, const Kernel& kernel, CMatRef X, CMatRef centers,
@@ -153,13 +181,14 @@ void kernel_expansion(Backend& be, const Kernel& kernel, CMatRef X, CMatRef cent
   // Row blocks of at most ~64 MB of kernel values.
   const Eigen::Index bs = std::max<Eigen::Index>(
       64, std::min<Eigen::Index>(4096, (8 << 20) / std::max<Eigen::Index>(nc, 1)));
+  const ExpansionPlan plan = plan_expansion(machines, nc);
   Mat Kb;
   for (Eigen::Index lo = 0; lo < m; lo += bs) {
     cb.check();
     const Eigen::Index b = std::min(bs, m - lo);
     Kb.resize(b, nc);
     if (nc > 0) be.kernel_matrix(kernel, X.middleRows(lo, b), centers, Kb, threads, cb);
-    expansion_from_block(Kb, machines, dec.middleRows(lo, b), threads);
+    apply_expansion(Kb, machines, plan, dec.middleRows(lo, b), threads);
     cb.report(static_cast<double>(lo + b) / m);
   }
 }

@@ -91,7 +91,6 @@ struct LaplacianOp {
 struct LinearOp {
   static constexpr bool distance = false;
   static constexpr bool exp_form = false;
-  double exponent(double) const { return 0.0; }
   explicit LinearOp(const KernelSpec&) {}
   double operator()(double ip) const { return ip; }
   float single(double ip) const { return static_cast<float>(ip); }
@@ -102,7 +101,6 @@ struct LinearOp {
 struct PolynomialOp {
   static constexpr bool distance = false;
   static constexpr bool exp_form = false;
-  double exponent(double) const { return 0.0; }
   double scale, offset;
   int deg;
   explicit PolynomialOp(const KernelSpec& s)
@@ -123,13 +121,15 @@ void finish_block(const Op& op, const double* xn, const double* zn, MatRef G, Si
     double* g = G.col(j).data();
     if (Op::distance) {
       const double zj = zn[j];
-      if (Op::exp_form && level != SimdLevel::none) {
-        for (Eigen::Index i = 0; i < r; ++i)
-          g[i] = op.exponent(std::max(xn[i] + zj - 2.0 * g[i], 0.0));
-        hgk_exp_pair(g, g, nullptr, r);  // the vectorised exp(-s) the hierarchical kernel uses
-      } else {
-        for (Eigen::Index i = 0; i < r; ++i) g[i] = op(std::max(xn[i] + zj - 2.0 * g[i], 0.0));
+      if constexpr (Op::exp_form) {
+        if (level != SimdLevel::none) {
+          for (Eigen::Index i = 0; i < r; ++i)
+            g[i] = op.exponent(std::max(xn[i] + zj - 2.0 * g[i], 0.0));
+          hgk_exp_pair(g, g, nullptr, r);  // the vectorised exp(-s) the hierarchical kernel uses
+          continue;
+        }
       }
+      for (Eigen::Index i = 0; i < r; ++i) g[i] = op(std::max(xn[i] + zj - 2.0 * g[i], 0.0));
     } else {
       for (Eigen::Index i = 0; i < r; ++i) g[i] = op(g[i]);
     }
