@@ -180,7 +180,7 @@ gem <- function(x, ...) UseMethod("gem")
 gem.formula <- function(formula, data, ridge = 0.1, ridge_type = c("relative", "absolute"),
                         top = 30, threshold = 2, pairs = "all",
                         nonlinearity = c("smooth_sqrt", "relu_powers"), degree = 3,
-                        keep_input = TRUE, head = c("logistic", "cls"), lambda = NULL,
+                        keep_input = TRUE, head = c("cls", "logistic"), lambda = NULL,
                         depth = 1, first_layer = list(),
                         rff = NULL, ensemble = 1, standardize = TRUE, scale = TRUE,
                         max_pairs = 1000, maxit = NULL, tol = NULL,
@@ -204,7 +204,7 @@ gem.formula <- function(formula, data, ridge = 0.1, ridge_type = c("relative", "
 gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"),
                         top = 30, threshold = 2, pairs = "all",
                         nonlinearity = c("smooth_sqrt", "relu_powers"), degree = 3,
-                        keep_input = TRUE, head = c("logistic", "cls"), lambda = NULL,
+                        keep_input = TRUE, head = c("cls", "logistic"), lambda = NULL,
                         depth = 1, first_layer = list(),
                         rff = NULL, ensemble = 1, standardize = TRUE, scale = TRUE,
                         max_pairs = 1000, maxit = NULL, tol = NULL,
@@ -326,12 +326,11 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   last <- .gem_layer_settings(ridge, ridge_type, top, threshold, nonlinearity, degree,
                               keep_input, ones = FALSE, caller)
   .check_number(depth, "depth", lower = 1, upper = 2, integer = TRUE)
-  head <- .kl_choice(head, c("logistic", "cls"), "head", caller)
+  head <- .kl_choice(head, c("cls", "logistic"), "head", caller)
   cls <- head == "cls"
-  if (is.null(lambda)) lambda <- if (cls) 0.5 else 1e-4
-  if (is.null(maxit)) maxit <- if (cls) 10 else 500
+  if (is.null(maxit)) maxit <- if (cls) 25 else 500
   if (is.null(tol)) tol <- if (cls) 0.002 else 1e-6
-  .check_number(lambda, "lambda", lower = 0)
+  if (!is.null(lambda)) .check_number(lambda, "lambda", lower = 0)
   .check_number(ensemble, "ensemble", lower = 1, upper = 1000, integer = TRUE)
   .check_number(max_pairs, "max_pairs", lower = 1, integer = TRUE)
   .check_number(maxit, "maxit", lower = 0, upper = 1e7, integer = TRUE)
@@ -393,12 +392,22 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
                                 if (m == 1L) progress else NULL)
   }
   structure(list(members = members, levels = lev, task = "classification", spec = inp$spec,
-                 n = nrow(x), params = list(head = head, lambda = lambda, maxit = maxit,
+                 n = nrow(x), params = list(head = head,
+                                            lambda = members[[1L]]$head$lambda,
+                                            lambda_chosen = is.null(lambda), maxit = maxit,
                                             tol = tol, depth = depth, ensemble = ensemble,
                                             standardize = standardize, pairs = if (is.character(pairs)) pairs else "matrix"),
                  call = call),
             class = c("gem", "kl_model"))
 }
+
+# Penalties searched: a decreasing path for the logistic head (warm-started from the largest),
+# powers of 4 around 1 for calibrated least squares. The single value used when there are too
+# few rows to validate.
+.gem_lambda_grid <- function(head) {
+  if (head == "cls") 4^(-7:4) else 10^seq(-1, -4, by = -0.5)
+}
+.gem_default_lambda <- function(head) if (head == "cls") 1 else 1e-3
 
 # Feature matrices with more entries than this are held in single precision.
 .gem_single_cells <- function() getOption("kernlearn.gem_single_cells", 2.5e7)
@@ -506,25 +515,56 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
     stop(sprintf("%s: with pairs = \"none\" the input must be kept (keep_input = TRUE)", caller),
          call. = FALSE)
   K <- length(lev)
-  yi <- as.integer(y) - 1L
   n <- nrow(z)
-  m0 <- max(10000L, n %/% 5L)
-  # Continuation for large n: the optimum on a random fifth of the rows starts the full fit
-  # (the objective is a mean, so both optima are close); the result is the full-data optimum.
-  sub <- NULL
-  if (head == "logistic" && n >= 3L * m0 && maxit > 0) {
-    idx <- sort(sample.int(n, m0))
-    if (all(tabulate(yi[idx] + 1L, K) > 0L)) sub <- idx
-  }
   # Large feature matrices are held in single precision (half the memory, twice the speed).
   p_out <- cpp_gem_feature_count(.gem_in_dim(z, pre), ncol(last$V), last$degree, last$keep_input, last$ones)
   single <- as.numeric(n) * p_out > .gem_single_cells()
   .check_memory(as.numeric(n) * p_out * (if (single) 4 else 8), "the feature matrix", caller,
                 "; lower 'top', raise 'threshold', use a lower 'degree' or fewer rows")
+  grid <- as.double(lambda)
+  n_train <- 0L
+  start <- 0L
+  exhaustive <- FALSE
+  val <- NULL
+  if (is.null(lambda)) {
+    # The penalty is chosen on a stratified validation part; the rows are reordered so that the
+    # training part comes first (the final fit uses all rows, in any order).
+    val <- .kl_validation_rows(y)
+    if (is.null(val)) {
+      grid <- .gem_default_lambda(head)
+    } else {
+      ord <- c(setdiff(seq_len(n), val), val)
+      z <- z[ord, , drop = FALSE]
+      y <- y[ord]
+      n_train <- n - length(val)
+      grid <- .gem_lambda_grid(head)
+      if (head == "cls") {
+        start <- match(1, grid) - 1L
+        # Every value when one more factorisation and its steps cost little next to the Gram
+        # matrix; a local search from 1 otherwise.
+        exhaustive <- length(grid) * (p_out^3 / 3 + 4 * maxit * n * K * p_out) <= n * p_out^2
+      }
+    }
+  }
+  yi <- as.integer(y) - 1L
+  m0 <- max(10000L, n %/% 5L)
+  # Continuation for large n: the optimum on a random fifth of the rows starts the full fit
+  # (the objective is a mean, so both optima are close); the result is the full-data optimum.
+  sub <- NULL
+  if (head == "logistic" && length(grid) == 1L && n >= 3L * m0 && maxit > 0) {
+    idx <- sort(sample.int(n, m0))
+    if (all(tabulate(yi[idx] + 1L, K) > 0L)) sub <- idx
+  }
   h <- cpp_gem_head(z, last$V, .gem_base_code(last$nonlinearity), last$degree, last$keep_input,
-                    last$ones, standardize, yi, K, as.double(lambda), as.integer(maxit),
-                    as.double(tol), threads, sub, single, if (head == "cls") 1L else 0L,
-                    progress, pre$W, pre$b)
+                    last$ones, standardize, yi, K, grid, as.integer(n_train), as.integer(start),
+                    exhaustive, as.integer(maxit), as.double(tol), threads, sub, single,
+                    if (head == "cls") 1L else 0L, progress, pre$W, pre$b)
+  search <- if (is.null(h$search)) NULL
+            else structure(data.frame(lambda = h$search$lambda, error = h$search$error,
+                                      loss = h$search$loss),
+                           train_rows = h$search$train_rows,
+                           validation_rows = h$search$validation_rows,
+                           validation = val)
   rm(z)
   timing[["logistic"]] <- clock() - t0
   center <- h$center
@@ -538,7 +578,8 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
     colnames(W0) <- lev
     return(list(layers = fitted, rff = rmap, center = center, scale = scl, p = as.integer(h$p),
                 timing = timing,
-                head = list(type = "cls", W0 = W0, link = h$link, delta = h$delta,
+                head = list(type = "cls", lambda = h$lambda, search = search, W0 = W0,
+                            link = h$link, delta = h$delta,
                             change = as.vector(h$change), train_error = as.vector(h$train_error),
                             iterations = h$iterations, converged = h$converged,
                             single = h$single, seconds = h$seconds)))
@@ -554,7 +595,8 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   names(intercept) <- lev
   list(layers = fitted, rff = rmap, center = center, scale = scl, p = as.integer(h$p),
        timing = timing,
-       head = list(type = "logistic", coefficients = coef, intercept = intercept,
+       head = list(type = "logistic", lambda = h$lambda, search = search,
+                   coefficients = coef, intercept = intercept,
                    objective = h$objective,
                    iterations = h$iterations, sub_iterations = h$sub_iterations,
                    converged = h$converged, grad_norm = h$grad_norm,
@@ -708,12 +750,25 @@ print.gem <- function(x, ...) {
                 format(Ll$threshold), Ll$nonlinearity, Ll$degree,
                 if (Ll$keep_input) ", input kept" else ""))
   }
-  cat(sprintf("  %s: %d features, lambda %s, %d %s%s\n",
+  cat(sprintf("  %s: %d features, lambda %s%s, %d %s%s\n",
               if (identical(x$params$head, "cls")) "calibrated least squares" else "logistic regression",
-              mem$p, format(x$params$lambda), mem$head$iterations,
+              mem$p, format(signif(x$params$lambda, 4)), .gem_search_note(x),
+              mem$head$iterations,
               if (identical(x$params$head, "cls")) "steps" else "iterations",
               if (isTRUE(mem$head$converged)) "" else " (not converged)"))
   invisible(x)
+}
+
+# How the penalty was set, for print(): chosen by validation (values tried, rows held out), or
+# the fallback for too few rows.
+.gem_search_note <- function(x) {
+  if (!isTRUE(x$params$lambda_chosen)) return("")
+  s <- x$members[[1L]]$head$search
+  if (is.null(s)) return(" (too few rows to validate: the default)")
+  lam <- if (length(x$members) > 1L) " (first member)" else ""
+  sprintf(" (chosen%s from %d values by the error on %d held-out rows, fitted on %d: %s)", lam,
+          nrow(s), as.integer(attr(s, "validation_rows")), as.integer(attr(s, "train_rows")),
+          paste(sprintf("%s -> %.2f%%", format(signif(s$lambda, 3)), 100 * s$error), collapse = ", "))
 }
 
 #' @export

@@ -124,3 +124,21 @@
   }
   cl
 }
+
+# Validation rows for choosing a penalty inside a fit: a fifth of the rows (at most 10000),
+# stratified by class for a factor (at least one row of every class with two or more, and never
+# a class's last row); NULL when there are fewer than 50 rows.
+.kl_validation_rows <- function(y) {
+  n <- length(y)
+  if (n < 50L) return(NULL)
+  frac <- min(0.2, 10000 / n)
+  if (!is.factor(y)) return(sort(sample.int(n, max(1L, round(frac * n)))))
+  rows <- split(seq_len(n), y)
+  val <- unlist(lapply(rows, function(r) {
+    m <- length(r)
+    if (m < 2L) return(integer())
+    k <- min(m - 1L, max(1L, round(frac * m)))
+    r[sample.int(m, k)]
+  }), use.names = FALSE)
+  sort(val)
+}

@@ -196,8 +196,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_gem_head
-Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Eigen::MatrixXd> V, int base, int degree, bool keep_input, bool ones, bool standardize, Rcpp::IntegerVector y, int K, double lambda, int maxit, double tol, int threads, SEXP sub, bool single, int head, SEXP progress, SEXP rff_W, SEXP rff_b);
-RcppExport SEXP _kernlearn_cpp_gem_head(SEXP zSEXP, SEXP VSEXP, SEXP baseSEXP, SEXP degreeSEXP, SEXP keep_inputSEXP, SEXP onesSEXP, SEXP standardizeSEXP, SEXP ySEXP, SEXP KSEXP, SEXP lambdaSEXP, SEXP maxitSEXP, SEXP tolSEXP, SEXP threadsSEXP, SEXP subSEXP, SEXP singleSEXP, SEXP headSEXP, SEXP progressSEXP, SEXP rff_WSEXP, SEXP rff_bSEXP) {
+Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Eigen::MatrixXd> V, int base, int degree, bool keep_input, bool ones, bool standardize, Rcpp::IntegerVector y, int K, Rcpp::NumericVector lambda, int n_train, int start, bool exhaustive, int maxit, double tol, int threads, SEXP sub, bool single, int head, SEXP progress, SEXP rff_W, SEXP rff_b);
+RcppExport SEXP _kernlearn_cpp_gem_head(SEXP zSEXP, SEXP VSEXP, SEXP baseSEXP, SEXP degreeSEXP, SEXP keep_inputSEXP, SEXP onesSEXP, SEXP standardizeSEXP, SEXP ySEXP, SEXP KSEXP, SEXP lambdaSEXP, SEXP n_trainSEXP, SEXP startSEXP, SEXP exhaustiveSEXP, SEXP maxitSEXP, SEXP tolSEXP, SEXP threadsSEXP, SEXP subSEXP, SEXP singleSEXP, SEXP headSEXP, SEXP progressSEXP, SEXP rff_WSEXP, SEXP rff_bSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -210,7 +210,10 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< bool >::type standardize(standardizeSEXP);
     Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type y(ySEXP);
     Rcpp::traits::input_parameter< int >::type K(KSEXP);
-    Rcpp::traits::input_parameter< double >::type lambda(lambdaSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type lambda(lambdaSEXP);
+    Rcpp::traits::input_parameter< int >::type n_train(n_trainSEXP);
+    Rcpp::traits::input_parameter< int >::type start(startSEXP);
+    Rcpp::traits::input_parameter< bool >::type exhaustive(exhaustiveSEXP);
     Rcpp::traits::input_parameter< int >::type maxit(maxitSEXP);
     Rcpp::traits::input_parameter< double >::type tol(tolSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
@@ -220,7 +223,7 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
     Rcpp::traits::input_parameter< SEXP >::type rff_W(rff_WSEXP);
     Rcpp::traits::input_parameter< SEXP >::type rff_b(rff_bSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_gem_head(z, V, base, degree, keep_input, ones, standardize, y, K, lambda, maxit, tol, threads, sub, single, head, progress, rff_W, rff_b));
+    rcpp_result_gen = Rcpp::wrap(cpp_gem_head(z, V, base, degree, keep_input, ones, standardize, y, K, lambda, n_train, start, exhaustive, maxit, tol, threads, sub, single, head, progress, rff_W, rff_b));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -813,7 +816,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_gem_features", (DL_FUNC) &_kernlearn_cpp_gem_features, 13},
     {"_kernlearn_cpp_rff_map", (DL_FUNC) &_kernlearn_cpp_rff_map, 4},
     {"_kernlearn_cpp_linear_predictor", (DL_FUNC) &_kernlearn_cpp_linear_predictor, 4},
-    {"_kernlearn_cpp_gem_head", (DL_FUNC) &_kernlearn_cpp_gem_head, 19},
+    {"_kernlearn_cpp_gem_head", (DL_FUNC) &_kernlearn_cpp_gem_head, 22},
     {"_kernlearn_cpp_gem_feature_count", (DL_FUNC) &_kernlearn_cpp_gem_feature_count, 5},
     {"_kernlearn_cpp_cls_scores", (DL_FUNC) &_kernlearn_cpp_cls_scores, 5},
     {"_kernlearn_cpp_simplex_project", (DL_FUNC) &_kernlearn_cpp_simplex_project, 1},

@@ -3,6 +3,7 @@
 #include "core/chol.hpp"
 #include "core/cls.hpp"
 #include "core/gem.hpp"
+#include "core/gem_head.hpp"
 #include "core/simd.hpp"
 
 #include <algorithm>
@@ -159,128 +160,83 @@ Rcpp::NumericMatrix cpp_linear_predictor(const Eigen::Map<Eigen::MatrixXd> x,
   });
 }
 
-// Features of z through V, standardised, and the multinomial logistic regression on them. With
-// `single`, the feature matrix is held in single precision, row-major, for the fused kernel of
-// logistic_f32.hpp; otherwise in double precision. `sub` (1-based rows, or NULL) first fits on
-// those rows to start the full fit. With rff_W / rff_b, z is replaced by its random Fourier map,
-// applied a block of rows at a time.
+// The classifier of a GEM model (kl::gem_head_fit): features of z through V, standardised, and
+// the logistic regression (head 0) or calibrated least squares (head 1) on them. With one value
+// in `lambda` it is the penalty; with several, the grid searched by validation on rows
+// [n_train, n) of z after fits on rows [0, n_train). With `single`, the features are held in
+// single precision. `sub` (1-based rows, or NULL) first fits the logistic head on those rows to
+// start the full fit. With rff_W / rff_b, z is replaced by its random Fourier map, applied a
+// block of rows at a time.
 // [[Rcpp::export]]
 Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Eigen::MatrixXd> V,
                         int base, int degree, bool keep_input, bool ones, bool standardize,
-                        Rcpp::IntegerVector y, int K, double lambda, int maxit, double tol,
-                        int threads, SEXP sub, bool single, int head = 0,
-                        SEXP progress = R_NilValue, SEXP rff_W = R_NilValue,
-                        SEXP rff_b = R_NilValue) {
+                        Rcpp::IntegerVector y, int K, Rcpp::NumericVector lambda, int n_train,
+                        int start, bool exhaustive, int maxit, double tol, int threads, SEXP sub,
+                        bool single, int head = 0, SEXP progress = R_NilValue,
+                        SEXP rff_W = R_NilValue, SEXP rff_b = R_NilValue) {
   return klr::guard([&]() -> Rcpp::List {
     const kl::InputMap map = input_map(rff_W, rff_b, z.cols());
-    const Eigen::Index dz = map.out_dim(z.cols());
-    kl::Callbacks cb = klr::make_callbacks(progress);
-    const kl::IVec yy = klr::labels_from_r(y);
-    if (head == 1) {
-      kl::ClsOptions co;
-      co.lambda = lambda;
-      co.max_iter = maxit;
-      co.tol = tol;
-      co.threads = kl::clamp_threads(threads);
-      kl::Vec center, scale;
-      kl::ClsFit f;
-      Eigen::Index p = 0;
-      // Eigen threads for the Cholesky factorisation; the tiled loops run their own threads.
-      klr::with_eigen_threads(co.threads, [&]() {
-        if (single) {
-          kl::RowMajorF32 X;
-          kl::gem_features_f32(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1),
-                               map);
-          if (standardize) kl::standardize_f32(X, center, scale, co.threads);
-          p = X.p;
-          f = kl::cls_fit(X, yy, K, co, cb.stage(0.1, 1.0));
-        } else {
-          p = kl::gem_feature_count(dz, V.cols(), degree, keep_input, ones);
-          kl::Mat X(z.rows(), p);
-          kl::gem_features(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1), map);
-          if (standardize) kl::standardize_columns(X, center, scale, true, co.threads);
-          f = kl::cls_fit(X, yy, K, co, cb.stage(0.1, 1.0));
-        }
-      });
-      Rcpp::List link(f.link.size()), delta(f.delta.size());
-      for (std::size_t t = 0; t < f.link.size(); ++t) {
-        link[t] = Rcpp::wrap(f.link[t]);
-        delta[t] = Rcpp::wrap(f.delta[t]);
-      }
-      return Rcpp::List::create(
-          Rcpp::Named("W0") = Rcpp::wrap(f.W0), Rcpp::Named("link") = link,
-          Rcpp::Named("delta") = delta,
-          Rcpp::Named("center") = standardize ? Rcpp::wrap(center) : R_NilValue,
-          Rcpp::Named("scale") = standardize ? Rcpp::wrap(scale) : R_NilValue,
-          Rcpp::Named("change") = Rcpp::wrap(f.change),
-          Rcpp::Named("train_error") = Rcpp::wrap(f.train_error),
-          Rcpp::Named("iterations") = f.iterations, Rcpp::Named("converged") = f.converged,
-          Rcpp::Named("p") = static_cast<double>(p), Rcpp::Named("single") = single,
-          Rcpp::Named("seconds") = Rcpp::NumericVector::create(
-              Rcpp::Named("gram") = f.seconds_gram, Rcpp::Named("factor") = f.seconds_factor,
-              Rcpp::Named("steps") = f.seconds_steps));
-    }
-    kl::LogisticOptions opt;
-    opt.lambda = lambda;
+    kl::GemHeadOptions opt;
+    opt.head = head;
+    opt.lambda.assign(lambda.begin(), lambda.end());
+    opt.start = start;
+    opt.exhaustive = exhaustive;
+    opt.n_train = n_train;
     opt.max_iter = maxit;
-    opt.gtol = tol;
-    opt.ftol = single ? 1e-12 : 1e-14;
+    opt.tol = tol;
+    opt.standardize = standardize;
+    opt.single = single;
     opt.threads = kl::clamp_threads(threads);
-    std::vector<Eigen::Index> rows;
     if (!Rf_isNull(sub)) {
       Rcpp::IntegerVector s(sub);
-      rows.resize(static_cast<std::size_t>(s.size()));
-      for (R_xlen_t i = 0; i < s.size(); ++i) rows[static_cast<std::size_t>(i)] = s[i] - 1;
+      for (R_xlen_t i = 0; i < s.size(); ++i) opt.warm_rows.push_back(s[i] - 1);
     }
-    kl::Vec center, scale;
-    kl::LogisticFit f;
-    int sub_iter = 0;
-    Eigen::Index p = 0;
-    klr::with_eigen_threads(1, [&]() {
-      if (single) {
-        kl::RowMajorF32 X;
-        kl::gem_features_f32(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1),
-                               map);
-        if (standardize) kl::standardize_f32(X, center, scale, opt.threads);
-        p = X.p;
-        if (!rows.empty()) {
-          kl::LogisticFit f0 = kl::logistic_fit_f32(X, yy, K, rows, opt, cb);
-          opt.init_coef = f0.coef;
-          opt.init_intercept = f0.intercept;
-          sub_iter = f0.iterations;
-        }
-        f = kl::logistic_fit_f32(X, yy, K, {}, opt, cb);
-      } else {
-        p = kl::gem_feature_count(dz, V.cols(), degree, keep_input, ones);
-        kl::Mat X(z.rows(), p);
-        kl::gem_features(z, V, base, degree, keep_input, ones, X, threads, cb.stage(0.0, 0.1), map);
-        if (standardize) kl::standardize_columns(X, center, scale, true, opt.threads);
-        if (!rows.empty()) {
-          kl::Mat Xs(static_cast<Eigen::Index>(rows.size()), p);
-          kl::IVec ys(static_cast<Eigen::Index>(rows.size()));
-          for (std::size_t i = 0; i < rows.size(); ++i) {
-            Xs.row(static_cast<Eigen::Index>(i)) = X.row(rows[i]);
-            ys[static_cast<Eigen::Index>(i)] = yy[rows[i]];
-          }
-          kl::LogisticFit f0 = kl::logistic_fit(Xs, ys, K, kl::Vec(), opt, cb);
-          opt.init_coef = f0.coef;
-          opt.init_intercept = f0.intercept;
-          sub_iter = f0.iterations;
-        }
-        f = kl::logistic_fit(X, yy, K, kl::Vec(), opt, cb);
-      }
+    kl::Callbacks cb = klr::make_callbacks(progress);
+    // Eigen threads for the Cholesky factorisation of cls; the tiled loops run their own.
+    const kl::GemHeadFit f = klr::with_eigen_threads(head == 1 ? opt.threads : 1, [&]() {
+      return kl::gem_head_fit(z, V, base, degree, keep_input, ones, klr::labels_from_r(y), K, opt,
+                              cb, map);
     });
+    Rcpp::RObject search;  // NULL without a search
+    if (f.searched)
+      search = Rcpp::List::create(Rcpp::Named("lambda") = Rcpp::wrap(f.search.lambda),
+                                  Rcpp::Named("error") = Rcpp::wrap(f.search.error),
+                                  Rcpp::Named("loss") = Rcpp::wrap(f.search.loss),
+                                  Rcpp::Named("train_rows") = static_cast<double>(f.search.train_rows),
+                                  Rcpp::Named("validation_rows") =
+                                      static_cast<double>(f.search.validation_rows));
+    SEXP center = standardize ? Rcpp::wrap(f.center) : R_NilValue;
+    SEXP scale = standardize ? Rcpp::wrap(f.scale) : R_NilValue;
+    if (head == 1) {
+      const kl::ClsFit& c = f.cls;
+      Rcpp::List link(c.link.size()), delta(c.delta.size());
+      for (std::size_t t = 0; t < c.link.size(); ++t) {
+        link[t] = Rcpp::wrap(c.link[t]);
+        delta[t] = Rcpp::wrap(c.delta[t]);
+      }
+      return Rcpp::List::create(
+          Rcpp::Named("W0") = Rcpp::wrap(c.W0), Rcpp::Named("link") = link,
+          Rcpp::Named("delta") = delta, Rcpp::Named("center") = center,
+          Rcpp::Named("scale") = scale, Rcpp::Named("change") = Rcpp::wrap(c.change),
+          Rcpp::Named("train_error") = Rcpp::wrap(c.train_error),
+          Rcpp::Named("iterations") = c.iterations, Rcpp::Named("converged") = c.converged,
+          Rcpp::Named("p") = static_cast<double>(f.p), Rcpp::Named("single") = f.single,
+          Rcpp::Named("lambda") = f.lambda, Rcpp::Named("search") = search,
+          Rcpp::Named("seconds") = Rcpp::NumericVector::create(
+              Rcpp::Named("gram") = c.seconds_gram, Rcpp::Named("factor") = c.seconds_factor,
+              Rcpp::Named("steps") = c.seconds_steps, Rcpp::Named("search") = c.seconds_search));
+    }
+    const kl::LogisticFit& l = f.logistic;
     return Rcpp::List::create(
-        Rcpp::Named("coefficients") = Rcpp::wrap(f.coef),
-        Rcpp::Named("intercept") = Rcpp::wrap(f.intercept),
-        Rcpp::Named("center") = standardize ? Rcpp::wrap(center) : R_NilValue,
-        Rcpp::Named("scale") = standardize ? Rcpp::wrap(scale) : R_NilValue,
-        Rcpp::Named("objective") = f.objective, Rcpp::Named("grad_norm") = f.grad_norm,
-        Rcpp::Named("iterations") = f.iterations, Rcpp::Named("sub_iterations") = sub_iter,
-        Rcpp::Named("converged") = f.converged, Rcpp::Named("message") = f.message,
-        Rcpp::Named("p") = static_cast<double>(p),
-        Rcpp::Named("single") = single,
-        Rcpp::Named("vectorised") = single && kl::logistic_f32_vectorised());
+        Rcpp::Named("coefficients") = Rcpp::wrap(l.coef),
+        Rcpp::Named("intercept") = Rcpp::wrap(l.intercept), Rcpp::Named("center") = center,
+        Rcpp::Named("scale") = scale, Rcpp::Named("objective") = l.objective,
+        Rcpp::Named("grad_norm") = l.grad_norm, Rcpp::Named("iterations") = l.iterations,
+        Rcpp::Named("sub_iterations") = f.sub_iterations,
+        Rcpp::Named("converged") = l.converged, Rcpp::Named("message") = l.message,
+        Rcpp::Named("p") = static_cast<double>(f.p), Rcpp::Named("single") = f.single,
+        Rcpp::Named("lambda") = f.lambda, Rcpp::Named("search") = search,
+        Rcpp::Named("vectorised") = f.single && kl::logistic_f32_vectorised());
   });
 }
 

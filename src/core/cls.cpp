@@ -14,22 +14,26 @@ namespace {
 
 using RowMapF = Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
 
-// Row blocks of a single-precision row-major design.
+// Row blocks of a single-precision row-major design (rows [r0, r0 + n) of X).
 struct SourceF32 {
-  const RowMajorF32& X;
+  const float* base;
+  Eigen::Index n, p;
+  explicit SourceF32(const RowMajorF32& X) : base(X.data.data()), n(X.n), p(X.p) {}
+  SourceF32(const RowMajorF32& X, Eigen::Index r0, Eigen::Index len)
+      : base(X.data.data() + r0 * X.p), n(len), p(X.p) {}
   using Scalar = float;
-  Eigen::Index rows() const { return X.n; }
-  Eigen::Index cols() const { return X.p; }
-  RowMapF block(Eigen::Index r0, Eigen::Index len) const { return RowMapF(X.row(r0), len, X.p); }
+  Eigen::Index rows() const { return n; }
+  Eigen::Index cols() const { return p; }
+  RowMapF block(Eigen::Index r0, Eigen::Index len) const { return RowMapF(data(r0), len, p); }
   // Element (i, j) at data(r0)[(i - r0) * row_stride() + j * col_stride()].
-  const float* data(Eigen::Index r0) const { return X.row(r0); }
-  Eigen::Index row_stride() const { return X.p; }
+  const float* data(Eigen::Index r0) const { return base + r0 * p; }
+  Eigen::Index row_stride() const { return p; }
   Eigen::Index col_stride() const { return 1; }
 };
 
 // Row blocks of a double-precision column-major design.
 struct SourceF64 {
-  const CMatRef& X;
+  CMatRef X;
   using Scalar = double;
   Eigen::Index rows() const { return X.rows(); }
   Eigen::Index cols() const { return X.cols(); }
@@ -145,32 +149,36 @@ double error_rate(const Mat& S, const IVec& y) {
   return static_cast<double>(wrong) / static_cast<double>(S.rows());
 }
 
-template <class Src>
-ClsFit cls_fit_impl(const Src& s, const IVec& y, int K, const ClsOptions& opt,
-                    const Callbacks& cb) {
-  const Eigen::Index n = s.rows(), p = s.cols();
-  if (n < 1 || y.size() != n) throw Error("cls: labels and rows differ in number");
+void check_cls_args(Eigen::Index n, const IVec& y, int K, double lambda) {
+  if (n < 1 || y.size() < n) throw Error("cls: labels and rows differ in number");
   if (K < 2) throw Error("cls: at least two classes are needed");
-  if (!(opt.lambda >= 0) || !std::isfinite(opt.lambda)) throw Error("cls: lambda must be >= 0");
+  if (!(lambda >= 0) || !std::isfinite(lambda)) throw Error("cls: lambda must be >= 0");
   for (Eigen::Index i = 0; i < n; ++i)
     if (y[i] < 0 || y[i] >= K) throw Error("cls: a label is out of range");
+}
+
+using Clock = std::chrono::steady_clock;
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// The fit on the rows of s (labels y[0 .. rows - 1]) from their Gram matrix G ([X 1]'[X 1],
+// unscaled); progress is reported on [0, 1] of cb.
+template <class Src>
+ClsFit cls_fit_from_gram(const Src& s, const IVec& y, int K, const ClsOptions& opt, const Mat& G,
+                         const Callbacks& cb) {
+  const Eigen::Index n = s.rows(), p = s.cols();
+  check_cls_args(n, y, K, opt.lambda);
   const int threads = clamp_threads(opt.threads);
   const double rn = std::sqrt(static_cast<double>(n));
-  const double gram_share = 0.6, chol_share = 0.2;
-  using clock = std::chrono::steady_clock;
-  const auto secs = [](clock::time_point a, clock::time_point b) {
-    return std::chrono::duration<double>(b - a).count();
-  };
-  const auto t0 = clock::now();
-  Mat A = gram_impl(s, threads, SimdLevel::avx512, cb.stage(0.0, gram_share));
-  const auto t1 = clock::now();
-  A *= 0.5;
+  const double chol_share = 0.5;
+  const auto t1 = Clock::now();
+  Mat A = 0.5 * G;
   A.diagonal().array() += opt.lambda * rn;
   cb.check();
   // Exactly collinear features with lambda = 0 can leave tiny positive pivots from rounding:
   // treat a squared pivot ratio at rounding level as singular too.
-  const bool pd = cholesky_lower(A, threads, SimdLevel::avx512,
-                                 cb.stage(gram_share, gram_share + chol_share));
+  const bool pd = cholesky_lower(A, threads, SimdLevel::avx512, cb.stage(0.0, chol_share));
   const auto piv = A.diagonal();
   if (!pd || !(piv.minCoeff() > 0) ||
       piv.minCoeff() * piv.minCoeff() <
@@ -178,17 +186,17 @@ ClsFit cls_fit_impl(const Src& s, const IVec& y, int K, const ClsOptions& opt,
               Eigen::NumTraits<double>::epsilon())
     throw Error("cls: the least-squares system is not positive definite; use lambda > 0");
   const auto solve = [&A](const Mat& B) { return cholesky_solve(A, B); };
-  cb.report(gram_share + chol_share);
-  const auto t2 = clock::now();
+  cb.report(chol_share);
+  const auto t2 = Clock::now();
   Mat Y = Mat::Zero(n, K);
   for (Eigen::Index i = 0; i < n; ++i) Y(i, y[i]) = 1.0;
   ClsFit f;
-  f.seconds_gram = secs(t0, t1);
-  f.seconds_factor = secs(t1, t2);
+  f.seconds_factor = seconds_between(t1, t2);
   f.W0 = solve(crossprod_impl(s, Y, threads));
   Mat S = product_impl(s, f.W0, threads);
   std::vector<double> change, err;
   const double scale = std::sqrt(static_cast<double>(n) * static_cast<double>(K));
+  const IVec yn = y.head(n);
   for (int t = 0; t < opt.max_iter; ++t) {
     cb.check();
     const Mat E = link_basis(S);
@@ -204,21 +212,142 @@ ClsFit cls_fit_impl(const Src& s, const IVec& y, int K, const ClsOptions& opt,
     Mat Snew = P + product_impl(s, D, threads);
     change.push_back((Snew - S).norm() / scale);
     S.swap(Snew);
-    err.push_back(error_rate(S, y));
+    err.push_back(error_rate(S, yn));
     f.link.push_back(std::move(C));
     f.delta.push_back(std::move(D));
     f.iterations = t + 1;
-    cb.report(gram_share + chol_share +
-              (1.0 - gram_share - chol_share) * static_cast<double>(t + 1) /
-                  static_cast<double>(opt.max_iter));
+    cb.report(chol_share +
+              (1.0 - chol_share) * static_cast<double>(t + 1) / static_cast<double>(opt.max_iter));
     if (change.back() < opt.tol) {
       f.converged = true;
       break;
     }
   }
-  f.seconds_steps = secs(t2, clock::now());
+  f.seconds_steps = seconds_between(t2, Clock::now());
   f.change = Eigen::Map<const Vec>(change.data(), static_cast<Eigen::Index>(change.size()));
   f.train_error = Eigen::Map<const Vec>(err.data(), static_cast<Eigen::Index>(err.size()));
+  return f;
+}
+
+template <class Src>
+ClsFit cls_fit_impl(const Src& s, const IVec& y, int K, const ClsOptions& opt,
+                    const Callbacks& cb) {
+  check_cls_args(s.rows(), y, K, opt.lambda);
+  if (y.size() != s.rows()) throw Error("cls: labels and rows differ in number");
+  const double gram_share = 0.6;
+  const auto t0 = Clock::now();
+  const Mat G = gram_impl(s, clamp_threads(opt.threads), SimdLevel::avx512,
+                          cb.stage(0.0, gram_share));
+  const double sg = seconds_between(t0, Clock::now());
+  ClsFit f = cls_fit_from_gram(s, y, K, opt, G, cb.stage(gram_share, 1.0));
+  f.seconds_gram = sg;
+  return f;
+}
+
+// The final scores of the rows of s, replaying the steps of fit.
+template <class Src>
+Mat cls_scores_impl(const Src& s, const ClsFit& fit, int threads) {
+  const Eigen::Index p = s.cols();
+  if (fit.W0.rows() != p + 1) throw Error("cls: coefficients of the wrong shape");
+  if (fit.link.size() != fit.delta.size()) throw Error("cls: steps of the wrong shape");
+  Mat S = product_impl(s, fit.W0, threads);
+  for (std::size_t t = 0; t < fit.link.size(); ++t) {
+    if (fit.link[t].rows() != 4 * S.cols() || fit.delta[t].rows() != p + 1)
+      throw Error("cls: steps of the wrong shape");
+    Mat P = link_basis(S) * fit.link[t];
+    simplex_project_rows(P);
+    S = P + product_impl(s, fit.delta[t], threads);
+  }
+  return S;
+}
+
+// Validation error rate of scores S for labels y, and the mean squared distance between the
+// scores projected onto the simplex and the one-hot labels (a smoother tie-breaker).
+void score_validation(Mat S, const IVec& y, double& err, double& brier) {
+  err = error_rate(S, y);
+  simplex_project_rows(S);
+  double sq = 0.0;
+  for (Eigen::Index i = 0; i < S.rows(); ++i) {
+    for (Eigen::Index k = 0; k < S.cols(); ++k) {
+      const double d = S(i, k) - (k == y[i] ? 1.0 : 0.0);
+      sq += d * d;
+    }
+  }
+  brier = sq / static_cast<double>(S.rows());
+}
+
+template <class Src>
+ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const IVec& y, int K,
+                       const ClsOptions& opt, const std::vector<double>& grid, int start,
+                       bool exhaustive, HeadSearch& search, const Callbacks& cb) {
+  const Eigen::Index n = all.rows(), nt = train.rows(), nv = val.rows();
+  if (y.size() != n || nt + nv != n || nt < 1 || nv < 1)
+    throw Error("cls: the validation split does not match the rows");
+  if (grid.empty() || start < 0 || start >= static_cast<int>(grid.size()))
+    throw Error("cls: empty penalty grid");
+  check_cls_args(n, y, K, 0.0);
+  const int threads = clamp_threads(opt.threads);
+  const auto t0 = Clock::now();
+  // The Gram matrix of all rows is the sum of those of the two parts.
+  Mat G = gram_impl(train, threads, SimdLevel::avx512, cb.stage(0.0, 0.3));
+  const Mat Gv = gram_impl(val, threads, SimdLevel::avx512, cb.stage(0.3, 0.4));
+  const double sg = seconds_between(t0, Clock::now());
+  const IVec yt = y.head(nt), yv = y.tail(nv);
+  const int m = static_cast<int>(grid.size());
+  std::vector<double> err(static_cast<std::size_t>(m), -1.0), loss(static_cast<std::size_t>(m), 0.0);
+  search = HeadSearch();
+  search.train_rows = nt;
+  search.validation_rows = nv;
+  const auto evaluate = [&](int i) {
+    if (err[static_cast<std::size_t>(i)] >= 0) return;
+    ClsOptions o = opt;
+    o.lambda = grid[static_cast<std::size_t>(i)];
+    const ClsFit f = cls_fit_from_gram(train, yt, K, o, G, Callbacks(cb).stage(0.4, 0.4));
+    double e = 0, b = 0;
+    score_validation(cls_scores_impl(val, f, threads), yv, e, b);
+    err[static_cast<std::size_t>(i)] = e;
+    loss[static_cast<std::size_t>(i)] = b;
+    search.lambda.push_back(o.lambda);
+    search.error.push_back(e);
+    search.loss.push_back(b);
+  };
+  const auto better = [&](int a, int b) {  // a strictly better than b
+    const double ea = err[static_cast<std::size_t>(a)], eb = err[static_cast<std::size_t>(b)];
+    if (ea != eb) return ea < eb;
+    return loss[static_cast<std::size_t>(a)] < loss[static_cast<std::size_t>(b)];
+  };
+  int best = start;
+  if (exhaustive) {
+    for (int i = m - 1; i >= 0; --i) {
+      cb.check();
+      evaluate(i);
+      if (i == m - 1 || better(i, best)) best = i;
+    }
+  } else {
+    // Local search on the grid: from `start`, walk in the direction that improves until the
+    // next value does not.
+    evaluate(start);
+    for (const int dir : {+1, -1}) {
+      int i = best + dir;
+      bool moved = false;
+      while (i >= 0 && i < m) {
+        cb.check();
+        evaluate(i);
+        if (!better(i, best)) break;
+        best = i;
+        moved = true;
+        i += dir;
+      }
+      if (moved) break;
+    }
+  }
+  search.chosen = grid[static_cast<std::size_t>(best)];
+  G += Gv;
+  ClsOptions o = opt;
+  o.lambda = search.chosen;
+  ClsFit f = cls_fit_from_gram(all, y, K, o, G, cb.stage(0.4, 1.0));
+  f.seconds_gram = sg;
+  f.seconds_search = seconds_between(t0, Clock::now()) - sg - f.seconds_factor - f.seconds_steps;
   return f;
 }
 
@@ -243,7 +372,7 @@ void simplex_project_rows(MatRef S) {
 
 Mat gram_with_intercept(const RowMajorF32& X, int threads, SimdLevel max_level,
                         const Callbacks& cb) {
-  return gram_impl(SourceF32{X}, threads, max_level, cb);
+  return gram_impl(SourceF32(X), threads, max_level, cb);
 }
 
 Mat gram_with_intercept(const CMatRef& X, int threads, const Callbacks& cb) {
@@ -252,7 +381,7 @@ Mat gram_with_intercept(const CMatRef& X, int threads, const Callbacks& cb) {
 
 ClsFit cls_fit(const RowMajorF32& X, const IVec& y, int K, const ClsOptions& opt,
                const Callbacks& cb) {
-  return cls_fit_impl(SourceF32{X}, y, K, opt, cb);
+  return cls_fit_impl(SourceF32(X), y, K, opt, cb);
 }
 
 ClsFit cls_fit(const CMatRef& X, const IVec& y, int K, const ClsOptions& opt,
@@ -260,20 +389,27 @@ ClsFit cls_fit(const CMatRef& X, const IVec& y, int K, const ClsOptions& opt,
   return cls_fit_impl(SourceF64{X}, y, K, opt, cb);
 }
 
+ClsFit cls_fit_select(const RowMajorF32& X, Eigen::Index n_train, const IVec& y, int K,
+                      const ClsOptions& opt, const std::vector<double>& grid, int start,
+                      bool exhaustive, HeadSearch& search, const Callbacks& cb) {
+  if (n_train < 1 || n_train >= X.n) throw Error("cls: the validation split does not match the rows");
+  return cls_select_impl(SourceF32(X), SourceF32(X, 0, n_train),
+                         SourceF32(X, n_train, X.n - n_train), y, K, opt, grid, start,
+                         exhaustive, search, cb);
+}
+
+ClsFit cls_fit_select(const CMatRef& X, Eigen::Index n_train, const IVec& y, int K,
+                      const ClsOptions& opt, const std::vector<double>& grid, int start,
+                      bool exhaustive, HeadSearch& search, const Callbacks& cb) {
+  if (n_train < 1 || n_train >= X.rows())
+    throw Error("cls: the validation split does not match the rows");
+  return cls_select_impl(SourceF64{X}, SourceF64{X.topRows(n_train)},
+                         SourceF64{X.bottomRows(X.rows() - n_train)}, y, K, opt, grid, start,
+                         exhaustive, search, cb);
+}
+
 Mat cls_scores(const CMatRef& X, const ClsFit& fit, int threads) {
-  const Eigen::Index p = X.cols();
-  if (fit.W0.rows() != p + 1) throw Error("cls: coefficients of the wrong shape");
-  if (fit.link.size() != fit.delta.size()) throw Error("cls: steps of the wrong shape");
-  const SourceF64 s{X};
-  Mat S = product_impl(s, fit.W0, threads);
-  for (std::size_t t = 0; t < fit.link.size(); ++t) {
-    if (fit.link[t].rows() != 4 * S.cols() || fit.delta[t].rows() != p + 1)
-      throw Error("cls: steps of the wrong shape");
-    Mat P = link_basis(S) * fit.link[t];
-    simplex_project_rows(P);
-    S = P + product_impl(s, fit.delta[t], threads);
-  }
-  return S;
+  return cls_scores_impl(SourceF64{X}, fit, threads);
 }
 
 }  // namespace kl

@@ -38,7 +38,9 @@ struct ClsFit {
   Vec train_error;         // per step: training error rate of the scores
   int iterations = 0;
   bool converged = false;
-  double seconds_gram = 0, seconds_factor = 0, seconds_steps = 0;  // wall time by stage
+  // Wall time by stage; with a penalty search, seconds_search is the time of the fits on the
+  // training part (their factorisations and steps), and the others belong to the final fit.
+  double seconds_gram = 0, seconds_factor = 0, seconds_steps = 0, seconds_search = 0;
 };
 
 // y: classes 0..K-1. Throws Error when A is not positive definite (lambda = 0 with
@@ -47,6 +49,20 @@ ClsFit cls_fit(const RowMajorF32& X, const IVec& y, int K, const ClsOptions& opt
                const Callbacks& cb = Callbacks());
 ClsFit cls_fit(const CMatRef& X, const IVec& y, int K, const ClsOptions& opt,
                const Callbacks& cb = Callbacks());
+
+// Chooses the penalty by validation, then fits on all rows with it. Rows [0, n_train) are the
+// training part and the rest the validation part; every penalty tried is fitted on the
+// training part (with lambda sqrt(n_train) in A) and scored on the validation part by its error
+// rate (ties broken by the squared distance between the projected scores and the one-hot
+// labels). The Gram matrices of the two parts are computed once and summed for the final fit.
+// exhaustive: try every value of `grid`; otherwise a local search from grid[start] that walks
+// towards the better neighbour while it improves. `search` receives the values tried.
+ClsFit cls_fit_select(const RowMajorF32& X, Eigen::Index n_train, const IVec& y, int K,
+                      const ClsOptions& opt, const std::vector<double>& grid, int start,
+                      bool exhaustive, HeadSearch& search, const Callbacks& cb = Callbacks());
+ClsFit cls_fit_select(const CMatRef& X, Eigen::Index n_train, const IVec& y, int K,
+                      const ClsOptions& opt, const std::vector<double>& grid, int start,
+                      bool exhaustive, HeadSearch& search, const Callbacks& cb = Callbacks());
 
 // The final scores of new rows (n x K), replaying the fitted steps.
 Mat cls_scores(const CMatRef& X, const ClsFit& fit, int threads);

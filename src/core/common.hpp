@@ -7,6 +7,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace kl {
 
@@ -21,6 +22,15 @@ using VecRef = Eigen::Ref<Vec>;
 // Errors the core raises on invalid arguments or failed numerics; the glue turns them into R errors.
 struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// A penalty chosen by validation: the values tried (in the order tried), their error rates on
+// the validation rows and a smoother validation loss (the tie-breaker), the value chosen, and
+// the sizes of the two parts.
+struct HeadSearch {
+  std::vector<double> lambda, error, loss;
+  double chosen = 0.0;
+  Eigen::Index train_rows = 0, validation_rows = 0;
 };
 
 // Raised when the interrupt callback reports that the user asked to stop.

@@ -48,7 +48,7 @@ test_that("class moments equal crossprod() over several row chunks and column ti
 
 test_that("directions solve the regularised generalized eigenproblem", {
   dat <- gem_toy()
-  fit <- gem(dat$x, dat$y, ridge = 0.2, top = 4, threshold = 0, scale = FALSE, lambda = 1e-3)
+  fit <- gem(dat$x, dat$y, ridge = 0.2, top = 4, threshold = 0, scale = FALSE, head = "logistic", lambda = 1e-3)
   L <- fit$members[[1]]$layers[[1]]
   d <- ncol(dat$x)
   expect_equal(nrow(L$pairs), 6L)
@@ -123,7 +123,7 @@ test_that("Proposition 1: projections are invariant to invertible linear maps of
 
 test_that("Proposition 2: responses of one pair are uncorrelated on the denominator class", {
   dat <- gem_toy(n = 900, d = 6)
-  fit <- gem(dat$x, dat$y, ridge = 0, top = 5, threshold = 0, scale = FALSE, lambda = 1e-3)
+  fit <- gem(dat$x, dat$y, ridge = 0, top = 5, threshold = 0, scale = FALSE, head = "logistic", lambda = 1e-3)
   L <- fit$members[[1]]$layers[[1]]
   for (q in seq_len(nrow(L$pairs))) {
     V <- L$V[, L$pair_of == q, drop = FALSE]
@@ -139,7 +139,7 @@ test_that("the feature maps match their definitions", {
   dat <- gem_toy(n = 300, d = 4)
   for (nl in c("smooth_sqrt", "relu_powers")) {
     fit <- gem(dat$x, dat$y, top = 2, threshold = 0, nonlinearity = nl, degree = 3,
-               standardize = FALSE, lambda = 1e-3)
+               standardize = FALSE, head = "logistic", lambda = 1e-3)
     xs <- kernlearn:::.kl_newdata(fit$spec, dat$x[1:20, ], "test")
     expect_true(all(xs >= 0 & xs <= 1))
     p <- xs %*% fit$members[[1]]$layers[[1]]$V
@@ -158,7 +158,7 @@ test_that("the feature maps match their definitions", {
     expect_equal(colnames(got)[1:4], colnames(dat$x))
   }
   # standardised features have mean 0 and sd 1 on the training rows (constant ones are 0)
-  fit <- gem(dat$x, dat$y, top = 2, threshold = 0, lambda = 1e-3)
+  fit <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "logistic", lambda = 1e-3)
   Z <- features(fit, dat$x)
   live <- fit$members[[1]]$scale > 0   # constant columns (e.g. a sign never taken) map to 0
   expect_gt(sum(live), ncol(Z) / 2)
@@ -168,7 +168,7 @@ test_that("the feature maps match their definitions", {
   # large feature matrices are held in single precision: the same statistics up to rounding
   old <- options(kernlearn.gem_single_cells = 0)
   on.exit(options(old))
-  fs <- gem(dat$x, dat$y, top = 2, threshold = 0, lambda = 1e-3)
+  fs <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "logistic", lambda = 1e-3)
   expect_true(fs$members[[1]]$head$single)
   Zs <- features(fs, dat$x)
   expect_equal(unname(colMeans(Zs)), rep(0, ncol(Zs)), tolerance = 1e-6)
@@ -179,7 +179,7 @@ test_that("the feature maps match their definitions", {
 
 test_that("the classifier is the penalised logistic regression on the features", {
   dat <- gem_toy(n = 400, d = 4)
-  fit <- gem(dat$x, dat$y, top = 2, threshold = 0, lambda = 1e-2, tol = 1e-9, maxit = 2000)
+  fit <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "logistic", lambda = 1e-2, tol = 1e-9, maxit = 2000)
   Z <- features(fit, dat$x)
   ref <- kernlearn:::.logistic_fit(Z, dat$y, lambda = 1e-2, tol = 1e-9, maxit = 2000)
   expect_equal(unname(fit$members[[1]]$head$coefficients), unname(ref$coefficients),
@@ -190,7 +190,7 @@ test_that("the classifier is the penalised logistic regression on the features",
   # the single-precision head (fused kernel) reaches the same optimum up to float rounding
   old <- options(kernlearn.gem_single_cells = 0)
   on.exit(options(old))
-  fs <- gem(dat$x, dat$y, top = 2, threshold = 0, lambda = 1e-2, tol = 1e-6, maxit = 2000)
+  fs <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "logistic", lambda = 1e-2, tol = 1e-6, maxit = 2000)
   expect_true(fs$members[[1]]$head$single)
   expect_equal(unname(predict(fs, dat$x, type = "prob")), unname(P), tolerance = 1e-3)
   expect_gt(mean(predict(fs, dat$x) == predict(fit, dat$x)), 0.99)
@@ -265,8 +265,9 @@ test_that("the calibrated least-squares head follows its definition", {
   x <- cv$x
   y <- cv$y
   tr <- 1:1000
-  err <- mean(predict(gem(x[tr, ], y[tr], top = 3, threshold = 1, head = "cls"), x[-tr, ]) != y[-tr])
-  lin <- gem(x[tr, ], y[tr], pairs = "none", degree = 1, head = "cls")
+  err <- mean(predict(gem(x[tr, ], y[tr], top = 3, threshold = 1, head = "cls", lambda = 0.5),
+                      x[-tr, ]) != y[-tr])
+  lin <- gem(x[tr, ], y[tr], pairs = "none", degree = 1, head = "cls", lambda = 0.5)
   expect_gt(mean(predict(lin, x[-tr, ]) != y[-tr]), err + 0.2)
   skip_if_not_installed("MASS")
   q <- MASS::qda(x[tr, ], y[tr])
@@ -275,7 +276,8 @@ test_that("the calibrated least-squares head follows its definition", {
 
 test_that("the calibrated least-squares head: single precision, threads, Gram and simplex", {
   dat <- gem_toy(n = 500, d = 5)
-  args <- list(dat$x, dat$y, top = 3, threshold = 0, head = "cls", maxit = 5, tol = 0)
+  args <- list(dat$x, dat$y, top = 3, threshold = 0, head = "cls", lambda = 0.5, maxit = 5,
+               tol = 0)
   f1 <- do.call(gem, c(args, threads = 1))
   f2 <- do.call(gem, c(args, threads = 2))
   expect_identical(f1$members[[1]]$head$delta, f2$members[[1]]$head$delta)
@@ -353,9 +355,9 @@ test_that("gem separates classes that differ only in their second moments", {
   x <- cv$x
   y <- cv$y
   tr <- 1:1000
-  fit <- gem(x[tr, ], y[tr], top = 3, threshold = 1, lambda = 1e-3)
+  fit <- gem(x[tr, ], y[tr], top = 3, threshold = 1, head = "logistic", lambda = 1e-3)
   err <- mean(predict(fit, x[-tr, ]) != y[-tr])
-  lin <- gem(x[tr, ], y[tr], pairs = "none", degree = 1, lambda = 1e-3)
+  lin <- gem(x[tr, ], y[tr], pairs = "none", degree = 1, head = "logistic", lambda = 1e-3)
   err_lin <- mean(predict(lin, x[-tr, ]) != y[-tr])
   expect_gt(err_lin, err + 0.2)
   # close to quadratic discriminant analysis, the Bayes rule for these Gaussian classes
@@ -382,7 +384,7 @@ test_that("ensembles combine members by the geometric mean of probabilities", {
   dat <- gem_toy(n = 600, d = 5, k = 5)
   set.seed(4)
   fit <- gem(dat$x, dat$y, pairs = "hypercube", ensemble = 3, top = 2, threshold = 0,
-             lambda = 1e-2)
+             head = "logistic", lambda = 1e-2)
   expect_length(fit$members, 3L)
   nd <- dat$x[1:30, ]
   logp <- 0
@@ -401,22 +403,22 @@ test_that("ensembles combine members by the geometric mean of probabilities", {
 test_that("deep GEM and GEM on random Fourier features fit and predict", {
   dat <- gem_toy(n = 500, d = 4)
   set.seed(7)
-  deep <- gem(dat$x, dat$y, depth = 2, top = 3, threshold = 1, degree = 2, lambda = 1e-2)
+  deep <- gem(dat$x, dat$y, depth = 2, top = 3, threshold = 1, degree = 2, head = "logistic", lambda = 1e-2)
   L1 <- deep$members[[1]]$layers[[1]]
   L2 <- deep$members[[1]]$layers[[2]]
   expect_equal(nrow(L2$V), 1L + 2L * ncol(L1$V))
   expect_true(L1$ones)
-  single <- gem(dat$x, dat$y, top = 3, threshold = 1, lambda = 1e-2)
+  single <- gem(dat$x, dat$y, top = 3, threshold = 1, head = "logistic", lambda = 1e-2)
   expect_gt(mean(predict(deep, dat$x) == dat$y), mean(predict(single, dat$x) == dat$y))
   set.seed(8)
-  rf <- gem(dat$x, dat$y, rff = list(dim = 40, gamma = 2), top = 3, threshold = 1, lambda = 1e-2)
+  rf <- gem(dat$x, dat$y, rff = list(dim = 40, gamma = 2), top = 3, threshold = 1, head = "logistic", lambda = 1e-2)
   expect_equal(dim(rf$members[[1]]$rff$W), c(4L, 40L))
   expect_equal(nrow(rf$members[[1]]$layers[[1]]$V), 40L)
   set.seed(8)
-  rf2 <- gem(dat$x, dat$y, rff = list(dim = 40, gamma = 2), top = 3, threshold = 1, lambda = 1e-2)
+  rf2 <- gem(dat$x, dat$y, rff = list(dim = 40, gamma = 2), top = 3, threshold = 1, head = "logistic", lambda = 1e-2)
   expect_identical(predict(rf2, dat$x, type = "prob"), predict(rf, dat$x, type = "prob"))
   base <- gem(dat$x, dat$y, rff = list(dim = 40, gamma = 2), pairs = "none", degree = 1,
-              lambda = 1e-2)
+              head = "logistic", lambda = 1e-2)
   expect_equal(base$members[[1]]$p, 40L)
   # The map is applied a block of rows at a time inside the moments and the features; the same
   # computation on the explicitly mapped rows (an independent cos(x W + b)) agrees.
@@ -440,7 +442,7 @@ test_that("deep GEM and GEM on random Fourier features fit and predict", {
   old_opt <- options(kernlearn.gem_single_cells = 1)
   on.exit(options(old_opt), add = TRUE)
   set.seed(8)
-  rf1 <- gem(dat$x, dat$y, rff = list(dim = 40, gamma = 2), top = 3, threshold = 1, lambda = 1e-2)
+  rf1 <- gem(dat$x, dat$y, rff = list(dim = 40, gamma = 2), top = 3, threshold = 1, head = "logistic", lambda = 1e-2)
   expect_true(rf1$members[[1]]$head$single)
   expect_equal(rf1$members[[1]]$center, attr(Fs, "center"), tolerance = 1e-5)
   options(old_opt)
@@ -451,7 +453,7 @@ test_that("deep GEM and GEM on random Fourier features fit and predict", {
 test_that("formula interface, factors, saveRDS and thread counts", {
   df <- data.frame(a = rnorm(300), b = runif(300), f = factor(sample(c("p", "q", "r"), 300, TRUE)))
   df$cls <- factor(ifelse(df$a^2 + (df$f == "q") > 1, "out", "in"))
-  fit <- gem(cls ~ ., data = df, top = 3, threshold = 1, lambda = 1e-3)
+  fit <- gem(cls ~ ., data = df, top = 3, threshold = 1, head = "logistic", lambda = 1e-3)
   expect_s3_class(fit, "gem")
   p1 <- predict(fit, df, type = "prob")
   f <- tempfile(fileext = ".rds")
@@ -527,4 +529,70 @@ test_that("kl_tune can tune gem", {
   tn <- kl_tune(gem, dat$x, dat$y, folds = 3, grid = list(lambda = c(1e-3, 1e-1)),
                 top = 2, threshold = 0)
   expect_true(tn$best$lambda %in% c(1e-3, 1e-1))
+})
+
+test_that("without lambda, gem chooses the penalty on held-out rows and refits with it", {
+  dat <- gem_toy(n = 600, d = 5)
+  set.seed(11)
+  fit <- gem(dat$x, dat$y, top = 3, threshold = 0)
+  h <- fit$members[[1]]$head
+  s <- h$search
+  expect_identical(h$type, "cls")
+  expect_true(fit$params$lambda_chosen)
+  expect_identical(fit$params$lambda, h$lambda)
+  expect_gte(nrow(s), 3L)
+  expect_equal(h$lambda, s$lambda[order(s$error, s$loss)[1L]])
+  val <- attr(s, "validation")
+  expect_equal(attr(s, "validation_rows"), length(val))
+  expect_equal(attr(s, "train_rows") + length(val), 600)
+  # stratified: every class is held out in proportion (a fifth)
+  expect_equal(as.vector(table(dat$y[val])), round(as.vector(table(dat$y)) / 5))
+  expect_output(print(fit), "lambda .* \\(chosen from [0-9]+ values by the error on 120 held-out rows")
+  # each validation error is that of calibrated least squares fitted on the other rows at that
+  # value, recomputed here on the model's own (standardised) features
+  Z <- features(fit, dat$x)
+  tr <- setdiff(seq_len(600), val)
+  for (i in seq_len(nrow(s))) {
+    f <- gem(Z[tr, ], dat$y[tr], pairs = "none", degree = 1, standardize = FALSE, scale = FALSE,
+             head = "cls", lambda = s$lambda[i], fitted = FALSE)
+    expect_equal(s$error[i], mean(predict(f, Z[val, ]) != dat$y[val]))
+  }
+  # the final model is the fit at the chosen value on all rows
+  set.seed(11)
+  ref <- gem(dat$x, dat$y, top = 3, threshold = 0, lambda = h$lambda)
+  expect_null(ref$members[[1]]$head$search)
+  expect_false(ref$params$lambda_chosen)
+  expect_equal(predict(fit, dat$x, type = "decision"), predict(ref, dat$x, type = "decision"),
+               tolerance = 1e-7)
+  # the logistic head: a warm-started path from the largest value down, then the full fit
+  set.seed(11)
+  lg <- gem(dat$x, dat$y, top = 3, threshold = 0, head = "logistic")
+  sl <- lg$members[[1]]$head$search
+  expect_true(all(diff(sl$lambda) < 0))
+  expect_equal(lg$params$lambda, sl$lambda[order(sl$error, sl$loss)[1L]])
+  set.seed(11)
+  lref <- gem(dat$x, dat$y, top = 3, threshold = 0, head = "logistic", lambda = lg$params$lambda)
+  expect_equal(predict(lg, dat$x, type = "prob"), predict(lref, dat$x, type = "prob"),
+               tolerance = 1e-4)
+})
+
+test_that("a small overfitting-prone set gets a larger penalty than a large one", {
+  make <- function(n, seed) {
+    set.seed(seed)
+    x <- matrix(rnorm(n * 30), n, 30)
+    y <- factor(ifelse(x[, 1] + x[, 2] + rnorm(n) > 0, "a", "b"))
+    list(x = x, y = y)
+  }
+  small <- make(150, 1)
+  large <- make(5000, 2)
+  set.seed(3)
+  fs <- gem(small$x, small$y, top = 5, threshold = 0, fitted = FALSE)
+  set.seed(3)
+  fl <- gem(large$x, large$y, top = 5, threshold = 0, fitted = FALSE)
+  expect_gt(fs$params$lambda, fl$params$lambda)
+  # too few rows to validate: the documented fallback, said in print()
+  few <- gem(small$x[1:40, ], small$y[1:40], top = 2, threshold = 0, fitted = FALSE)
+  expect_null(few$members[[1]]$head$search)
+  expect_equal(few$params$lambda, 1)
+  expect_output(print(few), "too few rows to validate")
 })
