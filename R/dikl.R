@@ -51,6 +51,27 @@
 #' \code{"logistic"}: multinomial logistic regression with L2 penalty
 #' \code{lambda} (the only head with class probabilities).
 #'
+#' \strong{Choosing the head's penalty.} When the head's penalty is not
+#' given (\code{cost} for \code{"svm"}, \code{lambda} otherwise), it is chosen
+#' on the learned features, as \code{cv.glmnet} would with one fold: the head
+#' is fitted on four fifths of the rows (for classes, a stratified split; at
+#' most 10000 rows are held out) for each value of a grid (cost \eqn{4^{-3},
+#' \dots, 4^3}{4^-3, ..., 4^3}; logistic \code{lambda} \eqn{10^{-1}, \dots,
+#' 10^{-5}}{10^-1, ..., 10^-5}; ridge \code{lambda} \eqn{10^{0}, \dots,
+#' 10^{-7}}{10^0, ..., 10^-7} times the number of rows fitted), scored on the rest by the error
+#' rate (mean squared error for a regression; among equal error rates the smaller squared
+#' hinge loss, deviance or squared error wins), and refitted on all rows with the best value.
+#' The table is kept in \code{fit$params$head_search} (its \code{"validation"} attribute
+#' holds the held-out rows). The map is trained on all rows, so the held-out rows are not
+#' unseen by it: the search compares penalties, it does not estimate the test error. With
+#' fewer than 50 rows the head uses \code{cost = 1} or \code{lambda = 1e-4}.
+#'
+#' \strong{Collapse.} A training run whose DI per row falls below a thousandth of its first
+#' epoch's value, or whose features stop varying across the rows (landmarks or frequencies
+#' driven away by too large a learning rate), is repeated from the same start with
+#' \code{lr / 10}, then \code{lr / 100}; if it still collapses, \code{dikl()} warns. The
+#' rate used is \code{fit$training$lr}, and \code{print()} reports a repeat.
+#'
 #' \strong{gamma.} By default \eqn{\gamma = 1 / \mathrm{median} \|x_i - x_j\|^2}{gamma = 1 / median ||x_i - x_j||^2}
 #' over pairs of at most 1000 training rows. \code{gamma = "cv"} chooses it as
 #' the paper did: 3-fold cross-validation of a linear SVM (or ridge regression)
@@ -81,8 +102,10 @@
 #' @param head \code{"svm"}, \code{"krr"} or \code{"logistic"}; default
 #'   \code{"svm"} for classification and \code{"krr"} (the only choice) for
 #'   regression.
-#' @param cost Cost of the linear SVM head.
-#' @param lambda Penalty of the \code{"krr"} and \code{"logistic"} heads.
+#' @param cost Cost of the linear SVM head; \code{NULL} (the default) chooses
+#'   it by validation (see Details).
+#' @param lambda Penalty of the \code{"krr"} and \code{"logistic"} heads;
+#'   \code{NULL} (the default) chooses it by validation (see Details).
 #' @param batch_size Rows per mini-batch; \code{NULL} for the paper's rule.
 #' @param lr Initial learning rate of Adam.
 #' @param max_epochs,patience,tol The stopping and decay rule (see Details).
@@ -131,7 +154,7 @@ dikl <- function(x, ...) UseMethod("dikl")
 #' @export
 dikl.formula <- function(formula, data, map = c("nystrom", "fourier"), dim = 100, gamma = NULL,
                          rho = 1e-4, objective = c("di", "ls", "ce", "none"),
-                         init = c("random", "kmeans"), head = NULL, cost = 1, lambda = 1e-4,
+                         init = c("random", "kmeans"), head = NULL, cost = NULL, lambda = NULL,
                          batch_size = NULL, lr = 1e-3, max_epochs = 100, patience = 3,
                          tol = 1e-4, scale = TRUE, fitted = TRUE, subset = NULL,
                          na.action = stats::na.fail, threads = NULL, ...) {
@@ -151,7 +174,7 @@ dikl.formula <- function(formula, data, map = c("nystrom", "fourier"), dim = 100
 #' @export
 dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma = NULL,
                          rho = 1e-4, objective = c("di", "ls", "ce", "none"),
-                         init = c("random", "kmeans"), head = NULL, cost = 1, lambda = 1e-4,
+                         init = c("random", "kmeans"), head = NULL, cost = NULL, lambda = NULL,
                          batch_size = NULL, lr = 1e-3, max_epochs = 100, patience = 3,
                          tol = 1e-4, scale = TRUE, fitted = TRUE, threads = NULL, ...) {
   caller <- "dikl()"
@@ -219,8 +242,8 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
     stop(sprintf("%s: dim = %d landmarks but only %d training rows; a Nystrom map needs dim <= rows",
                  caller, dim, n), call. = FALSE)
   .check_number(rho, "rho", lower = 0)
-  .check_number(cost, "cost", lower = 0, lower_open = TRUE)
-  .check_number(lambda, "lambda", lower = 0)
+  if (!is.null(cost)) .check_number(cost, "cost", lower = 0, lower_open = TRUE)
+  if (!is.null(lambda)) .check_number(lambda, "lambda", lower = 0)
   .check_number(lr, "lr", lower = 0, lower_open = TRUE)
   .check_number(max_epochs, "max_epochs", lower = 1, upper = 1e6, integer = TRUE)
   .check_number(patience, "patience", lower = 1, upper = 1e6, integer = TRUE)
@@ -280,19 +303,34 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
                    stop = "not trained", batch_size = as.integer(batch_size))
   t_train <- proc.time()[["elapsed"]]
   if (objective != "none") {
-    r <- tryCatch(
-      cpp_dikl_train(x, Y, classes, .dikl_map_code(map), gamma, P, b,
-                     .dikl_objective_code(objective), rho, 1e-10, as.integer(batch_size), lr,
-                     as.integer(max_epochs), as.integer(patience), tol, 0.1, threads,
-                     .kl_seed(), backend, .kl_progressor()),
-      error = function(e) stop(sprintf("%s: %s", caller, conditionMessage(e)),
-                               call. = FALSE))
+    # A training run that collapses (the DI falls to nothing, or the features stop varying) is
+    # repeated from the same start with a tenth of the learning rate, at most twice.
+    P0 <- P
+    b0 <- b
+    lr_used <- lr
+    collapsed <- NULL
+    for (attempt in 1:3) {
+      r <- tryCatch(
+        cpp_dikl_train(x, Y, classes, .dikl_map_code(map), gamma, P0, b0,
+                       .dikl_objective_code(objective), rho, 1e-10, as.integer(batch_size),
+                       lr_used, as.integer(max_epochs), as.integer(patience), tol, 0.1, threads,
+                       .kl_seed(), backend, .kl_progressor()),
+        error = function(e) stop(sprintf("%s: %s", caller, conditionMessage(e)),
+                                 call. = FALSE))
+      collapsed <- .dikl_collapse(r, map, gamma, x, objective, threads, backend)
+      if (is.null(collapsed)) break
+      if (attempt < 3L) lr_used <- lr_used / 10
+    }
+    if (!is.null(collapsed))
+      warning(sprintf("%s: the map's training collapsed (%s) with lr = %s and with lr / 10 and lr / 100; the model is unlikely to be useful: lower 'lr' or use objective = \"none\"",
+                      caller, collapsed, format(lr)), call. = FALSE)
     P <- r$P
     if (map == "fourier") b <- as.vector(r$b)
     trace <- data.frame(epoch = seq_along(r$trace), objective = r$trace, lr = r$lr)
     training <- list(objective = objective, epochs = r$epochs, steps = r$steps,
                      best_epoch = r$best_epoch, stop = r$stop,
-                     batch_size = as.integer(batch_size))
+                     batch_size = as.integer(batch_size), lr = lr_used,
+                     collapsed = collapsed)
   }
   training$seconds_map <- proc.time()[["elapsed"]] - t_train
   mp <- list(type = map, gamma = gamma, dim = dim)
@@ -308,14 +346,16 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
   colnames(mp[[if (map == "nystrom") "Z" else "W"]]) <- NULL
   Fx <- .dikl_features(mp, x, threads)
   t_head <- proc.time()[["elapsed"]]
-  hd <- .dikl_head_fit(head, Fx, inp$y, task, cost, lambda, threads)
+  sel <- .dikl_head_select(head, Fx, inp$y, task, cost, lambda, threads, inp$levels)
+  hd <- sel$head
+  if (head == "svm") cost <- hd$cost else lambda <- hd$lambda
   training$seconds_head <- proc.time()[["elapsed"]] - t_head
   training$seconds <- proc.time()[["elapsed"]] - t_start
   structure(list(map = mp, head = hd, trace = trace, training = training, gamma_cv = gamma_cv,
                  kmeans = kmeans_note, levels = inp$levels, task = task, spec = inp$spec, n = n,
                  params = list(map = map, dim = dim, gamma = gamma, rho = rho,
                                objective = objective, init = init, head = head, cost = cost,
-                               lambda = lambda, batch_size = as.integer(batch_size), lr = lr,
+                               lambda = lambda, head_search = sel$search, batch_size = as.integer(batch_size), lr = lr,
                                max_epochs = as.integer(max_epochs),
                                patience = as.integer(patience), tol = tol),
                  call = call),
@@ -347,6 +387,86 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
   if (mp$type == "nystrom")
     return(cpp_dikl_features(x, 0L, mp$gamma, mp$Z, numeric(), mp$T, threads, backend))
   cpp_dikl_features(x, 1L, 1, t(mp$W), mp$b, NULL, threads, backend)
+}
+
+# Why a trained map is unusable, or NULL: the DI per row fell below a thousandth of its first
+# epoch's value, or the features no longer vary across the rows.
+.dikl_collapse <- function(r, map, gamma, x, objective, threads, backend) {
+  tr <- r$trace
+  if (objective == "di" && length(tr) && is.finite(tr[1L]) && tr[1L] > 0 &&
+      !(utils::tail(tr, 1L) > 1e-3 * tr[1L]))
+    return(sprintf("DI per row %s after %s in the first epoch",
+                   format(signif(utils::tail(tr, 1L), 3)), format(signif(tr[1L], 3))))
+  if (any(!is.finite(r$P))) return("non-finite map parameters")
+  rows <- x[seq_len(min(nrow(x), 2000L)), , drop = FALSE]
+  Fx <- if (map == "nystrom") {
+    cpp_dikl_features(rows, 0L, gamma, r$P, numeric(), NULL, threads, backend)
+  } else {
+    cpp_dikl_features(rows, 1L, 1, r$P, as.vector(r$b), NULL, threads, backend)
+  }
+  s <- sqrt(pmax(colMeans(Fx^2) - colMeans(Fx)^2, 0))
+  if (!(max(s) > 1e-6 * max(1, max(abs(Fx))))) return("the features no longer vary across rows")
+  NULL
+}
+
+# The head, with its penalty (cost of the SVM, lambda of ridge or logistic regression) chosen
+# by validation when not given: each value of a grid is fitted on four fifths of the rows
+# (stratified for classes, at most 10000 held out) and scored on the rest by the error rate
+# (mean squared error for a regression); ties go to the stronger penalty. The head is then
+# refitted on all rows with the chosen value.
+.dikl_head_select <- function(head, Fx, y, task, cost, lambda, threads, levels) {
+  given <- if (head == "svm") cost else lambda
+  if (!is.null(given))
+    return(list(head = .dikl_head_fit(head, Fx, y, task, cost, lambda, threads), search = NULL))
+  val <- .kl_validation_rows(y)
+  n <- nrow(Fx)
+  # grid from the strongest penalty to the weakest; krr's lambda scales with the rows it sees
+  grid <- switch(head, svm = 4^(-3:3), logistic = 10^(-1:-5), krr = 10^(0:-7))
+  fit_at <- function(v, rows) {
+    m <- length(rows)
+    if (head == "svm") .dikl_head_fit(head, Fx[rows, , drop = FALSE], y[rows], task, v, NULL, threads)
+    else .dikl_head_fit(head, Fx[rows, , drop = FALSE], y[rows], task, NULL,
+                        if (head == "krr") v * m else v, threads)
+  }
+  if (is.null(val))
+    return(list(head = .dikl_head_fit(head, Fx, y, task, 1, 1e-4, threads), search = NULL))
+  tr <- setdiff(seq_len(n), val)
+  obj <- list(task = task, levels = levels)
+  yv <- y[val]
+  sc <- vapply(grid, function(v) {
+    obj$head <- fit_at(v, tr)
+    D <- .dikl_decision(obj, Fx[val, , drop = FALSE], threads)
+    if (task == "regression") return(rep(mean((as.vector(D) - yv)^2), 2L))
+    c(mean(.kl_decision_to_class(D, levels) != yv), .dikl_head_loss(head, D, yv, levels))
+  }, numeric(2))
+  err <- sc[1L, ]
+  loss <- sc[2L, ]
+  # the smallest error; among equal errors the smallest loss, then the stronger penalty
+  best <- order(err, loss, seq_along(grid))[1L]
+  search <- data.frame(value = grid, error = err, loss = loss)
+  names(search)[1L] <- if (head == "svm") "cost" else if (head == "krr") "lambda_per_row" else "lambda"
+  attr(search, "train_rows") <- length(tr)
+  attr(search, "validation_rows") <- length(val)
+  attr(search, "validation") <- val
+  list(head = fit_at(grid[best], seq_len(n)), search = search)
+}
+
+# A smooth validation loss of a classification head's decision values D (the tie-breaker of the
+# penalty search): the mean squared hinge loss of the one-vs-rest SVMs, the mean deviance of
+# logistic regression, the mean squared error of ridge regression on the one-hot classes.
+.dikl_head_loss <- function(head, D, y, levels) {
+  D <- as.matrix(D)
+  if (ncol(D) == 1L) {
+    t <- ifelse(y == levels[2L], 1, -1)
+    return(if (head == "svm") mean(pmax(0, 1 - t * D[, 1L])^2) else mean((D[, 1L] - t)^2))
+  }
+  Y <- outer(as.integer(y), seq_along(levels), "==") * 1
+  if (head == "svm") return(sum(pmax(0, 1 - (2 * Y - 1) * D)^2) / nrow(D))
+  if (head == "logistic") {
+    mx <- apply(D, 1L, max)
+    return(mean(mx + log(rowSums(exp(D - mx))) - rowSums(D * Y)))
+  }
+  mean(rowSums((D - Y)^2))
 }
 
 .dikl_head_fit <- function(head, Fx, y, task, cost, lambda, threads) {
@@ -492,10 +612,20 @@ print.dikl <- function(x, ...) {
   }
   if (p$map == "nystrom" && ncol(x$map$T) < p$dim)
     cat(sprintf("  whitened: %d of %d eigenvalues of k(Z, Z) kept\n", ncol(x$map$T), p$dim))
-  hd <- switch(x$head$type, svm = sprintf("linear SVM (cost %s)", format(p$cost)),
-               krr = sprintf("ridge regression (lambda %s)", format(p$lambda)),
-               logistic = sprintf("logistic regression (lambda %s)", format(p$lambda)))
-  cat(sprintf("  head: %s\n", hd))
+  hd <- switch(x$head$type, svm = sprintf("linear SVM (cost %s", format(signif(p$cost, 4))),
+               krr = sprintf("ridge regression (lambda %s", format(signif(p$lambda, 4))),
+               logistic = sprintf("logistic regression (lambda %s", format(signif(p$lambda, 4))))
+  s <- p$head_search
+  how <- if (is.null(s)) ")" else
+    sprintf(", chosen from %d values by the %s on %d held-out rows)", nrow(s),
+            if (x$task == "regression") "mean squared error" else "error rate",
+            as.integer(attr(s, "validation_rows")))
+  cat(sprintf("  head: %s%s\n", hd, how))
+  if (!is.null(x$training$collapsed))
+    cat(sprintf("  warning: the training collapsed (%s)\n", x$training$collapsed))
+  else if (!is.null(x$training$lr) && x$training$lr < p$lr)
+    cat(sprintf("  the training collapsed with lr = %s and was repeated with lr = %s\n",
+                format(p$lr), format(x$training$lr)))
   invisible(x)
 }
 

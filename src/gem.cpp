@@ -205,8 +205,9 @@ Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Ei
                                   Rcpp::Named("train_rows") = static_cast<double>(f.search.train_rows),
                                   Rcpp::Named("validation_rows") =
                                       static_cast<double>(f.search.validation_rows));
-    SEXP center = standardize ? Rcpp::wrap(f.center) : R_NilValue;
-    SEXP scale = standardize ? Rcpp::wrap(f.scale) : R_NilValue;
+    // RObject keeps them protected while the lists below allocate.
+    Rcpp::RObject center = standardize ? Rcpp::wrap(f.center) : R_NilValue;
+    Rcpp::RObject scale = standardize ? Rcpp::wrap(f.scale) : R_NilValue;
     if (head == 1) {
       const kl::ClsFit& c = f.cls;
       Rcpp::List link(c.link.size()), delta(c.delta.size());

@@ -32,8 +32,8 @@ t <- system.time(fit <- kernel_ridge(lettr ~ ., data = train,
 add("kernlearn::kernel_ridge (LS-SVM, gamma 16)", t[["elapsed"]], predict(fit, test))
 
 set.seed(1)
-t <- system.time(gf <- gem(lettr ~ ., data = train, ridge = 0.1, top = 16, threshold = 1.5,
-                           lambda = 1e-4, pairs = "hypercube"))
+t <- system.time(gf <- gem(lettr ~ ., data = train, top = 16, threshold = 1.5,
+                           pairs = "hypercube"))
 add("kernlearn::gem (hypercube pairs, top 16)", t[["elapsed"]], predict(gf, test))
 
 set.seed(1)

@@ -337,3 +337,51 @@ test_that("k-means landmarks start from distinct rows when the data have duplica
   expect_error(dikl(Species ~ ., data = few, dim = 4, objective = "none", init = "kmeans"),
                "at least dim = 4 distinct rows")
 })
+
+test_that("without cost or lambda, dikl chooses the head's penalty on held-out rows", {
+  set.seed(1)
+  fit <- dikl(Species ~ ., data = iris, dim = 20, max_epochs = 20)
+  s <- fit$params$head_search
+  expect_identical(names(s), c("cost", "error", "loss"))
+  expect_equal(fit$params$cost, s$cost[order(s$error, s$loss, seq_len(nrow(s)))[1L]])
+  expect_equal(fit$head$cost, fit$params$cost)
+  expect_output(print(fit), "linear SVM \\(cost .*, chosen from 7 values by the error rate on 30 held-out rows\\)")
+  # the errors recomputed from the model's own features and an independent linear SVM fit
+  val <- attr(s, "validation")
+  expect_equal(as.vector(table(iris$Species[val])), c(10, 10, 10))
+  Fx <- features(fit, iris)
+  tr <- setdiff(1:150, val)
+  for (i in seq_len(nrow(s))) {
+    h <- kernlearn:::.linear_svm_fit(Fx[tr, ], iris$Species[tr], cost = s$cost[i], loss = "l2")
+    expect_equal(s$error[i], mean(kernlearn:::.linear_svm_predict(h, Fx[val, ]) != iris$Species[val]))
+  }
+  # a given value skips the search
+  set.seed(1)
+  given <- dikl(Species ~ ., data = iris, dim = 20, max_epochs = 20, cost = 2)
+  expect_null(given$params$head_search)
+  expect_equal(given$head$cost, 2)
+  # ridge regression: the penalty grid scales with the rows fitted; the search minimises the
+  # held-out mean squared error
+  set.seed(2)
+  x <- matrix(runif(300 * 3), 300, 3)
+  y <- sin(4 * x[, 1]) + x[, 2] + rnorm(300, sd = 0.1)
+  r <- dikl(x, y, dim = 30, max_epochs = 10)
+  sr <- r$params$head_search
+  expect_identical(names(sr)[1L], "lambda_per_row")
+  expect_equal(r$params$lambda, sr$lambda_per_row[which.min(sr$error)] * 300)
+  expect_equal(sr$error, sr$loss)
+})
+
+test_that("a collapsed training is repeated with a lower learning rate, then reported", {
+  set.seed(1)
+  ok <- dikl(Species ~ ., data = iris, dim = 20, max_epochs = 30, lr = 5)
+  expect_lt(ok$training$lr, 5)
+  expect_null(ok$training$collapsed)
+  expect_gt(length(unique(predict(ok))), 2L)
+  expect_output(print(ok), "collapsed with lr = 5 and was repeated with lr = 0.5")
+  set.seed(1)
+  expect_warning(bad <- dikl(Species ~ ., data = iris, dim = 20, max_epochs = 30, lr = 1e4),
+                 "training collapsed \\(DI per row .*lower 'lr'")
+  expect_match(bad$training$collapsed, "DI per row")
+  expect_output(print(bad), "warning: the training collapsed")
+})

@@ -84,9 +84,9 @@ test_that("the iterative eigensolver agrees with the dense one", {
   y <- factor(sample(c("u", "v"), n, TRUE))
   x[y == "v", 1:12] <- x[y == "v", 1:12] %*% diag(seq(1.5, 4, length.out = 12))
   a <- suppressWarnings(gem(x, y, top = 8, threshold = 0, eigen_method = "dense", scale = FALSE,
-                            maxit = 5))
+                            head = "logistic", lambda = 1e-4, maxit = 5))
   b <- suppressWarnings(gem(x, y, top = 8, threshold = 0, eigen_method = "iterative",
-                            scale = FALSE, maxit = 5))
+                            scale = FALSE, head = "logistic", lambda = 1e-4, maxit = 5))
   La <- a$members[[1]]$layers[[1]]
   Lb <- b$members[[1]]$layers[[1]]
   expect_true(all(La$dense))
@@ -534,7 +534,7 @@ test_that("kl_tune can tune gem", {
 test_that("without lambda, gem chooses the penalty on held-out rows and refits with it", {
   dat <- gem_toy(n = 600, d = 5)
   set.seed(11)
-  fit <- gem(dat$x, dat$y, top = 3, threshold = 0)
+  fit <- gem(dat$x, dat$y, top = 3, threshold = 0, scale = FALSE)
   h <- fit$members[[1]]$head
   s <- h$search
   expect_identical(h$type, "cls")
@@ -557,22 +557,32 @@ test_that("without lambda, gem chooses the penalty on held-out rows and refits w
              head = "cls", lambda = s$lambda[i], fitted = FALSE)
     expect_equal(s$error[i], mean(predict(f, Z[val, ]) != dat$y[val]))
   }
-  # the final model is the fit at the chosen value on all rows
+  # the directions come from the training part: the moments of those rows alone give them
   set.seed(11)
-  ref <- gem(dat$x, dat$y, top = 3, threshold = 0, lambda = h$lambda)
-  expect_null(ref$members[[1]]$head$search)
-  expect_false(ref$params$lambda_chosen)
-  expect_equal(predict(fit, dat$x, type = "decision"), predict(ref, dat$x, type = "decision"),
-               tolerance = 1e-7)
+  ref_dir <- gem(dat$x[tr, ], dat$y[tr], top = 3, threshold = 0, lambda = 1, scale = FALSE,
+                 fitted = FALSE)
+  expect_equal(fit$members[[1]]$layers[[1]]$V, ref_dir$members[[1]]$layers[[1]]$V,
+               tolerance = 1e-8)
+  # the final head is the fit at the chosen value on all rows
+  ref <- gem(Z, dat$y, pairs = "none", degree = 1, standardize = FALSE, scale = FALSE,
+             head = "cls", lambda = h$lambda, fitted = FALSE)
+  expect_equal(unname(predict(fit, dat$x, type = "decision")),
+               unname(predict(ref, Z, type = "decision")), tolerance = 1e-7)
+  # a given lambda: no search, directions from all rows
+  set.seed(11)
+  given <- gem(dat$x, dat$y, top = 3, threshold = 0, lambda = h$lambda, scale = FALSE)
+  expect_null(given$members[[1]]$head$search)
+  expect_false(given$params$lambda_chosen)
   # the logistic head: a warm-started path from the largest value down, then the full fit
   set.seed(11)
-  lg <- gem(dat$x, dat$y, top = 3, threshold = 0, head = "logistic")
+  lg <- gem(dat$x, dat$y, top = 3, threshold = 0, head = "logistic", scale = FALSE)
   sl <- lg$members[[1]]$head$search
   expect_true(all(diff(sl$lambda) < 0))
   expect_equal(lg$params$lambda, sl$lambda[order(sl$error, sl$loss)[1L]])
-  set.seed(11)
-  lref <- gem(dat$x, dat$y, top = 3, threshold = 0, head = "logistic", lambda = lg$params$lambda)
-  expect_equal(predict(lg, dat$x, type = "prob"), predict(lref, dat$x, type = "prob"),
+  Zl <- features(lg, dat$x)
+  lref <- gem(Zl, dat$y, pairs = "none", degree = 1, standardize = FALSE, scale = FALSE,
+              head = "logistic", lambda = lg$params$lambda, fitted = FALSE)
+  expect_equal(unname(predict(lg, dat$x, type = "prob")), unname(predict(lref, Zl, type = "prob")),
                tolerance = 1e-4)
 })
 

@@ -1,0 +1,120 @@
+# gem() and dikl() with their defaults against a cross-validated multinomial ridge
+# (glmnet::cv.glmnet, alpha = 0), ranger and a tuned kernel_svm, on every multiclass set of the
+# data directory: test error and fit time side by side, one run.
+#
+#   KERNLEARN_DATA_DIR=/path/to/data Rscript bench/gem_defaults.R [sets] [methods]
+#
+# sets: comma-separated (default: all multiclass sets held: mnist, letter, covtype20k,
+# pendigits, satimage, shuttle, thyroid); methods: comma-separated among gem, dikl, glmnet,
+# ranger, svm (default all). Each set uses its standard train / test split when it has one,
+# else a random 70 / 30 split (seed 1); MNIST pixels are divided by 255. Every learner is
+# called with its defaults and set.seed(1) before the fit:
+#   gem(x, y), dikl(x, y), ranger::ranger(x = x, y = y, num.threads = 2) (500 trees);
+#   cv.glmnet(x, y, family = "multinomial", alpha = 0) on the non-constant columns (5 folds;
+#     3 folds and 30 penalties above 20000 rows), lambda.min;
+#   kernel_svm: cost in 2^(0, 3, 6) x gamma in (1, 4, 16) / ncol(x) tuned by 3-fold kl_tune on
+#     at most 5000 training rows (inputs in [0, 1]), then fitted on all training rows
+#     (the fit time includes the tuning).
+# Appends one row per set and method to bench/results/gem_defaults.csv.
+suppressMessages(library(kernlearn))
+args <- commandArgs(trailingOnly = TRUE)
+all_sets <- c("mnist", "letter", "covtype20k", "pendigits", "satimage", "shuttle", "thyroid")
+sets <- if (length(args) && nzchar(args[1])) strsplit(args[1], ",")[[1]] else all_sets
+methods <- if (length(args) > 1) strsplit(args[2], ",")[[1]] else
+  c("gem", "dikl", "glmnet", "ranger", "svm")
+out <- file.path("bench", "results", "gem_defaults.csv")
+threads <- 2L
+options(kernlearn.threads = threads)
+clock <- function() proc.time()[["elapsed"]]
+
+split_of <- function(name) {
+  d <- kl_dataset(name)
+  x <- d$x
+  y <- d$y
+  if (name == "mnist") x <- x / 255
+  if (is.null(d$train)) {
+    set.seed(1)
+    tr <- sort(sample(nrow(x), round(0.7 * nrow(x))))
+  } else {
+    tr <- d$train
+  }
+  list(x = x[tr, , drop = FALSE], y = droplevels(y[tr]), xt = x[-tr, , drop = FALSE],
+       yt = factor(y[-tr], levels = levels(droplevels(y[tr]))))
+}
+
+record <- function(set, method, err, secs, note) {
+  row <- data.frame(set = set, method = method, test_error = round(100 * err, 3),
+                    seconds = round(secs, 2), note = note, date = format(Sys.Date()),
+                    stringsAsFactors = FALSE)
+  print(row)
+  old <- if (file.exists(out)) utils::read.csv(out, stringsAsFactors = FALSE) else NULL
+  utils::write.csv(rbind(old, row), out, row.names = FALSE)
+}
+
+for (s in sets) {
+  sp <- split_of(s)
+  n <- nrow(sp$x)
+  cat(sprintf("== %s: %d training rows, %d test rows, %d features, %d classes\n", s, n,
+              nrow(sp$xt), ncol(sp$x), nlevels(sp$y)))
+  if ("gem" %in% methods) {
+    set.seed(1)
+    t0 <- clock()
+    f <- gem(sp$x, sp$y)
+    secs <- clock() - t0
+    h <- f$members[[1]]$head
+    record(s, "gem (defaults)", mean(predict(f, sp$xt) != sp$yt), secs,
+           sprintf("%s head, lambda %s chosen from %d values; %d features",
+                   h$type, format(signif(h$lambda, 3)), NROW(h$search), f$members[[1]]$p))
+    rm(f)
+  }
+  if ("dikl" %in% methods) {
+    set.seed(1)
+    t0 <- clock()
+    f <- dikl(sp$x, sp$y)
+    secs <- clock() - t0
+    record(s, "dikl (defaults)", mean(predict(f, sp$xt) != sp$yt), secs,
+           sprintf("%s head, cost %s; %d epochs (%s)", f$head$type,
+                   format(signif(f$params$cost, 3)), f$training$epochs, f$training$stop))
+    rm(f)
+  }
+  if ("glmnet" %in% methods) {
+    keep <- apply(sp$x, 2, function(v) max(v) > min(v))
+    big <- n > 20000L
+    set.seed(1)
+    t0 <- clock()
+    g <- glmnet::cv.glmnet(sp$x[, keep], sp$y, family = "multinomial", alpha = 0,
+                           nfolds = if (big) 3 else 5, nlambda = if (big) 30 else 100)
+    secs <- clock() - t0
+    p <- factor(predict(g, sp$xt[, keep], type = "class", s = "lambda.min"),
+                levels = levels(sp$y))
+    record(s, "cv.glmnet multinomial ridge", mean(p != sp$yt), secs,
+           sprintf("lambda.min %s, %d folds", format(signif(g$lambda.min, 3)),
+                   if (big) 3L else 5L))
+    rm(g)
+  }
+  if ("ranger" %in% methods) {
+    set.seed(1)
+    t0 <- clock()
+    r <- ranger::ranger(x = sp$x, y = sp$y, num.threads = threads)
+    secs <- clock() - t0
+    p <- predict(r, sp$xt, num.threads = threads)$predictions
+    record(s, "ranger (500 trees)", mean(p != sp$yt), secs, "")
+    rm(r)
+  }
+  if ("svm" %in% methods) {
+    set.seed(1)
+    t0 <- clock()
+    sub <- if (n > 5000L) sort(sample(n, 5000L)) else seq_len(n)
+    d <- ncol(sp$x)
+    tu <- kl_tune(kernel_svm, sp$x[sub, , drop = FALSE], sp$y[sub],
+                  grid = list(cost = 2^c(0, 3, 6), gamma = c(1, 4, 16) / d), folds = 3,
+                  refit = FALSE)
+    best <- tu$best
+    f <- kernel_svm(sp$x, sp$y, cost = best$cost, gamma = best$gamma, fitted = FALSE)
+    secs <- clock() - t0
+    record(s, "kernel_svm (tuned)", mean(predict(f, sp$xt) != sp$yt), secs,
+           sprintf("cost %s, gamma %s (3-fold CV on %d rows)", format(best$cost),
+                   format(signif(best$gamma, 3)), length(sub)))
+    rm(f)
+  }
+}
