@@ -96,7 +96,8 @@
 #' error favours too large a penalty); the feature standardisation, which does
 #' not use the labels, comes from all rows. The logistic head follows a decreasing path \eqn{10^{-1}, 10^{-1.5},
 #' \dots, 10^{-4}}{10^-1, 10^-1.5, ..., 10^-4}, each fit started from the
-#' previous solution, and stops after two values without improvement; the final
+#' previous solution and limited to 100 iterations (the path only ranks the
+#' penalties), and stops after two values without improvement; the final
 #' fit starts from the solution of the chosen value. Calibrated least squares
 #' tries powers of 4 from \eqn{4^{-7}}{4^-7} to \eqn{4^4}{4^4}: all of them
 #' when a factorisation and its steps cost little next to the Gram matrix, and
@@ -462,20 +463,12 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
                    caller, d, .name_list(lev[small]), paste(counts[small], collapse = ", ")),
            call. = FALSE)
   }
-  res <- tryCatch(
+  res <- .kl_name_classes(
     cpp_gem_directions(z, as.integer(y) - 1L, K, pm[, 1L] - 1L, pm[, 2L] - 1L, st$ridge,
                        st$ridge_type == "relative", st$top, st$threshold,
                        .gem_method_code(eigen_method), 1e-8, threads, .kl_seed(), progress,
                        rmap$W, rmap$b),
-    error = function(e) {
-      msg <- conditionMessage(e)
-      hit <- regmatches(msg, regexpr("class [0-9]+", msg))
-      if (length(hit)) {
-        j <- as.integer(sub("class ", "", hit))
-        msg <- sub("class [0-9]+", sprintf("class '%s'", lev[j]), msg)
-      }
-      stop(sprintf("%s: %s", caller, msg), call. = FALSE)
-    })
+    lev, caller)
   spectra <- lapply(res, function(r) as.vector(r$spectrum))
   kept <- vapply(res, function(r) ncol(r$vectors), integer(1))
   V <- do.call(cbind, lapply(res, function(r) r$vectors))
@@ -597,10 +590,12 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
     idx <- sort(sample.int(n, m0))
     if (all(tabulate(yi[idx] + 1L, K) > 0L)) sub <- idx
   }
-  h <- cpp_gem_head(z, last$V, .gem_base_code(last$nonlinearity), last$degree, last$keep_input,
-                    last$ones, standardize, yi, K, grid, as.integer(n_train), as.integer(start),
-                    exhaustive, as.integer(maxit), as.double(tol), threads, sub, single,
-                    if (head == "cls") 1L else 0L, progress, pre$W, pre$b)
+  h <- .kl_name_classes(
+    cpp_gem_head(z, last$V, .gem_base_code(last$nonlinearity), last$degree, last$keep_input,
+                 last$ones, standardize, yi, K, grid, as.integer(n_train), as.integer(start),
+                 exhaustive, as.integer(maxit), as.double(tol), threads, sub, single,
+                 if (head == "cls") 1L else 0L, progress, pre$W, pre$b),
+    lev, caller)
   search <- if (is.null(h$search)) NULL
             else structure(data.frame(lambda = h$search$lambda, error = h$search$error,
                                       loss = h$search$loss),

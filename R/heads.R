@@ -78,8 +78,10 @@
   }
   lev <- levels(y)
   K <- length(lev)
-  r <- cpp_logistic_fit(x, as.integer(y) - 1L, K, as.double(lambda), weights,
-                        as.integer(maxit), as.double(tol), threads, 1e-14, 10L, progress)
+  r <- .kl_name_classes(
+    cpp_logistic_fit(x, as.integer(y) - 1L, K, as.double(lambda), weights, as.integer(maxit),
+                     as.double(tol), threads, 1e-14, 10L, progress),
+    lev, caller)
   coef <- r$coefficients
   dimnames(coef) <- list(colnames(x), lev)
   intercept <- as.vector(r$intercept)

@@ -142,3 +142,18 @@
   }), use.names = FALSE)
   sort(val)
 }
+
+# Evaluates expr (a call into the core) and turns its errors into R errors prefixed by the
+# caller. An error about one class (condition "kl_class_error", which the core raises with the
+# class number) names the class by its level; this is the one place where that happens.
+.kl_name_classes <- function(expr, levels, caller) {
+  # one handler: tryCatch() nests several, so an error raised by an inner one would reach the
+  # outer one
+  tryCatch(expr, error = function(e) {
+    if (!inherits(e, "kl_class_error"))
+      stop(sprintf("%s: %s", caller, conditionMessage(e)), call. = FALSE)
+    lab <- if (e$index >= 1L && e$index <= length(levels)) sprintf("class '%s'", levels[e$index])
+           else sprintf("class %d", e$index)
+    stop(sprintf("%s: %s%s%s", caller, e$before, lab, e$after), call. = FALSE)
+  })
+}

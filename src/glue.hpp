@@ -117,15 +117,31 @@ inline kl::KernelPtr kernel_from_r(const Rcpp::List& k) {
   throw kl::Error("unknown kernel \"" + name + "\"");
 }
 
+// A core error about one class as an R condition of class "kl_class_error" that carries the
+// parts of the message and the class number (1-based), for R to name the class by its level
+// (.kl_name_classes() in R/utils.R). Signalled through R's stop(), so it does not return.
+[[noreturn]] inline void stop_class_error(const kl::ClassError& e) {
+  Rcpp::List cond = Rcpp::List::create(
+      Rcpp::Named("message") = std::string(e.what()), Rcpp::Named("call") = R_NilValue,
+      Rcpp::Named("before") = e.before, Rcpp::Named("after") = e.after,
+      Rcpp::Named("index") = e.index + 1);
+  cond.attr("class") = Rcpp::CharacterVector::create("kl_class_error", "error", "condition");
+  Rcpp::Function stop("stop", R_BaseEnv);
+  stop(cond);
+  throw Rcpp::exception(e.what(), false);  // not reached: stop() does not return
+}
+
 // The error boundary of the glue: every export runs its body through guard(). A core interrupt
 // becomes an R interrupt condition (as Ctrl-C at the R prompt), core errors R errors with the
-// core's message and no C++ call in it.
+// core's message and no C++ call in it (errors about a class: see stop_class_error()).
 template <class F>
 auto guard(F f) -> decltype(f()) {
   try {
     return f();
   } catch (const kl::Interrupted&) {
     throw Rcpp::internal::InterruptedException();
+  } catch (const kl::ClassError& e) {
+    stop_class_error(e);
   } catch (const kl::Error& e) {
     throw Rcpp::exception(e.what(), false);
   } catch (const std::bad_alloc&) {

@@ -24,6 +24,16 @@ struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An error about one class, which the core knows only by its index: the message is
+// before + "class " + (index + 1) + after. The glue passes the index to R, which names the class
+// by its label.
+struct ClassError : Error {
+  int index;
+  std::string before, after;
+  ClassError(int i, const std::string& b, const std::string& a)
+      : Error(b + "class " + std::to_string(i + 1) + a), index(i), before(b), after(a) {}
+};
+
 // A penalty chosen by validation: the values tried (in the order tried), their error rates on
 // the validation rows and a smoother validation loss (the tie-breaker), the value chosen, and
 // the sizes of the two parts.

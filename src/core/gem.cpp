@@ -293,9 +293,9 @@ std::vector<GemPair> gem_directions(const ClassMoments& M, const std::vector<int
   }
   for (int j : dens)
     if (failed[static_cast<std::size_t>(j)])
-      throw Error("the regularised second-moment matrix of class " + std::to_string(j + 1) +
-                  " is singular (a class with fewer rows than columns, or constant columns); "
-                  "use a larger ridge");
+      throw ClassError(j, "the regularised second-moment matrix of ",
+                       " is singular (a class with fewer rows than columns, or constant "
+                       "columns); use a larger ridge");
   cb.check();
 
   std::vector<GemPair> out(P);

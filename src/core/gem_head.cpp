@@ -34,7 +34,10 @@ LogisticFit select_path(const LogisticOptions& opt, const std::vector<double>& g
   if (grid.empty()) throw Error("logistic: empty penalty grid");
   for (std::size_t i = 1; i < grid.size(); ++i)
     if (!(grid[i] < grid[i - 1])) throw Error("logistic: the penalty grid must be decreasing");
+  // The path's fits are warm-started and only rank the penalties: their iterations are capped
+  // (the final fit has the full budget).
   LogisticOptions o = opt;
+  o.max_iter = std::min(opt.max_iter, 100);
   LogisticFit best_fit;
   double best_err = std::numeric_limits<double>::infinity(), best_dev = best_err;
   int since = 0;
@@ -63,6 +66,7 @@ LogisticFit select_path(const LogisticOptions& opt, const std::vector<double>& g
     }
   }
   o.lambda = search.chosen;
+  o.max_iter = opt.max_iter;
   o.init_coef = best_fit.coef;
   o.init_intercept = best_fit.intercept;
   return final(o, cb.stage(0.7, 1.0));

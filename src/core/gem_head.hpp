@@ -53,8 +53,9 @@ GemHeadFit gem_head_fit(const CMatRef& z, const CMatRef& V, int base, int degree
 // The logistic-regression penalty chosen by validation along a warm-started path (grid
 // descending): each value is fitted on rows [0, n_train) starting from the previous solution and
 // scored on the rest by its error rate (ties broken by the mean deviance); the path stops after
-// `patience` values without improvement. The result is the fit on all rows at the chosen value,
-// started from its training-part solution.
+// `patience` values without improvement. The path's fits stop after at most 100 iterations
+// (they only rank the penalties). The result is the fit on all rows at the chosen value, started
+// from its training-part solution, with the full iteration budget.
 LogisticFit logistic_fit_select(const CMatRef& X, Eigen::Index n_train, const IVec& y, int K,
                                 const LogisticOptions& opt, const std::vector<double>& grid,
                                 int patience, HeadSearch& search, int& path_iterations,

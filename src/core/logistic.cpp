@@ -129,8 +129,7 @@ LogisticFit logistic_fit(const CMatRef& x, const IVec& y, int K, const Vec& w,
   for (Eigen::Index i = 0; i < n; ++i) freq[y[i]] += wn[i];
   for (int k = 0; k < K; ++k)
     if (!(freq[k] > 0.0))
-      throw Error("logistic: class " + std::to_string(k + 1) +
-                  " has no observations with positive weight");
+      throw ClassError(k, "logistic: ", " has no observations with positive weight");
 
   const Vec theta = logistic_start(opt, freq, p, K);
 

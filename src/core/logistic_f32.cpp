@@ -191,7 +191,7 @@ LogisticFit logistic_fit_f32(const RowMajorF32& X, const IVec& y, int K,
   }
   for (int k = 0; k < K; ++k)
     if (!(freq[k] > 0.0))
-      throw Error("logistic: class " + std::to_string(k + 1) + " has no observations");
+      throw ClassError(k, "logistic: ", " has no observations");
   const int Kp = ((K + 7) / 8) * 8;
   const bool avx = use_avx2();
   const RowBlocks bl = make_row_blocks(n);

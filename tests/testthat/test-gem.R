@@ -606,3 +606,19 @@ test_that("a small overfitting-prone set gets a larger penalty than a large one"
   expect_equal(few$params$lambda, 1)
   expect_output(print(few), "too few rows to validate")
 })
+
+test_that("an error the core raises about a class names the class by its level", {
+  dat <- gem_toy(n = 300, d = 4)
+  x <- cbind(dat$x, 0)  # a constant column: every second-moment matrix is singular
+  y <- factor(dat$y, labels = c("alpha", "beta", "gamma"))
+  err <- tryCatch(gem(x, y, ridge = 0, top = 2, threshold = 0, scale = FALSE, lambda = 1),
+                  error = function(e) conditionMessage(e))
+  expect_match(err, "^gem\\(\\): the regularised second-moment matrix of class '(alpha|beta|gamma)' is singular")
+  # the condition the glue raises carries the class number for R to name
+  cond <- tryCatch(kernlearn:::cpp_gem_directions(x, as.integer(y) - 1L, 3L, 0L, 1L, 0, FALSE,
+                                                  2L, 0, 0L, 1e-8, 1L, c(1L, 2L)),
+                   error = function(e) e)
+  expect_s3_class(cond, "kl_class_error")
+  expect_identical(cond$index, 2L)
+  expect_match(conditionMessage(cond), "class 2 is singular")
+})
