@@ -350,6 +350,16 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
   hd <- sel$head
   if (head == "svm") cost <- hd$cost else lambda <- hd$lambda
   training$seconds_head <- proc.time()[["elapsed"]] - t_head
+  if (task == "classification") {
+    # A model that gives every training row the same class, when no class holds 90% of them,
+    # has not learned from the features.
+    pred <- .kl_decision_to_class(.dikl_decision(list(head = hd, task = task, levels = inp$levels),
+                                                 Fx, threads), inp$levels)
+    share <- max(tabulate(as.integer(inp$y), nlevels(inp$y))) / n
+    if (length(unique(pred)) == 1L && share < 0.9)
+      warning(sprintf("%s: the model predicts class '%s' for every training row; the map's features do not separate the classes (lower 'lr', change 'gamma', or use objective = \"none\")",
+                      caller, as.character(pred[1L])), call. = FALSE)
+  }
   training$seconds <- proc.time()[["elapsed"]] - t_start
   structure(list(map = mp, head = hd, trace = trace, training = training, gamma_cv = gamma_cv,
                  kmeans = kmeans_note, levels = inp$levels, task = task, spec = inp$spec, n = n,
