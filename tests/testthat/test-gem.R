@@ -622,3 +622,21 @@ test_that("an error the core raises about a class names the class by its level",
   expect_identical(cond$index, 2L)
   expect_match(conditionMessage(cond), "class 2 is singular")
 })
+
+test_that("the demo's GEM and DI fits converge without a warning", {
+  skip_if_not_installed("mlbench")
+  data("LetterRecognition", package = "mlbench", envir = environment())
+  d <- LetterRecognition
+  x <- as.matrix(d[, -1])
+  mn <- apply(x[1:4000, ], 2, min)
+  rg <- apply(x[1:4000, ], 2, max) - mn
+  d[, -1] <- sweep(sweep(x, 2, mn), 2, rg, "/")
+  train <- d[1:4000, ]
+  set.seed(1)
+  expect_warning(gf <- gem(lettr ~ ., data = train, top = 16, threshold = 1.5,
+                           pairs = "hypercube"), NA)
+  expect_true(gf$members[[1]]$head$converged)
+  expect_true(gf$params$lambda_chosen)
+  set.seed(1)
+  expect_warning(dikl(lettr ~ ., data = train, dim = 300, gamma = 16, max_epochs = 40), NA)
+})
