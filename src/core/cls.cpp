@@ -162,10 +162,11 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-// The fit on the rows of s (labels y[0 .. rows - 1]) from their Gram matrix G ([X 1]'[X 1],
-// unscaled); progress is reported on [0, 1] of cb.
+// The fit on the rows of s (labels y[0 .. rows - 1]) from their Gram matrix A ([X 1]'[X 1],
+// unscaled; taken by value and factored in place, so a caller that no longer needs it moves it
+// in); progress is reported on [0, 1] of cb.
 template <class Src>
-ClsFit cls_fit_from_gram(const Src& s, const IVec& y, int K, const ClsOptions& opt, const Mat& G,
+ClsFit cls_fit_from_gram(const Src& s, const IVec& y, int K, const ClsOptions& opt, Mat A,
                          const Callbacks& cb) {
   const Eigen::Index n = s.rows(), p = s.cols();
   check_cls_args(n, y, K, opt.lambda);
@@ -173,7 +174,7 @@ ClsFit cls_fit_from_gram(const Src& s, const IVec& y, int K, const ClsOptions& o
   const double rn = std::sqrt(static_cast<double>(n));
   const double chol_share = 0.5;
   const auto t1 = Clock::now();
-  Mat A = 0.5 * G;
+  A *= 0.5;
   A.diagonal().array() += opt.lambda * rn;
   cb.check();
   // Exactly collinear features with lambda = 0 can leave tiny positive pivots from rounding:
@@ -236,10 +237,9 @@ ClsFit cls_fit_impl(const Src& s, const IVec& y, int K, const ClsOptions& opt,
   if (y.size() != s.rows()) throw Error("cls: labels and rows differ in number");
   const double gram_share = 0.6;
   const auto t0 = Clock::now();
-  const Mat G = gram_impl(s, clamp_threads(opt.threads), SimdLevel::avx512,
-                          cb.stage(0.0, gram_share));
+  Mat G = gram_impl(s, clamp_threads(opt.threads), SimdLevel::avx512, cb.stage(0.0, gram_share));
   const double sg = seconds_between(t0, Clock::now());
-  ClsFit f = cls_fit_from_gram(s, y, K, opt, G, cb.stage(gram_share, 1.0));
+  ClsFit f = cls_fit_from_gram(s, y, K, opt, std::move(G), cb.stage(gram_share, 1.0));
   f.seconds_gram = sg;
   return f;
 }
@@ -290,7 +290,7 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
   const auto t0 = Clock::now();
   // The Gram matrix of all rows is the sum of those of the two parts.
   Mat G = gram_impl(train, threads, SimdLevel::avx512, cb.stage(0.0, 0.3));
-  const Mat Gv = gram_impl(val, threads, SimdLevel::avx512, cb.stage(0.3, 0.4));
+  Mat Gv = gram_impl(val, threads, SimdLevel::avx512, cb.stage(0.3, 0.4));
   const double sg = seconds_between(t0, Clock::now());
   const IVec yt = y.head(nt), yv = y.tail(nv);
   const int m = static_cast<int>(grid.size());
@@ -302,7 +302,7 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
     if (err[static_cast<std::size_t>(i)] >= 0) return;
     ClsOptions o = opt;
     o.lambda = grid[static_cast<std::size_t>(i)];
-    const ClsFit f = cls_fit_from_gram(train, yt, K, o, G, Callbacks(cb).stage(0.4, 0.4));
+    const ClsFit f = cls_fit_from_gram(train, yt, K, o, G, cb.stage(0.4, 0.4));
     double e = 0, b = 0;
     score_validation(cls_scores_impl(val, f, threads), yv, e, b);
     err[static_cast<std::size_t>(i)] = e;
@@ -343,9 +343,10 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
   }
   search.chosen = grid[static_cast<std::size_t>(best)];
   G += Gv;
+  Gv.resize(0, 0);
   ClsOptions o = opt;
   o.lambda = search.chosen;
-  ClsFit f = cls_fit_from_gram(all, y, K, o, G, cb.stage(0.4, 1.0));
+  ClsFit f = cls_fit_from_gram(all, y, K, o, std::move(G), cb.stage(0.4, 1.0));
   f.seconds_gram = sg;
   f.seconds_search = seconds_between(t0, Clock::now()) - sg - f.seconds_factor - f.seconds_steps;
   return f;
