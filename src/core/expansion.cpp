@@ -1,6 +1,9 @@
 #include "expansion.hpp"
 
+#include "kernels.hpp"
+
 #include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -147,16 +150,36 @@ void apply_expansion(CMatRef Kb, const std::vector<SparseMachine>& machines,
     }
     return;
   }
-  const int nt = S > 1 ? clamp_threads(threads) : 1;
+  const int nt = clamp_threads(threads);
   (void)nt;
+  if (S >= nt || Kb.rows() < 256) {
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 4) if (nt > 1)
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 4) if (nt > 1 && S > 1)
 #endif
-  for (int t = 0; t < S; ++t) {
-    const SparseMachine& sm = machines[pl.sparse[t]];
-    auto d = dec.col(pl.sparse[t]);
-    d.setConstant(-sm.rho);
-    for (std::size_t s = 0; s < sm.col.size(); ++s) d.noalias() += sm.coef[s] * Kb.col(sm.col[s]);
+    for (int t = 0; t < S; ++t) {
+      const SparseMachine& sm = machines[pl.sparse[t]];
+      auto d = dec.col(pl.sparse[t]);
+      d.setConstant(-sm.rho);
+      for (std::size_t s = 0; s < sm.col.size(); ++s)
+        d.noalias() += sm.coef[s] * Kb.col(sm.col[s]);
+    }
+    return;
+  }
+  // Fewer machines than threads (a binary SVM): the threads share the rows instead. Each row's
+  // sum runs over the points in the same order either way.
+  const Eigen::Index chunk = 128, nchunks = (Kb.rows() + chunk - 1) / chunk;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static)
+#endif
+  for (Eigen::Index c = 0; c < nchunks; ++c) {
+    const Eigen::Index lo = c * chunk, len = std::min(chunk, Kb.rows() - lo);
+    for (int t = 0; t < S; ++t) {
+      const SparseMachine& sm = machines[pl.sparse[t]];
+      auto d = dec.col(pl.sparse[t]).segment(lo, len);
+      d.setConstant(-sm.rho);
+      for (std::size_t s = 0; s < sm.col.size(); ++s)
+        d.noalias() += sm.coef[s] * Kb.col(sm.col[s]).segment(lo, len);
+    }
   }
 }
 
@@ -178,10 +201,60 @@ void kernel_expansion(Backend& be, const Kernel& kernel, CMatRef X, CMatRef cent
   for (const SparseMachine& sm : machines)
     for (int c : sm.col)
       if (c < 0 || c >= nc) throw Error("a machine refers to a point the model does not have");
+  const ExpansionPlan plan = plan_expansion(machines, nc);
+  threads = clamp_threads(threads);
+  if (nc > 0 && !(be.is_gpu() && be.computes(kernel))) {
+    // On the processor: each thread takes whole row blocks, small enough that their kernel
+    // values stay in its cache between the kernel and the products (about 2 MB; at least 256
+    // rows when the kernel block is a matrix product, so the centers are packed rarely).
+    // Every row's values are computed the same way whatever the number of threads.
+    const bool direct = kernel.standard() && X.cols() <= kDirectKernelCols;
+    const Eigen::Index by_cache = (2 << 20) / (8 * nc);
+    const Eigen::Index bs = std::min<Eigen::Index>(
+        512, std::max<Eigen::Index>(direct ? 32 : 256, by_cache / 16 * 16));
+    const Eigen::Index nblocks = (m + bs - 1) / bs;
+    const Eigen::Index sweep = 8 * threads;
+    for (Eigen::Index start = 0; start < nblocks; start += sweep) {
+      cb.check();
+      const Eigen::Index stop = std::min(nblocks, start + sweep);
+      bool failed = false;
+      std::string what;
+      {
+        const EigenSerial eigen_serial(true);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads) if (threads > 1 && stop - start > 1)
+#endif
+        {
+          Mat Kb;
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+          for (Eigen::Index blk = start; blk < stop; ++blk) {
+            try {
+              const Eigen::Index lo = blk * bs, b = std::min(bs, m - lo);
+              Kb.resize(b, nc);
+              kernel.block(X.middleRows(lo, b), centers, Kb, 1, Callbacks());
+              apply_expansion(Kb, machines, plan, dec.middleRows(lo, b), 1);
+            } catch (const std::exception& e) {
+#ifdef _OPENMP
+#pragma omp critical(kl_expansion_error)
+#endif
+              if (!failed) {
+                failed = true;
+                what = e.what();
+              }
+            }
+          }
+        }
+      }
+      if (failed) throw Error("kernel expansion: " + what);
+      cb.report(static_cast<double>(std::min(m, stop * bs)) / m);
+    }
+    return;
+  }
   // Row blocks of at most ~64 MB of kernel values.
   const Eigen::Index bs = std::max<Eigen::Index>(
       64, std::min<Eigen::Index>(4096, (8 << 20) / std::max<Eigen::Index>(nc, 1)));
-  const ExpansionPlan plan = plan_expansion(machines, nc);
   Mat Kb;
   for (Eigen::Index lo = 0; lo < m; lo += bs) {
     cb.check();

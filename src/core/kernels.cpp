@@ -174,6 +174,19 @@ void standard_block(const Op& op, CMatRef X, CMatRef Z, MatRef K, int threads,
           const Eigen::Index nr = std::min(kRowBlock, n - r0), nc = std::min(kColBlock, m - c0);
           // computed in place in K (column-major blocks: contiguous columns)
           auto G = K.block(r0, c0, nr, nc);
+          if constexpr (Op::exp_form) {
+            if (level != SimdLevel::none && d <= kDirectKernelCols) {
+              // few columns: squared distances directly, vectorised over the rows, then exp
+              for (Eigen::Index j = 0; j < nc; ++j) {
+                double* g = G.col(j).data();
+                hgk_leaf_distances(X.data() + r0, X.outerStride(), Z.data() + c0 + j,
+                                   Z.outerStride(), nr, 1, d, 1.0, g);
+                for (Eigen::Index i = 0; i < nr; ++i) g[i] = op.exponent(g[i]);
+                hgk_exp_pair(g, g, nullptr, nr);
+              }
+              continue;
+            }
+          }
           if (level != SimdLevel::none)  // G(i, j) = sum_k X(r0 + i, k) Z(c0 + j, k)
             gemm_block(level, nr, nc, d, X.data() + r0, 1, X.outerStride(), Z.data() + c0,
                        Z.outerStride(), 1, G.data(), 1, K.outerStride());
@@ -216,7 +229,10 @@ class StandardRows final : public KernelRows {
  public:
   StandardRows(const Op& op, KernelPtr owner, RowMat X)
       : op_(op), owner_(std::move(owner)), X_(std::move(X)),
-        norms_(X_.rowwise().squaredNorm()) {}
+        norms_(X_.rowwise().squaredNorm()) {
+    // Rows of an exponential kernel on few columns are computed from a column-major copy.
+    if (Op::exp_form && X_.cols() <= kRowCopyCols && simd_level() != SimdLevel::none) Xt_ = X_;
+  }
   int size() const override { return static_cast<int>(X_.rows()); }
   double diag(int p) const override { return op_.diag(norms_[p]); }
   double value(int i, int j) const override {
@@ -232,19 +248,36 @@ class StandardRows final : public KernelRows {
     const double work = static_cast<double>(n) * (d + 10);
     const int nt = (threads > 1 && work > 1.5e5) ? threads : 1;
     (void)nt;
+    const SimdLevel level = simd_level();
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
 #endif
     for (int c = 0; c < nchunks; ++c) {
       const int lo = c * chunk, hi = std::min(n, lo + chunk);
       double dots[chunk];
-      Eigen::Map<const RowMat> Xc(X_.data() + static_cast<std::size_t>(lo) * d, hi - lo, d);
-      Eigen::Map<const Vec> xv(xp, d);
-      Eigen::Map<Vec> dv(dots, hi - lo);
-      dv.noalias() = Xc * xv;
       float* o = out + lo;
       const double* nq = norms_.data() + lo;
       const int len = hi - lo;
+      if constexpr (Op::exp_form) {
+        if (level != SimdLevel::none) {
+          // the exponents, their vectorised exp in double (as in kernel blocks), then floats;
+          // few columns: squared distances from the column-major copy, vectorised over rows
+          if (Xt_.size() > 0) {
+            hgk_leaf_distances(Xt_.data() + lo, n, xp, 1, len, 1, d, 1.0, dots);
+            for (int q = 0; q < len; ++q) dots[q] = op_.exponent(dots[q]);
+          } else {
+            Eigen::Map<const RowMat> Xc(X_.data() + static_cast<std::size_t>(lo) * d, len, d);
+            Eigen::Map<Vec>(dots, len).noalias() = Xc * Eigen::Map<const Vec>(xp, d);
+            for (int q = 0; q < len; ++q)
+              dots[q] = op_.exponent(std::max(np + nq[q] - 2.0 * dots[q], 0.0));
+          }
+          hgk_exp_pair(dots, dots, nullptr, len);
+          for (int q = 0; q < len; ++q) o[q] = static_cast<float>(dots[q]);
+          continue;
+        }
+      }
+      Eigen::Map<const RowMat> Xc(X_.data() + static_cast<std::size_t>(lo) * d, len, d);
+      Eigen::Map<Vec>(dots, len).noalias() = Xc * Eigen::Map<const Vec>(xp, d);
       if (Op::distance) {
 #ifdef _OPENMP
 #pragma omp simd
@@ -276,8 +309,10 @@ class StandardRows final : public KernelRows {
  private:
   Op op_;
   KernelPtr owner_;
+  static constexpr Eigen::Index kRowCopyCols = 32;
   RowMat X_;
   Vec norms_;
+  Mat Xt_;  // column-major copy of X_, or empty
 };
 
 template <class Op>

@@ -63,6 +63,11 @@ void kernel_matrix(const KernelSpec& spec, CMatRef X, CMatRef Z, MatRef K, int t
 
 // exp(x) for x <= 0 in single precision, vectorisable (kernel rows of the SVM cache): relative
 // error about 2e-7; 0 below -87.
+// Up to this many columns, the blocks of the exponential kernels (Gaussian, Laplacian) are
+// computed from the squared distances directly, vectorised over rows, when the processor has
+// the vector kernels: a product of so few columns would cost more than the distances.
+constexpr Eigen::Index kDirectKernelCols = 16;
+
 float exp_neg(float x);
 
 }  // namespace kl

@@ -1,11 +1,16 @@
 // The SMO solver: second-order working-set selection (Fan, Chen & Lin 2005), shrinking and
 // gradient reconstruction, over the rows of a RowCache.
 #include "smo.hpp"
+#include "svm.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace kl {
 
@@ -13,6 +18,12 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kTau = 1e-12;  // curvature used when the pair's curvature is not positive
+// Active variables from which the per-iteration passes (gradient update, working-set
+// selection) are split among the cache's threads. Each thread takes a fixed contiguous part of
+// the active list and the parts' maxima are combined in list order with the same tie rule as
+// one pass, so the pair chosen does not depend on the number of threads.
+constexpr int kParallelActive = 16384;
+constexpr int kMaxParts = 64;
 
 }  // namespace
 
@@ -24,7 +35,8 @@ class Smo {
  public:
   Smo(RowCache& cache, const std::vector<int>& pt, const std::vector<signed char>& y,
       const std::vector<double>& p, const std::vector<double>& C, const SolverOptions& opt)
-      : c_(cache), pt_(pt), y_(y), p_(p), C_(C), opt_(opt), L_(static_cast<int>(pt.size())) {}
+      : c_(cache), pt_(pt), y_(y), p_(p), C_(C), opt_(opt), L_(static_cast<int>(pt.size())),
+        threads_(clamp_threads(cache.threads())) {}
 
   SolverResult run(std::vector<double> alpha0) {
     a_ = alpha0.empty() ? std::vector<double>(L_, 0.0) : std::move(alpha0);
@@ -82,6 +94,7 @@ class Smo {
 
   void poll() {
     if (opt_.stop && opt_.stop->load(std::memory_order_relaxed)) throw Interrupted();
+    if ((++polls_ & 255) == 0) poll_caller();
   }
 
   void init_gradient() {
@@ -100,37 +113,107 @@ class Smo {
     }
   }
 
-  // Second-order working set selection. Returns true when the current point is optimal.
-  bool select(int* out_i, int* out_j) {
-    double Gmax = -kInf;
-    int i = -1;
-    for (int v : active_) {
+  // The best candidate of a pass over part of the active list; `better` is the pass's rule.
+  struct Best {
+    double val;
+    int v = -1;
+  };
+  // Number of parts a pass over the active list is split into (1: on the calling thread).
+  int parts() const {
+    const int m = static_cast<int>(active_.size());
+    return threads_ > 1 && m >= kParallelActive
+               ? std::min({threads_, m / (kParallelActive / 2), kMaxParts})
+               : 1;
+  }
+
+  // First pass: i = argmax of -y_v G_v over I_up (the last maximum in list order).
+  Best first_in(int lo, int hi) const {
+    Best b{-kInf};
+    for (int r = lo; r < hi; ++r) {
+      const int v = active_[r];
       if (!in_up(v)) continue;
       const double g = -y_[v] * G_[v];
-      if (g >= Gmax) {
-        Gmax = g;
-        i = v;
+      if (g >= b.val) {
+        b.val = g;
+        b.v = v;
       }
     }
-    const float* Ki = i >= 0 ? c_.get(pt_[i]) : nullptr;
-    const double Kii = i >= 0 ? c_.diag(pt_[i]) : 0.0;
-    double Gmax2 = -kInf, best = kInf;
-    int j = -1;
-    for (int v : active_) {
+    return b;
+  }
+
+  // Second pass: j minimising -(b^2)/a over I_low with b = Gmax + y_v G_v > 0 (the last minimum
+  // in list order), and the maximum of y_v G_v over I_low.
+  Best second_in(int lo, int hi, double Gmax, const float* Ki, double Kii, double* Gmax2) const {
+    Best b{kInf};
+    double g2 = -kInf;
+    for (int r = lo; r < hi; ++r) {
+      const int v = active_[r];
       if (!in_low(v)) continue;
       const double yg = y_[v] * G_[v];
-      if (yg >= Gmax2) Gmax2 = yg;
-      const double b = Gmax + yg;
-      if (b > 0.0) {
+      if (yg >= g2) g2 = yg;
+      const double bb = Gmax + yg;
+      if (bb > 0.0) {
         double a = Kii + c_.diag(pt_[v]) - 2.0 * static_cast<double>(Ki[pt_[v]]);
         if (a <= 0.0) a = kTau;
-        const double o = -(b * b) / a;
-        if (o <= best) {
-          best = o;
-          j = v;
+        const double o = -(bb * bb) / a;
+        if (o <= b.val) {
+          b.val = o;
+          b.v = v;
         }
       }
     }
+    *Gmax2 = g2;
+    return b;
+  }
+
+  // Runs f(part, lo, hi) over `np` fixed contiguous parts of the active list.
+  template <class F>
+  void over_parts(int np, F&& f) const {
+    const int m = static_cast<int>(active_.size());
+    if (np <= 1) {
+      f(0, 0, m);
+      return;
+    }
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(np) schedule(static, 1)
+#endif
+    for (int t = 0; t < np; ++t) {
+      const long long lo = static_cast<long long>(m) * t / np;
+      const long long hi = static_cast<long long>(m) * (t + 1) / np;
+      f(t, static_cast<int>(lo), static_cast<int>(hi));
+    }
+  }
+
+  // Second-order working set selection. Returns true when the current point is optimal.
+  bool select(int* out_i, int* out_j) {
+    const int np = parts();
+    Best first;
+    if (first_valid_) {
+      first = first_;  // found by the gradient update of the previous iteration
+    } else {
+      Best part[kMaxParts];
+      over_parts(np, [&](int t, int lo, int hi) { part[t] = first_in(lo, hi); });
+      first = Best{-kInf};
+      for (int t = 0; t < np; ++t)
+        if (part[t].v >= 0 && part[t].val >= first.val) first = part[t];
+    }
+    first_valid_ = false;
+    const double Gmax = first.val;
+    const int i = first.v;
+    const float* Ki = i >= 0 ? c_.get(pt_[i]) : nullptr;
+    const double Kii = i >= 0 ? c_.diag(pt_[i]) : 0.0;
+    Best part[kMaxParts];
+    double g2[kMaxParts];
+    over_parts(np, [&](int t, int lo, int hi) {
+      part[t] = second_in(lo, hi, Gmax, Ki, Kii, &g2[t]);
+    });
+    double Gmax2 = -kInf;
+    Best second{kInf};
+    for (int t = 0; t < np; ++t) {
+      Gmax2 = std::max(Gmax2, g2[t]);
+      if (part[t].v >= 0 && part[t].val <= second.val) second = part[t];
+    }
+    const int j = second.v;
     const double gap = Gmax + Gmax2;
     if (opt_.gap) opt_.gap->store(gap, std::memory_order_relaxed);
     if (gap < opt_.eps || j < 0) return true;
@@ -184,13 +267,31 @@ class Smo {
     a_[i] = ai;
     a_[j] = aj;
     const double di = (ai - ai0) * y_[i], dj = (aj - aj0) * y_[j];
-    for (int v : active_) {
-      const int q = pt_[v];
-      G_[v] += y_[v] * (di * Ki[q] + dj * Kj[q]);
-    }
     const bool ui = st_[i] == kUpper, uj = st_[j] == kUpper;
     st_[i] = status(i);
     st_[j] = status(j);
+    // The gradient update, with the next selection's first pass over the updated values.
+    const int np = parts();
+    Best part[kMaxParts];
+    over_parts(np, [&](int t, int lo, int hi) {
+      Best b{-kInf};
+      for (int r = lo; r < hi; ++r) {
+        const int v = active_[r];
+        const int q = pt_[v];
+        G_[v] += y_[v] * (di * Ki[q] + dj * Kj[q]);
+        if (!in_up(v)) continue;
+        const double g = -y_[v] * G_[v];
+        if (g >= b.val) {
+          b.val = g;
+          b.v = v;
+        }
+      }
+      part[t] = b;
+    });
+    first_ = Best{-kInf};
+    for (int t = 0; t < np; ++t)
+      if (part[t].v >= 0 && part[t].val >= first_.val) first_ = part[t];
+    first_valid_ = true;
     if (ui != (st_[i] == kUpper)) update_gbar(i, ui ? -C_[i] : C_[i]);
     if (uj != (st_[j] == kUpper)) update_gbar(j, uj ? -C_[j] : C_[j]);
   }
@@ -208,6 +309,7 @@ class Smo {
   }
 
   void shrink() {
+    first_valid_ = false;
     double Gmax1 = -kInf, Gmax2 = -kInf;  // over I_up of -yG, over I_low of yG
     for (int v : active_) {
       if (in_up(v)) Gmax1 = std::max(Gmax1, -y_[v] * G_[v]);
@@ -231,6 +333,7 @@ class Smo {
 
   // Restores the gradient of the shrunk variables: G = Gbar + p + sum over free u of a_u Q_u.
   void reconstruct_gradient() {
+    first_valid_ = false;
     if (static_cast<int>(active_.size()) == L_) return;
     std::vector<int> inactive;
     inactive.reserve(L_ - active_.size());
@@ -279,6 +382,10 @@ class Smo {
   std::vector<char> st_, in_active_;
   std::vector<int> active_;
   bool unshrink_ = false;
+  int threads_;
+  Best first_{-kInf};
+  bool first_valid_ = false;
+  unsigned polls_ = 0;
 };
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace kl {
 
@@ -135,8 +137,15 @@ const float* RowCache::get(int p) {
   float* row = slots_[s].get();
   src_.row(p, row, threads_);
   ++computed_;
-  bool finite = true;
-  for (int q = 0; q < n_; ++q) finite &= std::isfinite(row[q]);
+  // finite: no exponent field all ones (a vectorisable maximum over the bits)
+  std::uint32_t top = 0;
+  for (int q = 0; q < n_; ++q) {
+    std::uint32_t b;
+    std::memcpy(&b, row + q, sizeof b);
+    b &= 0x7f800000u;
+    top = b > top ? b : top;
+  }
+  const bool finite = top != 0x7f800000u;
   if (!finite || !std::isfinite(diag_[p]) || std::fabs(diag_[p]) > 3.0e38) {
     slot_of_[p] = -1;
     throw Error("kernel values are not finite or exceed the single-precision range (about "

@@ -47,6 +47,7 @@ class RowCache {
   const float* get(int p);
   double diag(int p) const { return diag_[p]; }
   int size() const { return n_; }
+  int threads() const { return threads_; }
   long computed() const { return computed_; }
 
  private:

@@ -479,3 +479,39 @@ test_that("multiclass decision values are the expansions over each pair's suppor
   }
   expect_equal(unname(D), ref, tolerance = 1e-12)
 })
+
+test_that("a large binary problem gives the same solution for any thread count, and it is optimal", {
+  # above 16384 active variables the solver's passes over them are shared among threads
+  d <- two_class_data(20000, 21)
+  x <- scale01(d$x)
+  f1 <- kernel_svm(x, d$y, gamma = 2, cost = 1, threads = 1, fitted = FALSE)
+  f2 <- kernel_svm(x, d$y, gamma = 2, cost = 1, threads = 2, fitted = FALSE)
+  expect_identical(f1$sv_index, f2$sv_index)
+  expect_identical(f1$coefs, f2$coefs)
+  expect_identical(f1$rho, f2$rho)
+  # KKT conditions from the double-precision kernel expansion of the solution
+  dec <- predict(f2, x, type = "decision", threads = 2)
+  expect_identical(predict(f2, x, type = "decision", threads = 1), dec)
+  beta <- numeric(nrow(x))
+  beta[f2$sv_index] <- f2$coefs[, 1]
+  yy <- ifelse(d$y == "yes", 1, -1)
+  Kbeta <- drop(dec) + f2$rho
+  sv <- f2$sv_index[1:50]
+  expect_equal(Kbeta[sv], drop(kernel_matrix(gaussian_kernel(2), x[sv, ], x[f2$sv_index, ]) %*%
+                                  f2$coefs[, 1]), tolerance = 1e-10)
+  a <- beta * yy
+  expect_true(all(a >= 0) && all(a <= 1 + 1e-12))
+  G <- yy * Kbeta - 1
+  expect_lt(kkt_gap(a, yy, G, rep(1, nrow(x))), 2e-3)
+})
+
+test_that("binary expansions over a precomputed kernel block share rows among threads", {
+  d <- two_class_data(900, 22)
+  x <- scale01(d$x)
+  K <- kernel_matrix(gaussian_kernel(3), x)
+  fit <- kernel_svm(K, d$y, kernel = "precomputed", cost = 2, fitted = FALSE)
+  D2 <- predict(fit, K, type = "decision", threads = 2)
+  expect_identical(predict(fit, K, type = "decision", threads = 1), D2)
+  expect_equal(drop(D2), drop(K[, fit$sv_index] %*% fit$coefs[, 1]) - fit$rho,
+               tolerance = 1e-12)
+})
