@@ -56,6 +56,12 @@ bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks&
       const Eigen::Index i0 = k1 + tiles[static_cast<std::size_t>(t)].first * kCholTile;
       const Eigen::Index j0 = k1 + tiles[static_cast<std::size_t>(t)].second * kCholTile;
       const Eigen::Index wi = std::min(kCholTile, N - i0), wj = std::min(kCholTile, N - j0);
+      if (level != SimdLevel::none && i0 != j0) {
+        // Off the diagonal, subtracted in place (the same rounding as a product subtracted).
+        crossprod_cols_sub(level, A.data() + k0 * ld, ld, kb, j0, wj, i0, wi,
+                           A.data() + i0 + j0 * ld, ld);
+        continue;
+      }
       Mat prod(wi, wj);
       if (level != SimdLevel::none) {
         // Column-major A21 is the row-major matrix A21' with leading dimension ld; the

@@ -387,6 +387,47 @@ void HgkRows::row(int p, float* out, int threads) const {
   const double work = static_cast<double>(n_) * (X_.cols() + 10 * nn);
   const int nt = (threads > 1 && work > 1.5e5) ? threads : 1;
   (void)nt;
+  const SimdLevel level = simd_level();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && level != SimdLevel::none)
+#endif
+  for (int c = 0; c < (level != SimdLevel::none ? nchunks : 0); ++c) {
+    // With the vector kernels: the node values in double through the vectorised exp pair
+    // (exp(-s) and 1 - exp(-s)), rounded to single precision at the end.
+    const int lo = c * chunk, len = std::min(n_, lo + chunk) - lo;
+    std::vector<double> om(static_cast<std::size_t>(nn) * chunk);
+    double dots[chunk], acc[chunk], kv[chunk];
+    for (int v = 0; v < nn; ++v) {
+      const HgkNode& nd = nodes[v];
+      if (nd.leaf) {
+        const RowMat& L = leaf_[v];
+        const Eigen::Index w = L.cols();
+        Eigen::Map<const RowMat> Lc(L.data() + static_cast<std::size_t>(lo) * w, len, w);
+        Eigen::Map<Vec>(dots, len).noalias() = Lc * L.row(p).transpose();
+        const double np = norms_[v][p];
+        const double* nq = norms_[v].data() + lo;
+        for (int q = 0; q < len; ++q) {
+          const double d2 = np + nq[q] - 2.0 * dots[q];
+          acc[q] = nd.scale * (d2 > 0.0 ? d2 : 0.0);
+        }
+      } else {
+        for (int q = 0; q < len; ++q) acc[q] = 0.0;
+        for (std::size_t i = 0; i < nd.members.size(); ++i) {
+          const double w2 = nd.weights[i] * nd.weights[i];
+          const double* oc = om.data() + static_cast<std::size_t>(nd.members[i]) * chunk;
+          for (int q = 0; q < len; ++q) acc[q] += w2 * oc[q];
+        }
+        for (int q = 0; q < len; ++q) acc[q] *= nd.scale;
+      }
+      if (v == nn - 1) {
+        hgk_exp_pair(acc, kv, nullptr, len);
+        for (int q = 0; q < len; ++q) out[lo + q] = static_cast<float>(kv[q]);
+      } else {
+        hgk_exp_pair(acc, kv, om.data() + static_cast<std::size_t>(v) * chunk, len);
+      }
+    }
+  }
+  if (level != SimdLevel::none) return;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
 #endif

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -12,6 +13,7 @@ namespace kl {
 namespace {
 
 const std::ptrdiff_t kKc = 256;  // rows per packed block
+const std::ptrdiff_t kMc = 144;  // rows of A packed at a time (a multiple of kMr)
 const int kMr = 6;               // rows of C per micro-kernel call
 
 // Copies the block of rows i0 .. i0 + w - 1 and columns k0 .. k0 + kc - 1 of the strided
@@ -68,12 +70,13 @@ typedef float v16f __attribute__((vector_size(64)));
 typedef double v4d __attribute__((vector_size(32)));
 typedef double v8d __attribute__((vector_size(64)));
 
-// C(0:6, 0:2W) += sum_k A(k, 0:6)' B(k, 0:2W) for packed panels A (kc x 6) and B (kc x 2W)
-// with 12 vector accumulators. Inlined into the target-specific kernels below, so it is
-// compiled for their instruction sets.
+// C(0:6, 0:2W) = (first ? 0 : C) + sum_k A(k, 0:6)' B(k, 0:2W) for packed panels A (kc x 6)
+// and B (kc x 2W) with 12 vector accumulators. Inlined into the target-specific kernels below,
+// so it is compiled for their instruction sets.
 template <class V, int W, class T>
 __attribute__((always_inline)) inline void micro_kernel(std::ptrdiff_t kc, const T* A,
-                                                        const T* B, T* C, std::ptrdiff_t ldc) {
+                                                        const T* B, T* C, std::ptrdiff_t ldc,
+                                                        bool first) {
   V c0[kMr], c1[kMr];
 KL_UNROLL
   for (int i = 0; i < kMr; ++i) {
@@ -90,6 +93,15 @@ KL_UNROLL
       c0[i] += a[i] * b0;
       c1[i] += a[i] * b1;
     }
+  }
+  if (first) {
+KL_UNROLL
+    for (int i = 0; i < kMr; ++i) {
+      T* ci = C + i * ldc;
+      std::memcpy(ci, &c0[i], sizeof(V));
+      std::memcpy(ci + W, &c1[i], sizeof(V));
+    }
+    return;
   }
 KL_UNROLL
   for (int i = 0; i < kMr; ++i) {
@@ -111,15 +123,16 @@ template <> struct Vecs<double> { typedef v4d v256; typedef v8d v512; };
 
 template <class T>
 __attribute__((target("avx2,fma"))) void kernel_avx2(std::ptrdiff_t kc, const T* A, const T* B,
-                                                     T* C, std::ptrdiff_t ldc) {
-  micro_kernel<typename Vecs<T>::v256, static_cast<int>(32 / sizeof(T))>(kc, A, B, C, ldc);
+                                                     T* C, std::ptrdiff_t ldc, bool first) {
+  micro_kernel<typename Vecs<T>::v256, static_cast<int>(32 / sizeof(T))>(kc, A, B, C, ldc, first);
 }
 
 template <class T>
 __attribute__((target("avx512f,avx2,fma"))) void kernel_avx512(std::ptrdiff_t kc, const T* A,
                                                                const T* B, T* C,
-                                                               std::ptrdiff_t ldc) {
-  micro_kernel<typename Vecs<T>::v512, static_cast<int>(64 / sizeof(T))>(kc, A, B, C, ldc);
+                                                               std::ptrdiff_t ldc, bool first) {
+  micro_kernel<typename Vecs<T>::v512, static_cast<int>(64 / sizeof(T))>(kc, A, B, C, ldc,
+                                                                         first);
 }
 
 // B <- B L^-T for a column-major B (m x n, leading dimension ldb) and lower-triangular L
@@ -258,47 +271,67 @@ const char* simd_level_name(SimdLevel level) {
 
 namespace {
 
+// C = A B, or C -= A B when `subtract` (through A packed negated, which changes no rounding).
 template <class T>
 void gemm_block_impl(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
                      const T* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const T* B,
                      std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, T* C, std::ptrdiff_t cs_i,
-                     std::ptrdiff_t cs_j) {
+                     std::ptrdiff_t cs_j, bool subtract = false) {
   if (level == SimdLevel::none || level > simd_level())
     throw Error("gemm_block: this processor lacks the requested instructions");
 #ifdef KL_SIMD_X86
   if (cs_i == 1 && cs_j != 1) {
     // A column-major C is the row-major C' = B'A': computed that way, the tile is copied out
     // row by row. Every element is the same sum over k in the same order.
-    gemm_block_impl(level, n, m, kdim, B, bs_j, bs_k, A, as_k, as_i, C, cs_j, std::ptrdiff_t(1));
+    gemm_block_impl(level, n, m, kdim, B, bs_j, bs_k, A, as_k, as_i, C, cs_j, std::ptrdiff_t(1),
+                    subtract);
     return;
   }
-  // Micro-tiles of 6 rows by two vectors: 64 or 32 bytes each.
+  // Micro-tiles of 6 rows by two vectors: 64 or 32 bytes each. For each block of kKc values of
+  // k: B packed whole, then blocks of kMc rows of A packed (sized for the core's L2 cache),
+  // each swept by every panel of B. Full micro-tiles of a row-major C are summed in place;
+  // the others go through a small buffer. Every element is the same sum over k in the same
+  // order either way, whatever the tile.
   const int nr = static_cast<int>((level == SimdLevel::avx512 ? 128 : 64) / sizeof(T));
-  const std::ptrdiff_t mp = (m + kMr - 1) / kMr * kMr, np = (n + nr - 1) / nr * nr;
-  std::vector<T> Ap(static_cast<std::size_t>(mp * kKc)), Bp(static_cast<std::size_t>(np * kKc));
-  std::vector<T> Ct(static_cast<std::size_t>(mp * np), T(0));
+  const std::ptrdiff_t np = (n + nr - 1) / nr * nr;
+  const std::ptrdiff_t mc = std::min<std::ptrdiff_t>((m + kMr - 1) / kMr * kMr, kMc);
+  std::unique_ptr<T[]> Ap(new T[static_cast<std::size_t>(mc * kKc)]);
+  std::unique_ptr<T[]> Bp(new T[static_cast<std::size_t>(np * kKc)]);
+  T edge[kMr * 32];
+  const bool direct = cs_j == 1;
   for (std::ptrdiff_t k0 = 0; k0 < kdim; k0 += kKc) {
     const std::ptrdiff_t kc = std::min(kKc, kdim - k0);
-    pack(A, as_i, as_k, 0, m, k0, kc, kMr, Ap.data());
-    pack(B, bs_j, bs_k, 0, n, k0, kc, nr, Bp.data());
-    for (std::ptrdiff_t q = 0; q < np / nr; ++q) {
-      const T* Bq = Bp.data() + q * kc * nr;
-      for (std::ptrdiff_t r = 0; r < mp / kMr; ++r) {
-        const T* Ar = Ap.data() + r * kc * kMr;
-        T* Cr = Ct.data() + r * kMr * np + q * nr;
-        if (level == SimdLevel::avx512)
-          kernel_avx512(kc, Ar, Bq, Cr, np);
-        else
-          kernel_avx2(kc, Ar, Bq, Cr, np);
+    const bool first = k0 == 0 && !subtract;
+    pack(B, bs_j, bs_k, 0, n, k0, kc, nr, Bp.get());
+    for (std::ptrdiff_t i0 = 0; i0 < m; i0 += mc) {
+      const std::ptrdiff_t mb = std::min(mc, m - i0);
+      pack(A, as_i, as_k, i0, mb, k0, kc, kMr, Ap.get());
+      if (subtract)
+        for (std::ptrdiff_t t = 0, e = (mb + kMr - 1) / kMr * kMr * kc; t < e; ++t) Ap[t] = -Ap[t];
+      const std::ptrdiff_t panels = (mb + kMr - 1) / kMr;
+      for (std::ptrdiff_t q = 0; q < np / nr; ++q) {
+        const T* Bq = Bp.get() + q * kc * nr;
+        const std::ptrdiff_t j0 = q * nr, nj = std::min<std::ptrdiff_t>(nr, n - j0);
+        for (std::ptrdiff_t r = 0; r < panels; ++r) {
+          const T* Ar = Ap.get() + r * kc * kMr;
+          const std::ptrdiff_t ia = i0 + r * kMr, ni = std::min<std::ptrdiff_t>(kMr, m - ia);
+          const bool full = direct && ni == kMr && nj == nr;
+          T* Cr = full ? C + ia * cs_i + j0 : edge;
+          const std::ptrdiff_t ldc = full ? cs_i : nr;
+          if (level == SimdLevel::avx512)
+            kernel_avx512(kc, Ar, Bq, Cr, ldc, first || !full);
+          else
+            kernel_avx2(kc, Ar, Bq, Cr, ldc, first || !full);
+          if (full) continue;
+          for (std::ptrdiff_t i = 0; i < ni; ++i) {
+            for (std::ptrdiff_t j = 0; j < nj; ++j) {
+              T& c = C[(ia + i) * cs_i + (j0 + j) * cs_j];
+              c = first ? edge[i * nr + j] : c + edge[i * nr + j];
+            }
+          }
+        }
       }
     }
-  }
-  if (cs_j == 1) {
-    for (std::ptrdiff_t i = 0; i < m; ++i)
-      std::memcpy(C + i * cs_i, Ct.data() + i * np, static_cast<std::size_t>(n) * sizeof(T));
-  } else {
-    for (std::ptrdiff_t j = 0; j < n; ++j)
-      for (std::ptrdiff_t i = 0; i < m; ++i) C[i * cs_i + j * cs_j] = Ct[static_cast<std::size_t>(i * np + j)];
   }
 #else
   (void)m; (void)n; (void)kdim; (void)A; (void)as_i; (void)as_k; (void)B; (void)bs_k;
@@ -376,6 +409,13 @@ void crossprod_cols(SimdLevel level, const double* X, std::ptrdiff_t ldx, std::p
                     double* C, std::ptrdiff_t ldc) {
   gemm_block_impl(level, wa, wb, nrows, X + ca, std::ptrdiff_t(1), ldx, X + cb, ldx,
                   std::ptrdiff_t(1), C, ldc, std::ptrdiff_t(1));
+}
+
+void crossprod_cols_sub(SimdLevel level, const double* X, std::ptrdiff_t ldx,
+                        std::ptrdiff_t nrows, std::ptrdiff_t ca, std::ptrdiff_t wa,
+                        std::ptrdiff_t cb, std::ptrdiff_t wb, double* C, std::ptrdiff_t ldc) {
+  gemm_block_impl(level, wa, wb, nrows, X + ca, std::ptrdiff_t(1), ldx, X + cb, ldx,
+                  std::ptrdiff_t(1), C, ldc, std::ptrdiff_t(1), true);
 }
 
 void gemm_parallel(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,

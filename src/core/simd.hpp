@@ -38,6 +38,12 @@ void crossprod_cols(SimdLevel level, const double* X, std::ptrdiff_t ldx, std::p
                     std::ptrdiff_t ca, std::ptrdiff_t wa, std::ptrdiff_t cb, std::ptrdiff_t wb,
                     double* C, std::ptrdiff_t ldc);
 
+// The same products subtracted: C(i, j) -= sum_k X(k, ca + i) X(k, cb + j), with the
+// rounding of computing the product and then subtracting it.
+void crossprod_cols_sub(SimdLevel level, const double* X, std::ptrdiff_t ldx,
+                        std::ptrdiff_t nrows, std::ptrdiff_t ca, std::ptrdiff_t wa,
+                        std::ptrdiff_t cb, std::ptrdiff_t wb, double* C, std::ptrdiff_t ldc);
+
 // C = A B for strided operands, on the calling thread: A(i, k) = A[i * as_i + k * as_k]
 // (m x kdim), B(k, j) = B[k * bs_k + j * bs_j] (kdim x n); C(i, j) = C[i * cs_i + j * cs_j]
 // is overwritten. With kdim = 0, C is set to zero. Same conditions on `level`.
