@@ -65,6 +65,10 @@ cpp_cholesky <- function(A, threads, simd = 2L) {
     .Call(`_kernlearn_cpp_cholesky`, A, threads, simd)
 }
 
+cpp_cholesky_seconds <- function(A, threads, reps) {
+    .Call(`_kernlearn_cpp_cholesky_seconds`, A, threads, reps)
+}
+
 cpp_class_moments <- function(x, y, K, threads) {
     .Call(`_kernlearn_cpp_class_moments`, x, y, K, threads)
 }

@@ -305,6 +305,19 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_cholesky_seconds
+Rcpp::NumericVector cpp_cholesky_seconds(const Eigen::Map<Eigen::MatrixXd> A, int threads, int reps);
+RcppExport SEXP _kernlearn_cpp_cholesky_seconds(SEXP ASEXP, SEXP threadsSEXP, SEXP repsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type A(ASEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< int >::type reps(repsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_cholesky_seconds(A, threads, reps));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_class_moments
 Rcpp::List cpp_class_moments(const Eigen::Map<Eigen::MatrixXd> x, const Rcpp::IntegerVector y, int K, int threads);
 RcppExport SEXP _kernlearn_cpp_class_moments(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP threadsSEXP) {
@@ -823,6 +836,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_simd_level", (DL_FUNC) &_kernlearn_cpp_simd_level, 0},
     {"_kernlearn_cpp_gram_with_intercept", (DL_FUNC) &_kernlearn_cpp_gram_with_intercept, 4},
     {"_kernlearn_cpp_cholesky", (DL_FUNC) &_kernlearn_cpp_cholesky, 3},
+    {"_kernlearn_cpp_cholesky_seconds", (DL_FUNC) &_kernlearn_cpp_cholesky_seconds, 3},
     {"_kernlearn_cpp_class_moments", (DL_FUNC) &_kernlearn_cpp_class_moments, 4},
     {"_kernlearn_cpp_logistic_fit", (DL_FUNC) &_kernlearn_cpp_logistic_fit, 12},
     {"_kernlearn_cpp_logistic_objective", (DL_FUNC) &_kernlearn_cpp_logistic_objective, 8},

@@ -9,6 +9,7 @@ namespace kl {
 namespace {
 const Eigen::Index kCholBlock = 256;  // columns factored per step
 const Eigen::Index kCholTile = 512;   // side of a trailing-update tile
+const Eigen::Index kTrsmBlock = 64;   // panel columns solved by substitution at a time
 }  // namespace
 
 bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks& cb) {
@@ -37,8 +38,17 @@ bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks&
     for (Eigen::Index c = 0; c < nchunk; ++c) {
       const Eigen::Index r0 = k1 + c * kCholTile, len = std::min(kCholTile, N - r0);
       if (level != SimdLevel::none) {
-        trsm_right_lower_t(level, len, kb, A.data() + k0 + k0 * ld, ld, A.data() + r0 + k0 * ld,
-                           ld);
+        // Blocks of kTrsmBlock columns: each solved by substitution, then subtracted from the
+        // columns after it through the matrix product (most of the work).
+        double* P = A.data() + r0 + k0 * ld;
+        const double* L = A.data() + k0 + k0 * ld;
+        for (Eigen::Index c0 = 0; c0 < kb; c0 += kTrsmBlock) {
+          const Eigen::Index cb = std::min(kTrsmBlock, kb - c0), c1 = c0 + cb;
+          trsm_right_lower_t(level, len, cb, L + c0 + c0 * ld, ld, P + c0 * ld, ld);
+          if (c1 < kb)  // P(:, c1:) -= P(:, c0:c1) L(c1:, c0:c1)'
+            gemm_block_sub(level, len, kb - c1, cb, P + c0 * ld, 1, ld, L + c1 + c0 * ld, ld, 1,
+                           P + c1 * ld, 1, ld);
+        }
       } else {
         auto panel = A.block(r0, k0, len, kb);
         L11.transpose().solveInPlace<Eigen::OnTheRight>(panel);

@@ -161,6 +161,30 @@ __attribute__((always_inline)) inline void exp_pair_impl(const double* S, double
   }
 }
 
+// G[t] = exp(-scale * max(xn[t] + zn - 2 G[t], 0)): a Gaussian kernel column from inner
+// products and squared norms, in place.
+template <class V, class VI, int W>
+__attribute__((always_inline)) inline void exp_dist_impl(const double* xn, double zn,
+                                                         double scale, double* G,
+                                                         std::ptrdiff_t n) {
+  std::ptrdiff_t t = 0;
+  const V zero = V{};
+  for (; t + W <= n; t += W) {
+    V g, x, k, o;
+    std::memcpy(&g, G + t, sizeof g);
+    std::memcpy(&x, xn + t, sizeof x);
+    V d = x + zn - 2.0 * g;
+    d = d > zero ? d : zero;
+    const V s = scale * d;
+    exp_pair_vec<V, VI>(s, k, o, false);
+    std::memcpy(G + t, &k, sizeof k);
+  }
+  for (; t < n; ++t) {
+    const double d = xn[t] + zn - 2.0 * G[t];
+    G[t] = std::exp(-(scale * (d > 0.0 ? d : 0.0)));
+  }
+}
+
 template <class V, int W>
 __attribute__((always_inline)) inline void leaf_impl(const double* X, std::ptrdiff_t ldx,
                                                      const double* Z, std::ptrdiff_t ldz,
@@ -259,6 +283,15 @@ __attribute__((target("avx512f,avx2,fma"))) void exp_pair_avx512(const double* S
                                                                  double* O, std::ptrdiff_t n) {
   exp_pair_impl<v8d, v8l, 8>(S, K, O, n);
 }
+__attribute__((target("avx2,fma"))) void exp_dist_avx2(const double* xn, double zn, double scale,
+                                                       double* G, std::ptrdiff_t n) {
+  exp_dist_impl<v4d, v4l, 4>(xn, zn, scale, G, n);
+}
+__attribute__((target("avx512f,avx2,fma"))) void exp_dist_avx512(const double* xn, double zn,
+                                                                 double scale, double* G,
+                                                                 std::ptrdiff_t n) {
+  exp_dist_impl<v8d, v8l, 8>(xn, zn, scale, G, n);
+}
 __attribute__((target("avx2,fma"))) void leaf_avx2(const double* X, std::ptrdiff_t ldx,
                                                    const double* Z, std::ptrdiff_t ldz,
                                                    std::ptrdiff_t nr, std::ptrdiff_t nc,
@@ -313,6 +346,20 @@ void hgk_leaf_distances(const double* X, std::ptrdiff_t ldx, const double* Z, st
   }
 #endif
   leaf_scalar(X, ldx, Z, ldz, nr, nc, p, scale, S);
+}
+
+void hgk_exp_dist(const double* xn, double zn, double scale, double* G, std::ptrdiff_t n) {
+#ifdef KL_HGK_SIMD
+  switch (simd_level()) {
+    case SimdLevel::avx512: exp_dist_avx512(xn, zn, scale, G, n); return;
+    case SimdLevel::avx2: exp_dist_avx2(xn, zn, scale, G, n); return;
+    default: break;
+  }
+#endif
+  for (std::ptrdiff_t t = 0; t < n; ++t) {
+    const double d = xn[t] + zn - 2.0 * G[t];
+    G[t] = std::exp(-(scale * (d > 0.0 ? d : 0.0)));
+  }
 }
 
 }  // namespace kl

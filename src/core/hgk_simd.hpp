@@ -12,6 +12,11 @@ namespace kl {
 // small S[t], for t < n; S[t] >= 0 (larger than about 708 gives K = 0, O = 1).
 void hgk_exp_pair(const double* S, double* K, double* O, std::ptrdiff_t n);
 
+// G[t] = exp(-scale * max(xn[t] + zn - 2 G[t], 0)) for t < n, in place: the Gaussian kernel
+// from inner products G and squared norms (the same values as the exponent followed by
+// hgk_exp_pair).
+void hgk_exp_dist(const double* xn, double zn, double scale, double* G, std::ptrdiff_t n);
+
 // S(i, j) = scale * sum_k (X(i, k) - Z(j, k))^2 for i < nr, j < nc, k < p: X(i, k) =
 // X[i + k * ldx], Z(j, k) = Z[j + k * ldz], S column-major with leading dimension nr.
 void hgk_leaf_distances(const double* X, std::ptrdiff_t ldx, const double* Z, std::ptrdiff_t ldz,

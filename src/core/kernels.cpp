@@ -67,6 +67,7 @@ using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowM
 struct GaussianOp {
   static constexpr bool distance = true;
   static constexpr bool exp_form = true;  // op(d2) = exp(-exponent(d2)), exponent >= 0
+  static constexpr bool linear_exponent = true;  // exponent(d2) = g * d2
   double g;
   explicit GaussianOp(const KernelSpec& s) : g(s.gamma) {}
   double exponent(double d2) const { return g * d2; }
@@ -79,6 +80,7 @@ struct GaussianOp {
 struct LaplacianOp {
   static constexpr bool distance = true;
   static constexpr bool exp_form = true;
+  static constexpr bool linear_exponent = false;
   double g;
   explicit LaplacianOp(const KernelSpec& s) : g(s.gamma) {}
   double exponent(double d2) const { return g * std::sqrt(d2); }
@@ -122,6 +124,12 @@ void finish_block(const Op& op, const double* xn, const double* zn, MatRef G, Si
     if (Op::distance) {
       const double zj = zn[j];
       if constexpr (Op::exp_form) {
+        if constexpr (Op::linear_exponent) {
+          if (level != SimdLevel::none) {
+            hgk_exp_dist(xn, zj, op.g, g, r);  // exp(-g d2), vectorised from end to end
+            continue;
+          }
+        }
         if (level != SimdLevel::none) {
           for (Eigen::Index i = 0; i < r; ++i)
             g[i] = op.exponent(std::max(xn[i] + zj - 2.0 * g[i], 0.0));

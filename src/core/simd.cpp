@@ -411,6 +411,13 @@ void crossprod_cols(SimdLevel level, const double* X, std::ptrdiff_t ldx, std::p
                   std::ptrdiff_t(1), C, ldc, std::ptrdiff_t(1));
 }
 
+void gemm_block_sub(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
+                    const double* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const double* B,
+                    std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, double* C, std::ptrdiff_t cs_i,
+                    std::ptrdiff_t cs_j) {
+  gemm_block_impl(level, m, n, kdim, A, as_i, as_k, B, bs_k, bs_j, C, cs_i, cs_j, true);
+}
+
 void crossprod_cols_sub(SimdLevel level, const double* X, std::ptrdiff_t ldx,
                         std::ptrdiff_t nrows, std::ptrdiff_t ca, std::ptrdiff_t wa,
                         std::ptrdiff_t cb, std::ptrdiff_t wb, double* C, std::ptrdiff_t ldc) {

@@ -52,6 +52,12 @@ void gemm_block(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdif
                 std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, double* C, std::ptrdiff_t cs_i,
                 std::ptrdiff_t cs_j);
 
+// C -= A B, operands as for gemm_block (the rounding of computing A B and then subtracting).
+void gemm_block_sub(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
+                    const double* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const double* B,
+                    std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, double* C, std::ptrdiff_t cs_i,
+                    std::ptrdiff_t cs_j);
+
 // The same product into a column-major C (leading dimension ldc), in 512 x 512 tiles of C
 // computed in parallel; each tile's sums have a fixed order, so threads do not change it.
 void gemm_parallel(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
