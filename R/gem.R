@@ -99,10 +99,11 @@
 #' previous solution and limited to 100 iterations (the path only ranks the
 #' penalties), and stops after two values without improvement; the final
 #' fit starts from the solution of the chosen value. Calibrated least squares
-#' tries powers of 4 from \eqn{4^{-7}}{4^-7} to \eqn{4^4}{4^4}: all of them
+#' tries powers of 4 from \eqn{4^{-7}}{4^-7} to \eqn{4^8}{4^8}: all of them
 #' when a factorisation and its steps cost little next to the Gram matrix, and
 #' otherwise a local search that starts at 1 and walks towards the better
-#' neighbour while the validation result improves. The Gram matrices of the
+#' neighbour while the validation result improves (it stops after two values
+#' in a row without improvement). The Gram matrices of the
 #' two parts are computed once and summed for the final fit. The values tried
 #' are kept in \code{fit$members[[m]]$head$search} (the attribute
 #' \code{"validation"} holds the held-out rows) and summarised by
@@ -442,7 +443,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
 # powers of 4 around 1 for calibrated least squares. The single value used when there are too
 # few rows to validate.
 .gem_lambda_grid <- function(head) {
-  if (head == "cls") 4^(-7:4) else 10^seq(-1, -4, by = -0.5)
+  if (head == "cls") 4^(-7:8) else 10^seq(-1, -4, by = -0.5)
 }
 .gem_default_lambda <- function(head) if (head == "cls") 1 else 1e-3
 
@@ -809,7 +810,7 @@ print.gem <- function(x, ...) {
   lam <- if (length(x$members) > 1L) " (first member)" else ""
   sprintf(" (chosen%s from %d values by the error on %d held-out rows, fitted on %d: %s)", lam,
           nrow(s), as.integer(attr(s, "validation_rows")), as.integer(attr(s, "train_rows")),
-          paste(sprintf("%s -> %.2f%%", format(signif(s$lambda, 3)), 100 * s$error), collapse = ", "))
+          paste(sprintf("%s -> %.2f%%", format(signif(s$lambda, 6)), 100 * s$error), collapse = ", "))
 }
 
 #' @export

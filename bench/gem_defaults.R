@@ -5,7 +5,8 @@
 #   KERNLEARN_DATA_DIR=/path/to/data Rscript bench/gem_defaults.R [sets] [methods]
 #
 # sets: comma-separated (default: all multiclass sets held: mnist, letter, covtype20k,
-# pendigits, satimage, shuttle, thyroid); methods: comma-separated among gem, gem_logistic,
+# pendigits, satimage, shuttle, thyroid, and dna, the StatLog DNA set of mlbench: binary
+# features); methods: comma-separated among gem, gem_logistic,
 # gem_previous, dikl, glmnet, ranger, svm (default all but gem_previous; gem_logistic,
 # gem(x, y, head = "logistic"), the other head with its penalty chosen the same way, is left out
 # on MNIST unless named; gem_previous, gem(x, y, head = "logistic", lambda = 1e-4), is the fit
@@ -21,7 +22,8 @@
 # Appends one row per set and method to bench/results/gem_defaults.csv.
 suppressMessages(library(kernlearn))
 args <- commandArgs(trailingOnly = TRUE)
-all_sets <- c("mnist", "letter", "covtype20k", "pendigits", "satimage", "shuttle", "thyroid")
+all_sets <- c("mnist", "letter", "covtype20k", "pendigits", "satimage", "shuttle", "thyroid",
+              "dna")
 sets <- if (length(args) && nzchar(args[1])) strsplit(args[1], ",")[[1]] else all_sets
 named <- length(args) > 1
 methods <- if (named) strsplit(args[2], ",")[[1]] else
@@ -32,6 +34,15 @@ options(kernlearn.threads = threads)
 clock <- function() proc.time()[["elapsed"]]
 
 split_of <- function(name) {
+  if (name == "dna") {
+    # StatLog DNA (mlbench): 180 binary indicators of a splice-junction window, 3 classes;
+    # the StatLog split, 2000 training rows and 1186 test rows.
+    e <- new.env()
+    utils::data("DNA", package = "mlbench", envir = e)
+    x <- sapply(e$DNA[, 1:180], function(v) as.numeric(as.character(v)))
+    y <- e$DNA$Class
+    return(list(x = x[1:2000, ], y = y[1:2000], xt = x[-(1:2000), ], yt = y[-(1:2000)]))
+  }
   d <- kl_dataset(name)
   x <- d$x
   y <- d$y
@@ -68,7 +79,7 @@ for (s in sets) {
     h <- f$members[[1]]$head
     record(s, "gem (defaults)", mean(predict(f, sp$xt) != sp$yt), secs,
            sprintf("%s head, lambda %s chosen from %d values; %d features",
-                   h$type, format(signif(h$lambda, 3)), NROW(h$search), f$members[[1]]$p))
+                   h$type, format(signif(h$lambda, 6)), NROW(h$search), f$members[[1]]$p))
     rm(f)
   }
   if ("gem_logistic" %in% methods && (named || s != "mnist")) {

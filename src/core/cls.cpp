@@ -185,7 +185,7 @@ ClsFit cls_fit_from_gram(const Src& s, const IVec& y, int K, const ClsOptions& o
       piv.minCoeff() * piv.minCoeff() <
           piv.maxCoeff() * piv.maxCoeff() * static_cast<double>(p + 1) *
               Eigen::NumTraits<double>::epsilon())
-    throw Error("cls: the least-squares system is not positive definite; use lambda > 0");
+    throw SingularSystem("cls: the least-squares system is not positive definite; use lambda > 0");
   const auto solve = [&A](const Mat& B) { return cholesky_solve(A, B); };
   cb.report(chol_share);
   const auto t2 = Clock::now();
@@ -298,11 +298,21 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
   search = HeadSearch();
   search.train_rows = nt;
   search.validation_rows = nv;
+  // Fits at grid value i and scores it on the held-out rows; false when the system is not
+  // positive definite at that penalty (smaller penalties would not be either).
+  std::vector<char> singular(static_cast<std::size_t>(m), 0);
   const auto evaluate = [&](int i) {
-    if (err[static_cast<std::size_t>(i)] >= 0) return;
+    if (singular[static_cast<std::size_t>(i)]) return false;
+    if (err[static_cast<std::size_t>(i)] >= 0) return true;
     ClsOptions o = opt;
     o.lambda = grid[static_cast<std::size_t>(i)];
-    const ClsFit f = cls_fit_from_gram(train, yt, K, o, G, cb.stage(0.4, 0.4));
+    ClsFit f;
+    try {
+      f = cls_fit_from_gram(train, yt, K, o, G, cb.stage(0.4, 0.4));
+    } catch (const SingularSystem&) {
+      singular[static_cast<std::size_t>(i)] = 1;
+      return false;
+    }
     double e = 0, b = 0;
     score_validation(cls_scores_impl(val, f, threads), yv, e, b);
     err[static_cast<std::size_t>(i)] = e;
@@ -310,8 +320,11 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
     search.lambda.push_back(o.lambda);
     search.error.push_back(e);
     search.loss.push_back(b);
+    return true;
   };
   const auto better = [&](int a, int b) {  // a strictly better than b
+    if (singular[static_cast<std::size_t>(b)]) return !singular[static_cast<std::size_t>(a)];
+    if (singular[static_cast<std::size_t>(a)]) return false;
     const double ea = err[static_cast<std::size_t>(a)], eb = err[static_cast<std::size_t>(b)];
     if (ea != eb) return ea < eb;
     return loss[static_cast<std::size_t>(a)] < loss[static_cast<std::size_t>(b)];
@@ -320,27 +333,38 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
   if (exhaustive) {
     for (int i = m - 1; i >= 0; --i) {
       cb.check();
-      evaluate(i);
+      if (!evaluate(i)) break;
       if (i == m - 1 || better(i, best)) best = i;
     }
   } else {
-    // Local search on the grid: from `start`, walk in the direction that improves until the
-    // next value does not.
-    evaluate(start);
+    // Local search on the grid: from `start`, walk in the direction that improves until two
+    // values in a row do not (one worse value on a few hundred held-out rows is often noise).
+    if (!evaluate(start)) {
+      // singular at the start: the larger penalties, up to the first that is not
+      while (best + 1 < m && !evaluate(best + 1)) ++best;
+      if (best + 1 < m) ++best;
+    }
     for (const int dir : {+1, -1}) {
-      int i = best + dir;
+      int i = best + dir, misses = 0;
       bool moved = false;
       while (i >= 0 && i < m) {
         cb.check();
-        evaluate(i);
-        if (!better(i, best)) break;
-        best = i;
-        moved = true;
+        if (!evaluate(i)) break;
+        if (better(i, best)) {
+          best = i;
+          moved = true;
+          misses = 0;
+        } else if (++misses == 2) {
+          break;
+        }
         i += dir;
       }
       if (moved) break;
     }
   }
+  if (singular[static_cast<std::size_t>(best)])
+    throw SingularSystem("cls: the least-squares system is not positive definite at any penalty "
+                         "tried");
   search.chosen = grid[static_cast<std::size_t>(best)];
   G += Gv;
   Gv.resize(0, 0);

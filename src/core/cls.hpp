@@ -23,6 +23,11 @@
 
 namespace kl {
 
+// The least-squares system is not positive definite at the penalty asked for.
+struct SingularSystem : Error {
+  using Error::Error;
+};
+
 struct ClsOptions {
   double lambda = 0.5;  // ridge of the least-squares steps (times sqrt(n))
   int max_iter = 10;    // calibration steps
