@@ -3,7 +3,17 @@
 // The package is built with the compiler's portable flags, so Eigen's own kernels use only the
 // baseline instruction set (SSE2 on x86-64). The kernels here are compiled for AVX2 + FMA and
 // for AVX-512 through function target attributes and chosen at run time when the processor
-// has those instructions; elsewhere the callers use Eigen.
+// has those instructions; elsewhere the callers use Eigen. Target attributes rather than
+// separate objects built with -mavx2: a template instantiated in such an object could be
+// merged by the linker with the baseline copy and run on a processor without AVX2.
+//
+// The matrix product (gemm_block and everything built on it: kernel blocks, Gram matrices,
+// the Cholesky updates, the learners' products) follows the usual blocking: for each block of
+// 256 values of k, all of B is packed in panels of two vectors, and A in blocks of 144 rows
+// (6-row panels, about 300 KB: they stay in a core's L2 cache while every panel of B sweeps
+// them); a 6 x 2-vector micro-kernel keeps 12 accumulators in registers and adds its sums
+// straight into C. The sum of each element runs over k in the same order whatever the tiling,
+// so results do not depend on the thread count.
 #pragma once
 
 #include <cstddef>
