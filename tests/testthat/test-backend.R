@@ -87,3 +87,21 @@ test_that("KERNLEARN_SIMD=none runs the portable path, with the results of the v
   expect_identical(lev, attr(kl_backend(), "simd"))
   expect_true(attr(kl_backend(), "simd") %in% c("none", "avx2", "avx512"))
 })
+
+test_that("products and Gaussian kernel blocks agree with R on shapes that are not block multiples", {
+  # several 256-deep k blocks, several 144-row blocks of A, partial micro-tiles on both sides
+  set.seed(11)
+  bk <- list(gpu = FALSE, lib = "")
+  for (sh in list(c(1003, 517, 300), c(37, 5, 3), c(290, 1030, 513))) {
+    a <- matrix(runif(sh[1] * sh[3]), sh[1])
+    b <- matrix(runif(sh[2] * sh[3]), sh[2])
+    P <- kernlearn:::cpp_gemm_nt(a, b, 2, bk)
+    expect_equal(P, tcrossprod(a, b), tolerance = 1e-13)
+    expect_identical(kernlearn:::cpp_gemm_nt(a, b, 1, bk), P)
+    g <- 1 / sh[3]
+    K <- kernel_matrix(gaussian_kernel(g), a, b, threads = 2)
+    d2 <- outer(rowSums(a^2), rowSums(b^2), "+") - 2 * tcrossprod(a, b)
+    expect_equal(K, exp(-g * pmax(d2, 0)), tolerance = 1e-12)
+    expect_identical(kernel_matrix(gaussian_kernel(g), a, b, threads = 1), K)
+  }
+})
