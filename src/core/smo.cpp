@@ -8,10 +8,6 @@
 #include <limits>
 #include <numeric>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 namespace kl {
 
 namespace {
@@ -113,7 +109,8 @@ class Smo {
     }
   }
 
-  // The best candidate of a pass over part of the active list; `better` is the pass's rule.
+  // The best candidate of a pass over part of the active list: its value and variable (-1 when
+  // the part has none).
   struct Best {
     double val;
     int v = -1;
