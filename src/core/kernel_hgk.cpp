@@ -18,22 +18,6 @@ namespace {
 
 using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-
-// 1 - exp(-s) for s >= 0 in single precision without cancellation for small s.
-inline float one_minus_exp_neg(float s) {
-  if (s < 0.25f) {
-    // s - s^2/2 + s^3/6 - s^4/24 + s^5/120 - s^6/720: relative error below 1e-7 for s < 0.25
-    float q = -1.0f / 720.0f;
-    q = q * s + 1.0f / 120.0f;
-    q = q * s - 1.0f / 24.0f;
-    q = q * s + 1.0f / 6.0f;
-    q = q * s - 0.5f;
-    q = q * s + 1.0f;
-    return q * s;
-  }
-  return 1.0f - exp_neg(-s);
-}
-
 class HgkKernel;
 
 // Rows of a tree of depth >= 2 over a set of points: per leaf a row-major copy of its scaled
@@ -387,13 +371,12 @@ void HgkRows::row(int p, float* out, int threads) const {
   const double work = static_cast<double>(n_) * (X_.cols() + 10 * nn);
   const int nt = (threads > 1 && work > 1.5e5) ? threads : 1;
   (void)nt;
-  const SimdLevel level = simd_level();
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && level != SimdLevel::none)
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
 #endif
-  for (int c = 0; c < (level != SimdLevel::none ? nchunks : 0); ++c) {
-    // With the vector kernels: the node values in double through the vectorised exp pair
-    // (exp(-s) and 1 - exp(-s)), rounded to single precision at the end.
+  for (int c = 0; c < nchunks; ++c) {
+    // The node values in double through the exp pair (exp(-s) and 1 - exp(-s), vectorised
+    // where the processor allows), rounded to single precision at the end.
     const int lo = c * chunk, len = std::min(n_, lo + chunk) - lo;
     std::vector<double> om(static_cast<std::size_t>(nn) * chunk);
     double dots[chunk], acc[chunk], kv[chunk];
@@ -424,47 +407,6 @@ void HgkRows::row(int p, float* out, int threads) const {
         for (int q = 0; q < len; ++q) out[lo + q] = static_cast<float>(kv[q]);
       } else {
         hgk_exp_pair(acc, kv, om.data() + static_cast<std::size_t>(v) * chunk, len);
-      }
-    }
-  }
-  if (level != SimdLevel::none) return;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-#endif
-  for (int c = 0; c < nchunks; ++c) {
-    const int lo = c * chunk, len = std::min(n_, lo + chunk) - lo;
-    std::vector<float> om(static_cast<std::size_t>(nn) * chunk);
-    double dots[chunk];
-    float acc[chunk];
-    for (int v = 0; v < nn; ++v) {
-      const HgkNode& nd = nodes[v];
-      const float sc = static_cast<float>(nd.scale);
-      if (nd.leaf) {
-        const RowMat& L = leaf_[v];
-        const Eigen::Index w = L.cols();
-        Eigen::Map<const RowMat> Lc(L.data() + static_cast<std::size_t>(lo) * w, len, w);
-        Eigen::Map<Vec> dv(dots, len);
-        dv.noalias() = Lc * L.row(p).transpose();
-        const double np = norms_[v][p];
-        const double* nq = norms_[v].data() + lo;
-        for (int q = 0; q < len; ++q) {
-          double d2 = np + nq[q] - 2.0 * dots[q];
-          acc[q] = static_cast<float>(nd.scale * (d2 > 0.0 ? d2 : 0.0));
-        }
-      } else {
-        for (int q = 0; q < len; ++q) acc[q] = 0.0f;
-        for (std::size_t i = 0; i < nd.members.size(); ++i) {
-          const float w2 = static_cast<float>(nd.weights[i] * nd.weights[i]);
-          const float* oc = om.data() + static_cast<std::size_t>(nd.members[i]) * chunk;
-          for (int q = 0; q < len; ++q) acc[q] += w2 * oc[q];
-        }
-        for (int q = 0; q < len; ++q) acc[q] *= sc;
-      }
-      if (v == nn - 1) {
-        for (int q = 0; q < len; ++q) out[lo + q] = exp_neg(-acc[q]);
-      } else {
-        float* ov = om.data() + static_cast<std::size_t>(v) * chunk;
-        for (int q = 0; q < len; ++q) ov[q] = one_minus_exp_neg(acc[q]);
       }
     }
   }
