@@ -113,6 +113,14 @@ struct PolynomialOp {
   static const char* name() { return "polynomial"; }
 };
 
+// The factor the squared distances are computed with: the exponent itself when it is linear
+// in them (the Gaussian kernel), else 1 and the exponent applied afterwards.
+template <class Op>
+double exponent_scale(const Op& op) {
+  if constexpr (Op::linear_exponent) return op.g;
+  return 1.0;
+}
+
 // G(i, j) <- op(G(i, j)) for an inner-product block G, with the squared norms of its rows and
 // columns for the distance kernels. The exponential kernels go through the vectorised exp of
 // hgk_simd.hpp when the processor has it (`level`).
@@ -188,8 +196,9 @@ void standard_block(const Op& op, CMatRef X, CMatRef Z, MatRef K, int threads,
               for (Eigen::Index j = 0; j < nc; ++j) {
                 double* g = G.col(j).data();
                 hgk_leaf_distances(X.data() + r0, X.outerStride(), Z.data() + c0 + j,
-                                   Z.outerStride(), nr, 1, d, 1.0, g);
-                for (Eigen::Index i = 0; i < nr; ++i) g[i] = op.exponent(g[i]);
+                                   Z.outerStride(), nr, 1, d, exponent_scale(op), g);
+                if constexpr (!Op::linear_exponent)
+                  for (Eigen::Index i = 0; i < nr; ++i) g[i] = op.exponent(g[i]);
                 hgk_exp_pair(g, g, nullptr, nr);
               }
               continue;
@@ -271,8 +280,9 @@ class StandardRows final : public KernelRows {
           // the exponents, their vectorised exp in double (as in kernel blocks), then floats;
           // few columns: squared distances from the column-major copy, vectorised over rows
           if (Xt_.size() > 0) {
-            hgk_leaf_distances(Xt_.data() + lo, n, xp, 1, len, 1, d, 1.0, dots);
-            for (int q = 0; q < len; ++q) dots[q] = op_.exponent(dots[q]);
+            hgk_leaf_distances(Xt_.data() + lo, n, xp, 1, len, 1, d, exponent_scale(op_), dots);
+            if constexpr (!Op::linear_exponent)
+              for (int q = 0; q < len; ++q) dots[q] = op_.exponent(dots[q]);
           } else {
             Eigen::Map<const RowMat> Xc(X_.data() + static_cast<std::size_t>(lo) * d, len, d);
             Eigen::Map<Vec>(dots, len).noalias() = Xc * Eigen::Map<const Vec>(xp, d);
