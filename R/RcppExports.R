@@ -49,6 +49,18 @@ cpp_cls_scores <- function(Z, W0, link, delta, threads) {
     .Call(`_kernlearn_cpp_cls_scores`, Z, W0, link, delta, threads)
 }
 
+cpp_gem_cls_scores_single <- function(z, V, base, degree, keep_input, ones, standardize, center, scale, W0, link, delta, threads, rff_W = NULL, rff_b = NULL) {
+    .Call(`_kernlearn_cpp_gem_cls_scores_single`, z, V, base, degree, keep_input, ones, standardize, center, scale, W0, link, delta, threads, rff_W, rff_b)
+}
+
+cpp_cls_products <- function(X, W, R, threads) {
+    .Call(`_kernlearn_cpp_cls_products`, X, W, R, threads)
+}
+
+cpp_cholesky_solve <- function(L, B, threads) {
+    .Call(`_kernlearn_cpp_cholesky_solve`, L, B, threads)
+}
+
 cpp_simplex_project <- function(S) {
     .Call(`_kernlearn_cpp_simplex_project`, S)
 }

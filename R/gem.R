@@ -81,7 +81,9 @@
 #' the processor has them (chosen at run time); \eqn{F'F} of large feature
 #' matrices is computed in single precision and accumulated in double. Class
 #' probabilities are the final scores projected onto the simplex (they can be
-#' exactly 0).
+#' exactly 0). Feature matrices of more than 2.5e7 entries are held in single
+#' precision; a head fitted on them predicts from features built the same way,
+#' so \code{fitted()} and \code{predict()} on the training rows agree exactly.
 #'
 #' \strong{Choosing the penalty.} With \code{lambda = NULL} (the default) the
 #' penalty is chosen by validation, in the manner of \code{glmnet::cv.glmnet}
@@ -172,8 +174,9 @@
 #'   (default 25 and 0.002; \code{tol = 0} runs exactly \code{maxit} steps).
 #' @param eigen_method \code{"auto"}, \code{"dense"} or \code{"iterative"}.
 #' @param fitted If \code{TRUE} (the default), keep the predicted classes of
-#'   the training rows for \code{\link[=kl_model_methods]{fitted}()} (one
-#'   prediction pass at the end of the fit).
+#'   the training rows for \code{\link[=kl_model_methods]{fitted}()}: with
+#'   \code{head = "cls"} from the final fit's own training scores (no extra
+#'   pass), with \code{"logistic"} by one prediction pass at the end of the fit.
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
 #' @param ... Not used; unknown arguments are an error.
 #' @return An object of class \code{c("gem", "kl_model")}: a list with
@@ -234,7 +237,7 @@ gem.formula <- function(formula, data, ridge = 0.1, ridge_type = c("relative", "
   fit <- .gem_fit(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree,
                   keep_input, head, lambda, depth, first_layer, rff, ensemble, standardize,
                   max_pairs, maxit, tol, eigen_method, threads, .kl_call(match.call(), "gem"))
-  .kl_keep_fitted(fit, fitted, data, inp$y, threads)
+  .gem_keep_fitted(fit, fitted, data, inp$y, threads)
 }
 
 #' @rdname gem
@@ -267,7 +270,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   fit <- .gem_fit(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree,
                   keep_input, head, lambda, depth, first_layer, rff, ensemble, standardize,
                   max_pairs, maxit, tol, eigen_method, threads, .kl_call(match.call(), "gem"))
-  .kl_keep_fitted(fit, fitted, x, inp$y, threads)
+  .gem_keep_fitted(fit, fitted, x, inp$y, threads)
 }
 
 # One layer's settings, checked. `prefix` names the argument in error messages.
@@ -521,6 +524,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   n <- nrow(x)
   val <- if (is.null(lambda)) .kl_validation_rows(y) else NULL
   n_train <- 0L
+  ord <- NULL
   if (!is.null(val)) {
     ord <- c(setdiff(seq_len(n), val), val)
     x <- x[ord, , drop = FALSE]
@@ -618,8 +622,11 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
                       format(tol)), call. = FALSE)
     W0 <- h$W0
     colnames(W0) <- lev
+    # the training rows' final scores, in the caller's row order (for the fitted values)
+    scores <- h$scores
+    if (!is.null(ord)) scores[ord, ] <- h$scores
     return(list(layers = fitted, rff = rmap, center = center, scale = scl, p = as.integer(h$p),
-                timing = timing,
+                timing = timing, scores = scores,
                 head = list(type = "cls", lambda = h$lambda, search = search, W0 = W0,
                             link = h$link, delta = h$delta,
                             change = as.vector(h$change), train_error = as.vector(h$train_error),
@@ -643,6 +650,43 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
                    iterations = h$iterations, sub_iterations = h$sub_iterations,
                    converged = h$converged, grad_norm = h$grad_norm,
                    single = h$single, vectorised = h$vectorised))
+}
+
+# The fitted classes. A calibrated least-squares head keeps its training rows' final scores,
+# which are exactly what predict() computes for those rows: the classes come from them, without
+# a prediction pass. The scores are not kept in the model.
+.gem_keep_fitted <- function(fit, fitted, newdata, y, threads) {
+  have <- all(vapply(fit$members, function(m) !is.null(m$scores), logical(1)))
+  if (fitted && have) {
+    lev <- fit$levels
+    P <- 0
+    for (m in fit$members) P <- P + cpp_simplex_project(m$scores)
+    P <- P / length(fit$members)
+    fit$fitted.values <- factor(lev[max.col(P, ties.method = "first")], levels = lev)
+  }
+  for (m in seq_along(fit$members)) fit$members[[m]]$scores <- NULL
+  if (fitted && !have) fit <- .kl_keep_fitted(fit, fitted, newdata, y, threads)
+  fit
+}
+
+# Scores of a member's calibrated least-squares head for prepared (scaled) inputs x. A head
+# fitted on single-precision features predicts from features built the same way.
+.gem_member_cls_scores <- function(mem, x, threads, standardize) {
+  if (!isTRUE(mem$head$single)) {
+    Z <- .gem_member_features(mem, x, threads, standardize)
+    return(cpp_cls_scores(Z, mem$head$W0, mem$head$link, mem$head$delta, threads))
+  }
+  z <- x
+  pre <- mem$rff
+  nl <- length(mem$layers)
+  for (l in seq_len(nl - 1L)) {
+    z <- .gem_layer_map(z, mem$layers[[l]], threads, rmap = pre)
+    pre <- NULL
+  }
+  L <- mem$layers[[nl]]
+  cpp_gem_cls_scores_single(z, L$V, .gem_base_code(L$nonlinearity), L$degree, L$keep_input,
+                            L$ones, standardize, mem$center, mem$scale, mem$head$W0,
+                            mem$head$link, mem$head$delta, threads, pre$W, pre$b)
 }
 
 # The final features of one member for prepared (scaled) inputs x.
@@ -745,8 +789,7 @@ predict.gem <- function(object, newdata, type = "class", threads = NULL, ...) {
     # Calibrated least squares: scores replayed step by step; probabilities are the scores
     # projected onto the simplex, averaged over an ensemble.
     for (mem in object$members) {
-      Z <- .gem_member_features(mem, x, threads, object$params$standardize)
-      S <- cpp_cls_scores(Z, mem$head$W0, mem$head$link, mem$head$delta, threads)
+      S <- .gem_member_cls_scores(mem, x, threads, object$params$standardize)
       logp <- logp + if (type == "decision") S else cpp_simplex_project(S)
     }
     logp <- logp / length(object$members)

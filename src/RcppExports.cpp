@@ -257,6 +257,58 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_gem_cls_scores_single
+Rcpp::NumericMatrix cpp_gem_cls_scores_single(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Eigen::MatrixXd> V, int base, int degree, bool keep_input, bool ones, bool standardize, SEXP center, SEXP scale, const Eigen::Map<Eigen::MatrixXd> W0, Rcpp::List link, Rcpp::List delta, int threads, SEXP rff_W, SEXP rff_b);
+RcppExport SEXP _kernlearn_cpp_gem_cls_scores_single(SEXP zSEXP, SEXP VSEXP, SEXP baseSEXP, SEXP degreeSEXP, SEXP keep_inputSEXP, SEXP onesSEXP, SEXP standardizeSEXP, SEXP centerSEXP, SEXP scaleSEXP, SEXP W0SEXP, SEXP linkSEXP, SEXP deltaSEXP, SEXP threadsSEXP, SEXP rff_WSEXP, SEXP rff_bSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type z(zSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type V(VSEXP);
+    Rcpp::traits::input_parameter< int >::type base(baseSEXP);
+    Rcpp::traits::input_parameter< int >::type degree(degreeSEXP);
+    Rcpp::traits::input_parameter< bool >::type keep_input(keep_inputSEXP);
+    Rcpp::traits::input_parameter< bool >::type ones(onesSEXP);
+    Rcpp::traits::input_parameter< bool >::type standardize(standardizeSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type center(centerSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type scale(scaleSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type W0(W0SEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type link(linkSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type delta(deltaSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type rff_W(rff_WSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type rff_b(rff_bSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_gem_cls_scores_single(z, V, base, degree, keep_input, ones, standardize, center, scale, W0, link, delta, threads, rff_W, rff_b));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_cls_products
+Rcpp::List cpp_cls_products(const Eigen::Map<Eigen::MatrixXd> X, const Eigen::Map<Eigen::MatrixXd> W, const Eigen::Map<Eigen::MatrixXd> R, int threads);
+RcppExport SEXP _kernlearn_cpp_cls_products(SEXP XSEXP, SEXP WSEXP, SEXP RSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type W(WSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type R(RSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_cls_products(X, W, R, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_cholesky_solve
+Rcpp::NumericMatrix cpp_cholesky_solve(const Eigen::Map<Eigen::MatrixXd> L, const Eigen::Map<Eigen::MatrixXd> B, int threads);
+RcppExport SEXP _kernlearn_cpp_cholesky_solve(SEXP LSEXP, SEXP BSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type L(LSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type B(BSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_cholesky_solve(L, B, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_simplex_project
 Rcpp::NumericMatrix cpp_simplex_project(const Eigen::Map<Eigen::MatrixXd> S);
 RcppExport SEXP _kernlearn_cpp_simplex_project(SEXP SSEXP) {
@@ -832,6 +884,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_gem_head", (DL_FUNC) &_kernlearn_cpp_gem_head, 22},
     {"_kernlearn_cpp_gem_feature_count", (DL_FUNC) &_kernlearn_cpp_gem_feature_count, 5},
     {"_kernlearn_cpp_cls_scores", (DL_FUNC) &_kernlearn_cpp_cls_scores, 5},
+    {"_kernlearn_cpp_gem_cls_scores_single", (DL_FUNC) &_kernlearn_cpp_gem_cls_scores_single, 15},
+    {"_kernlearn_cpp_cls_products", (DL_FUNC) &_kernlearn_cpp_cls_products, 4},
+    {"_kernlearn_cpp_cholesky_solve", (DL_FUNC) &_kernlearn_cpp_cholesky_solve, 3},
     {"_kernlearn_cpp_simplex_project", (DL_FUNC) &_kernlearn_cpp_simplex_project, 1},
     {"_kernlearn_cpp_simd_level", (DL_FUNC) &_kernlearn_cpp_simd_level, 0},
     {"_kernlearn_cpp_gram_with_intercept", (DL_FUNC) &_kernlearn_cpp_gram_with_intercept, 4},

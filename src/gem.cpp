@@ -218,6 +218,7 @@ Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Ei
       }
       return Rcpp::List::create(
           Rcpp::Named("W0") = Rcpp::wrap(c.W0), Rcpp::Named("link") = link,
+          Rcpp::Named("scores") = Rcpp::wrap(c.scores),
           Rcpp::Named("delta") = delta, Rcpp::Named("center") = center,
           Rcpp::Named("scale") = scale, Rcpp::Named("change") = Rcpp::wrap(c.change),
           Rcpp::Named("train_error") = Rcpp::wrap(c.train_error),
@@ -265,6 +266,73 @@ Rcpp::NumericMatrix cpp_cls_scores(const Eigen::Map<Eigen::MatrixXd> Z,
     }
     kl::Mat S = klr::with_eigen_threads(1, [&]() { return kl::cls_scores(Z, f, threads); });
     return Rcpp::wrap(S);
+  });
+}
+
+// Scores of a calibrated least-squares head fitted on single-precision features
+// (kl::gem_cls_scores_single): the last layer's features of z built and standardised in single
+// precision as in the fit, then the steps replayed. With rff_W / rff_b, z is replaced by its
+// random Fourier map.
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_gem_cls_scores_single(const Eigen::Map<Eigen::MatrixXd> z,
+                                              const Eigen::Map<Eigen::MatrixXd> V, int base,
+                                              int degree, bool keep_input, bool ones,
+                                              bool standardize, SEXP center, SEXP scale,
+                                              const Eigen::Map<Eigen::MatrixXd> W0,
+                                              Rcpp::List link, Rcpp::List delta, int threads,
+                                              SEXP rff_W = R_NilValue, SEXP rff_b = R_NilValue) {
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    const kl::InputMap map = input_map(rff_W, rff_b, z.cols());
+    kl::ClsFit f;
+    f.W0 = W0;
+    for (R_xlen_t t = 0; t < link.size(); ++t) {
+      f.link.push_back(Rcpp::as<Eigen::MatrixXd>(link[t]));
+      f.delta.push_back(Rcpp::as<Eigen::MatrixXd>(delta[t]));
+    }
+    kl::Vec c, s;
+    if (standardize) {
+      Rcpp::NumericVector cv(center), sv(scale);
+      c = Eigen::Map<const Eigen::VectorXd>(cv.begin(), cv.size());
+      s = Eigen::Map<const Eigen::VectorXd>(sv.begin(), sv.size());
+    }
+    const int nt = kl::clamp_threads(threads);
+    // the Eigen threads of the fit (cpp_gem_head), so that the replay is the fit's arithmetic
+    kl::Mat S = klr::with_eigen_threads(nt, [&]() {
+      return kl::gem_cls_scores_single(z, V, base, degree, keep_input, ones, standardize, c, s,
+                                       f, nt, kl::Callbacks(), map);
+    });
+    return Rcpp::wrap(S);
+  });
+}
+
+// The two products of the calibrated least-squares steps on X held in single precision:
+// [X 1] W and [X 1]' R.
+// [[Rcpp::export]]
+Rcpp::List cpp_cls_products(const Eigen::Map<Eigen::MatrixXd> X,
+                            const Eigen::Map<Eigen::MatrixXd> W,
+                            const Eigen::Map<Eigen::MatrixXd> R, int threads) {
+  return klr::guard([&]() -> Rcpp::List {
+    kl::RowMajorF32 F;
+    F.n = X.rows();
+    F.p = X.cols();
+    F.data.resize(static_cast<std::size_t>(F.n * F.p));
+    for (Eigen::Index i = 0; i < F.n; ++i)
+      for (Eigen::Index j = 0; j < F.p; ++j) F.row(i)[j] = static_cast<float>(X(i, j));
+    return klr::with_eigen_threads(1, [&]() {
+      return Rcpp::List::create(Rcpp::Named("product") = Rcpp::wrap(kl::cls_product(F, W, threads)),
+                                Rcpp::Named("crossprod") = Rcpp::wrap(kl::cls_crossprod(F, R, threads)));
+    });
+  });
+}
+
+// Solves (L L') X = B for the lower-triangular L, by the blocked solver of the calibrated least
+// squares (kl::cholesky_solve with threads).
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_cholesky_solve(const Eigen::Map<Eigen::MatrixXd> L,
+                                       const Eigen::Map<Eigen::MatrixXd> B, int threads) {
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    if (L.rows() != L.cols() || B.rows() != L.rows()) Rcpp::stop("shapes do not match");
+    return Rcpp::wrap(kl::cholesky_solve(L, B, threads));
   });
 }
 

@@ -99,4 +99,65 @@ Mat cholesky_solve(const CMatRef& L, const CMatRef& B) {
   return X;
 }
 
+Mat cholesky_solve(const CMatRef& L, const CMatRef& B, int threads) {
+  const SimdLevel level = simd_level();
+  const std::ptrdiff_t n = L.rows(), m = B.cols();
+  if (level == SimdLevel::none || n < 512) return cholesky_solve(L, B);
+  if (L.cols() != n || B.rows() != n) throw Error("cholesky_solve: shapes do not match");
+  const std::ptrdiff_t nb = 256, ldl = L.outerStride();
+  const double* l = L.data();
+  Mat X = B;
+  const std::ptrdiff_t ldx = X.outerStride();
+  double* x = X.data();
+  const int nt = clamp_threads(threads);
+  // rows [i0, i0 + h) of the block share the product among the threads in fixed halves
+  const auto split = [&](std::ptrdiff_t h, const auto& f) {
+    const std::ptrdiff_t half = (h / 2 + 7) / 8 * 8;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static, 1) num_threads(nt) if (nt > 1 && h >= 64)
+#endif
+    for (int part = 0; part < 2; ++part) {
+      const std::ptrdiff_t a = part == 0 ? 0 : std::min(half, h), b = part == 0 ? std::min(half, h) : h;
+      if (b > a) f(a, b - a);
+    }
+  };
+  // Forward: L Z = B.
+  for (std::ptrdiff_t b0 = 0; b0 < n; b0 += nb) {
+    const std::ptrdiff_t h = std::min(nb, n - b0);
+    if (b0 > 0)  // Z_b -= L(b, 0:b0) Z(0:b0)
+      split(h, [&](std::ptrdiff_t a, std::ptrdiff_t r) {
+        gemm_block_sub(level, r, m, b0, l + b0 + a, 1, ldl, x, 1, ldx, x + b0 + a, 1, ldx);
+      });
+    for (std::ptrdiff_t j = 0; j < m; ++j) {
+      double* z = x + b0 + j * ldx;
+      for (std::ptrdiff_t i = 0; i < h; ++i) {
+        double s = z[i];
+        const double* li = l + (b0 + i);
+        for (std::ptrdiff_t k = 0; k < i; ++k) s -= li[(b0 + k) * ldl] * z[k];
+        z[i] = s / li[(b0 + i) * ldl];
+      }
+    }
+  }
+  // Backward: L' X = Z, blocks from the last.
+  const std::ptrdiff_t last = ((n - 1) / nb) * nb;
+  for (std::ptrdiff_t b0 = last; b0 >= 0; b0 -= nb) {
+    const std::ptrdiff_t h = std::min(nb, n - b0), b1 = b0 + h;
+    if (b1 < n)  // X_b -= L(b1:n, b)' X(b1:n)
+      split(h, [&](std::ptrdiff_t a, std::ptrdiff_t r) {
+        gemm_block_sub(level, r, m, n - b1, l + b1 + (b0 + a) * ldl, ldl, 1, x + b1, 1, ldx,
+                       x + b0 + a, 1, ldx);
+      });
+    for (std::ptrdiff_t j = 0; j < m; ++j) {
+      double* z = x + b0 + j * ldx;
+      for (std::ptrdiff_t i = h - 1; i >= 0; --i) {
+        double s = z[i];
+        const double* col = l + (b0 + i) * ldl + b0;  // L(b0 + k, b0 + i), k > i
+        for (std::ptrdiff_t k = i + 1; k < h; ++k) s -= col[k] * z[k];
+        z[i] = s / col[i];
+      }
+    }
+  }
+  return X;
+}
+
 }  // namespace kl

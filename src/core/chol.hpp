@@ -18,4 +18,11 @@ bool cholesky_lower(MatRef A, int threads, SimdLevel max_level = SimdLevel::avx5
 // Solves (L L') X = B for L from cholesky_lower.
 Mat cholesky_solve(const CMatRef& L, const CMatRef& B);
 
+// The same, blocked for large L and few right-hand sides: for each block of 256 rows the
+// contribution of the rows already solved is subtracted through the vectorised product of
+// simd.hpp (its rows shared among the threads), then the block's triangle is solved by
+// substitution; the same backwards with L'. The summation order does not depend on the thread
+// count. Eigen's solver when the processor has no vectorised kernel.
+Mat cholesky_solve(const CMatRef& L, const CMatRef& B, int threads);
+
 }  // namespace kl

@@ -74,9 +74,71 @@ Mat gram_impl(const Src& s, int threads, SimdLevel max_level, const Callbacks& c
   return G;
 }
 
+// Classes padded to the block of the skinny single-precision kernels.
+Eigen::Index padded_classes(Eigen::Index K) {
+  const Eigen::Index c = skinny_class_block();
+  return (K + c - 1) / c * c;
+}
+
+// The single-precision design through the vectorised skinny kernels, when the processor has
+// them: [X 1]' R as below (each block's sums in single precision, then added in double in
+// block order), and [X 1] W.
+Mat crossprod_f32_simd(const SourceF32& s, const Mat& R, int threads, SimdLevel level) {
+  const Eigen::Index n = s.rows(), p = s.cols(), K = R.cols(), Kp = padded_classes(K);
+  const RowBlocks bl = make_row_blocks(n);
+  std::vector<Mat> part(static_cast<std::size_t>(bl.count));
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (bl.count > 1)
+#endif
+  for (int j = 0; j < bl.count; ++j) {
+    const Eigen::Index r0 = bl.start(j), len = bl.size(j);
+    std::vector<float> Rb(static_cast<std::size_t>(len * Kp), 0.0f);
+    for (Eigen::Index i = 0; i < len; ++i)
+      for (Eigen::Index k = 0; k < K; ++k)
+        Rb[static_cast<std::size_t>(i * Kp + k)] = static_cast<float>(R(r0 + i, k));
+    std::vector<float> acc(static_cast<std::size_t>(Kp * p), 0.0f);
+    rows_crossprod_f32(level, s.data(r0), p, len, p, Rb.data(), Kp, acc.data());
+    Mat& out = part[static_cast<std::size_t>(j)];
+    out.resize(p + 1, K);
+    for (Eigen::Index k = 0; k < K; ++k)
+      for (Eigen::Index c = 0; c < p; ++c)
+        out(c, k) = static_cast<double>(acc[static_cast<std::size_t>(k * p + c)]);
+    out.row(p) = R.middleRows(r0, len).colwise().sum();
+  }
+  Mat total = Mat::Zero(p + 1, K);
+  for (const Mat& m : part) total += m;
+  return total;
+}
+
+Mat product_f32_simd(const SourceF32& s, const Mat& W, int threads, SimdLevel level) {
+  const Eigen::Index n = s.rows(), p = s.cols(), K = W.cols(), Kp = padded_classes(K);
+  std::vector<float> Wt(static_cast<std::size_t>(Kp * p), 0.0f);
+  for (Eigen::Index k = 0; k < K; ++k)
+    for (Eigen::Index c = 0; c < p; ++c)
+      Wt[static_cast<std::size_t>(k * p + c)] = static_cast<float>(W(c, k));
+  Mat out(n, K);
+  const RowBlocks bl = make_row_blocks(n);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (bl.count > 1)
+#endif
+  for (int j = 0; j < bl.count; ++j) {
+    const Eigen::Index r0 = bl.start(j), len = bl.size(j);
+    std::vector<float> prod(static_cast<std::size_t>(len * Kp));
+    rows_times_f32(level, s.data(r0), p, len, p, Wt.data(), Kp, prod.data());
+    for (Eigen::Index i = 0; i < len; ++i)
+      for (Eigen::Index k = 0; k < K; ++k)
+        out(r0 + i, k) = static_cast<double>(prod[static_cast<std::size_t>(i * Kp + k)]) + W(p, k);
+  }
+  return out;
+}
+
 // [X 1]' R: (p + 1) x K, summed over the fixed row blocks in order.
 template <class Src>
 Mat crossprod_impl(const Src& s, const Mat& R, int threads) {
+  if constexpr (std::is_same<Src, SourceF32>::value) {
+    const SimdLevel level = simd_level();
+    if (level != SimdLevel::none) return crossprod_f32_simd(s, R, threads, level);
+  }
   using T = typename Src::Scalar;
   using MT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   const Eigen::Index n = s.rows(), p = s.cols(), K = R.cols();
@@ -106,6 +168,10 @@ Mat crossprod_impl(const Src& s, const Mat& R, int threads) {
 // [X 1] W for W with p + 1 rows: n x K.
 template <class Src>
 Mat product_impl(const Src& s, const Mat& W, int threads) {
+  if constexpr (std::is_same<Src, SourceF32>::value) {
+    const SimdLevel level = simd_level();
+    if (level != SimdLevel::none) return product_f32_simd(s, W, threads, level);
+  }
   using T = typename Src::Scalar;
   using MT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   const Eigen::Index n = s.rows(), p = s.cols(), K = W.cols();
@@ -186,7 +252,7 @@ ClsFit cls_fit_from_gram(const Src& s, const IVec& y, int K, const ClsOptions& o
           piv.maxCoeff() * piv.maxCoeff() * static_cast<double>(p + 1) *
               Eigen::NumTraits<double>::epsilon())
     throw SingularSystem("cls: the least-squares system is not positive definite; use lambda > 0");
-  const auto solve = [&A](const Mat& B) { return cholesky_solve(A, B); };
+  const auto solve = [&A, threads](const Mat& B) { return cholesky_solve(A, B, threads); };
   cb.report(chol_share);
   const auto t2 = Clock::now();
   Mat Y = Mat::Zero(n, K);
@@ -225,6 +291,7 @@ ClsFit cls_fit_from_gram(const Src& s, const IVec& y, int K, const ClsOptions& o
     }
   }
   f.seconds_steps = seconds_between(t2, Clock::now());
+  f.scores = std::move(S);
   f.change = Eigen::Map<const Vec>(change.data(), static_cast<Eigen::Index>(change.size()));
   f.train_error = Eigen::Map<const Vec>(err.data(), static_cast<Eigen::Index>(err.size()));
   return f;
@@ -435,6 +502,20 @@ ClsFit cls_fit_select(const CMatRef& X, Eigen::Index n_train, const IVec& y, int
 
 Mat cls_scores(const CMatRef& X, const ClsFit& fit, int threads) {
   return cls_scores_impl(SourceF64{X}, fit, threads);
+}
+
+Mat cls_product(const RowMajorF32& X, const Mat& W, int threads) {
+  if (W.rows() != X.p + 1) throw Error("cls: coefficients of the wrong shape");
+  return product_impl(SourceF32(X), W, threads);
+}
+
+Mat cls_crossprod(const RowMajorF32& X, const Mat& R, int threads) {
+  if (R.rows() != X.n) throw Error("cls: residuals of the wrong shape");
+  return crossprod_impl(SourceF32(X), R, threads);
+}
+
+Mat cls_scores(const RowMajorF32& X, const ClsFit& fit, int threads) {
+  return cls_scores_impl(SourceF32(X), fit, threads);
 }
 
 }  // namespace kl

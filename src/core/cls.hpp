@@ -43,6 +43,8 @@ struct ClsFit {
   Vec train_error;         // per step: training error rate of the scores
   int iterations = 0;
   bool converged = false;
+  Mat scores;              // the final scores of the rows fitted (n x K), as cls_scores gives
+                           // them for those rows
   // Wall time by stage; with a penalty search, seconds_search is the time of the fits on the
   // training part (their factorisations and steps), and the others belong to the final fit.
   double seconds_gram = 0, seconds_factor = 0, seconds_steps = 0, seconds_search = 0;
@@ -69,8 +71,16 @@ ClsFit cls_fit_select(const CMatRef& X, Eigen::Index n_train, const IVec& y, int
                       const ClsOptions& opt, const std::vector<double>& grid, int start,
                       bool exhaustive, HeadSearch& search, const Callbacks& cb = Callbacks());
 
-// The final scores of new rows (n x K), replaying the fitted steps.
+// The final scores of new rows (n x K), replaying the fitted steps; for a row of the fit's own
+// design, exactly its entry of fit.scores.
 Mat cls_scores(const CMatRef& X, const ClsFit& fit, int threads);
+Mat cls_scores(const RowMajorF32& X, const ClsFit& fit, int threads);
+
+// The products of the steps for a single-precision design: [X 1] W (n x K, W with p + 1 rows)
+// and [X 1]' R ((p + 1) x K), summed in single precision within fixed row blocks and in double
+// across them, so that they do not depend on the thread count.
+Mat cls_product(const RowMajorF32& X, const Mat& W, int threads);
+Mat cls_crossprod(const RowMajorF32& X, const Mat& R, int threads);
 
 // Each row replaced by its Euclidean projection onto the probability simplex.
 void simplex_project_rows(MatRef S);

@@ -132,6 +132,17 @@ LogisticFit logistic_fit_select(const RowMajorF32& X, Eigen::Index n_train, cons
       });
 }
 
+Mat gem_cls_scores_single(const CMatRef& z, const CMatRef& V, int base, int degree,
+                          bool keep_input, bool ones, bool standardize, const Vec& center,
+                          const Vec& scale, const ClsFit& fit, int threads, const Callbacks& cb,
+                          const InputMap& map) {
+  threads = clamp_threads(threads);
+  RowMajorF32 X;
+  gem_features_f32(z, V, base, degree, keep_input, ones, X, threads, cb, map);
+  if (standardize) standardize_f32_apply(X, center, scale, threads);
+  return cls_scores(X, fit, threads);
+}
+
 GemHeadFit gem_head_fit(const CMatRef& z, const CMatRef& V, int base, int degree,
                         bool keep_input, bool ones, const IVec& y, int K,
                         const GemHeadOptions& opt, const Callbacks& cb, const InputMap& map) {

@@ -50,6 +50,15 @@ GemHeadFit gem_head_fit(const CMatRef& z, const CMatRef& V, int base, int degree
                         const GemHeadOptions& opt, const Callbacks& cb = Callbacks(),
                         const InputMap& map = InputMap());
 
+// Scores of a calibrated least-squares head fitted on single-precision features, for the
+// layer's input rows z: the features built and standardised (with the training statistics
+// center / scale when `standardize`) in single precision exactly as the fit built them, then
+// the fitted steps replayed. For the training rows this gives the fit's own scores.
+Mat gem_cls_scores_single(const CMatRef& z, const CMatRef& V, int base, int degree,
+                          bool keep_input, bool ones, bool standardize, const Vec& center,
+                          const Vec& scale, const ClsFit& fit, int threads,
+                          const Callbacks& cb = Callbacks(), const InputMap& map = InputMap());
+
 // The logistic-regression penalty chosen by validation along a warm-started path (grid
 // descending): each value is fitted on rows [0, n_train) starting from the previous solution and
 // scored on the rest by its error rate (ties broken by the mean deviance); the path stops after

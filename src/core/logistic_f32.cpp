@@ -158,6 +158,13 @@ void standardize_f32(RowMajorF32& X, Vec& center, Vec& scale, int threads) {
     center[j] = mu;
     scale[j] = sd > 1e-6 * std::abs(mu) && sd > 1e-30 ? 1.0 / sd : 0.0;
   }
+  standardize_f32_apply(X, center, scale, threads);
+}
+
+void standardize_f32_apply(RowMajorF32& X, const Vec& center, const Vec& scale, int threads) {
+  const Eigen::Index n = X.n, p = X.p;
+  if (center.size() != p || scale.size() != p)
+    throw Error("standardize: statistics of the wrong length");
   {
     const EigenSerial eigen_serial(!(n * p > 100000));
 #ifdef _OPENMP

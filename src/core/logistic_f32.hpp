@@ -23,6 +23,8 @@ struct RowMajorF32 {
 // Column means and 1 / standard deviations (0 for constant columns), then the columns
 // standardised in place.
 void standardize_f32(RowMajorF32& X, Vec& center, Vec& scale, int threads);
+// The same centring and scaling by given statistics (the arithmetic of standardize_f32).
+void standardize_f32_apply(RowMajorF32& X, const Vec& center, const Vec& scale, int threads);
 
 // Fits on the rows `rows` (all rows when empty). y: classes 0..K-1 for every row of X.
 // opt.init_coef / init_intercept give an optional starting point.

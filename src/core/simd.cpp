@@ -213,6 +213,145 @@ __attribute__((target("avx512f,avx2,fma"))) void trsm_rlt_avx512(std::ptrdiff_t 
                                                                  std::ptrdiff_t ldb) {
   trsm_rlt_run<v8d>(m, n, L, ldl, B, ldb);
 }
+
+// Skinny products of a single-precision row-major matrix X (nrows x p, leading dimension ldx)
+// with K columns, K padded to a multiple of the class block C by the callers' zero rows.
+//
+// out(i, k) = sum_j X(i, j) W(k, j), for R rows and C classes at a time: the rows' vectors are
+// loaded once per class block and W's vector once per R rows. Each row's sum is lane-wise over
+// j in order, then the lanes are added in order, then the columns past the last full vector:
+// the same arithmetic for a row in the R-row and the one-row paths.
+template <class V>
+__attribute__((always_inline)) inline float lane_sum(const V& v) {
+  const int w = static_cast<int>(sizeof(V) / sizeof(float));
+  float s = 0.0f;
+  for (int l = 0; l < w; ++l) s += v[l];
+  return s;
+}
+
+template <class V, int R, int C>
+__attribute__((always_inline)) inline void rows_times_tile(const float* X, std::ptrdiff_t ldx,
+                                                           std::ptrdiff_t p, const float* W,
+                                                           float* out, std::ptrdiff_t ldo) {
+  const int w = static_cast<int>(sizeof(V) / sizeof(float));
+  const std::ptrdiff_t pv = p - p % w;
+  V acc[R][C];
+KL_UNROLL
+  for (int r = 0; r < R; ++r)
+KL_UNROLL
+    for (int c = 0; c < C; ++c) acc[r][c] = V{};
+  for (std::ptrdiff_t j = 0; j < pv; j += w) {
+    V x[R];
+KL_UNROLL
+    for (int r = 0; r < R; ++r) std::memcpy(&x[r], X + r * ldx + j, sizeof(V));
+KL_UNROLL
+    for (int c = 0; c < C; ++c) {
+      V wc;
+      std::memcpy(&wc, W + c * p + j, sizeof(V));
+KL_UNROLL
+      for (int r = 0; r < R; ++r) acc[r][c] += x[r] * wc;
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+      float s = lane_sum(acc[r][c]);
+      for (std::ptrdiff_t j = pv; j < p; ++j) s += X[r * ldx + j] * W[c * p + j];
+      out[r * ldo + c] = s;
+    }
+}
+
+template <class V, int R, int C>
+__attribute__((always_inline)) inline void rows_times_run(const float* X, std::ptrdiff_t ldx,
+                                                          std::ptrdiff_t nrows, std::ptrdiff_t p,
+                                                          const float* W, std::ptrdiff_t K,
+                                                          float* out) {
+  // Rows outermost: a group of rows stays in cache while the class blocks sweep it.
+  std::ptrdiff_t r = 0;
+  for (; r + R <= nrows; r += R)
+    for (std::ptrdiff_t c0 = 0; c0 < K; c0 += C)
+      rows_times_tile<V, R, C>(X + r * ldx, ldx, p, W + c0 * p, out + r * K + c0, K);
+  for (; r < nrows; ++r)
+    for (std::ptrdiff_t c0 = 0; c0 < K; c0 += C)
+      rows_times_tile<V, 1, C>(X + r * ldx, ldx, p, W + c0 * p, out + r * K + c0, K);
+}
+
+// Cm(k, j) += sum_i Rm(i, k) X(i, j) for Rm row-major (nrows x K) and Cm row-major (K x p):
+// for each vector of columns, C classes' accumulators stay in registers while 8 rows at a
+// time are added to them, one row after the other (the same order as the single-row path).
+template <class V, int C>
+__attribute__((always_inline)) inline void rows_crossprod_run(const float* X, std::ptrdiff_t ldx,
+                                                              std::ptrdiff_t nrows,
+                                                              std::ptrdiff_t p, const float* Rm,
+                                                              std::ptrdiff_t K, float* Cm) {
+  const int w = static_cast<int>(sizeof(V) / sizeof(float));
+  const int G = 8;
+  const std::ptrdiff_t pv = p - p % w;
+  std::ptrdiff_t i = 0;
+  for (; i + G <= nrows; i += G) {
+    for (std::ptrdiff_t c0 = 0; c0 < K; c0 += C) {
+      const float* xi = X + i * ldx;
+      const float* ri = Rm + i * K + c0;
+      for (std::ptrdiff_t j = 0; j < pv; j += w) {
+        V a[C];
+KL_UNROLL
+        for (int c = 0; c < C; ++c) std::memcpy(&a[c], Cm + (c0 + c) * p + j, sizeof(V));
+KL_UNROLL
+        for (int g = 0; g < G; ++g) {
+          V x;
+          std::memcpy(&x, xi + g * ldx + j, sizeof(V));
+KL_UNROLL
+          for (int c = 0; c < C; ++c) a[c] += ri[g * K + c] * x;
+        }
+KL_UNROLL
+        for (int c = 0; c < C; ++c) std::memcpy(Cm + (c0 + c) * p + j, &a[c], sizeof(V));
+      }
+      for (std::ptrdiff_t j = pv; j < p; ++j)
+        for (int g = 0; g < G; ++g)
+          for (int c = 0; c < C; ++c) Cm[(c0 + c) * p + j] += ri[g * K + c] * xi[g * ldx + j];
+    }
+  }
+  for (; i < nrows; ++i) {
+    for (std::ptrdiff_t c0 = 0; c0 < K; c0 += C) {
+      const float* xi = X + i * ldx;
+      const float* ri = Rm + i * K + c0;
+      for (std::ptrdiff_t j = 0; j < pv; j += w) {
+        V x;
+        std::memcpy(&x, xi + j, sizeof(V));
+        for (int c = 0; c < C; ++c) {
+          V a;
+          std::memcpy(&a, Cm + (c0 + c) * p + j, sizeof(V));
+          a += ri[c] * x;
+          std::memcpy(Cm + (c0 + c) * p + j, &a, sizeof(V));
+        }
+      }
+      for (std::ptrdiff_t j = pv; j < p; ++j)
+        for (int c = 0; c < C; ++c) Cm[(c0 + c) * p + j] += ri[c] * xi[j];
+    }
+  }
+}
+
+__attribute__((target("avx2,fma"))) void rows_times_avx2(const float* X, std::ptrdiff_t ldx,
+                                                         std::ptrdiff_t nrows, std::ptrdiff_t p,
+                                                         const float* W, std::ptrdiff_t K,
+                                                         float* out) {
+  rows_times_run<v8f, 2, 4>(X, ldx, nrows, p, W, K, out);
+}
+__attribute__((target("avx512f,avx2,fma"))) void rows_times_avx512(
+    const float* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows, std::ptrdiff_t p, const float* W,
+    std::ptrdiff_t K, float* out) {
+  rows_times_run<v16f, 4, 4>(X, ldx, nrows, p, W, K, out);
+}
+__attribute__((target("avx2,fma"))) void rows_crossprod_avx2(const float* X, std::ptrdiff_t ldx,
+                                                             std::ptrdiff_t nrows,
+                                                             std::ptrdiff_t p, const float* Rm,
+                                                             std::ptrdiff_t K, float* Cm) {
+  rows_crossprod_run<v8f, 4>(X, ldx, nrows, p, Rm, K, Cm);
+}
+__attribute__((target("avx512f,avx2,fma"))) void rows_crossprod_avx512(
+    const float* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows, std::ptrdiff_t p, const float* Rm,
+    std::ptrdiff_t K, float* Cm) {
+  rows_crossprod_run<v16f, 4>(X, ldx, nrows, p, Rm, K, Cm);
+}
 #endif
 
 SimdLevel detect_cpu() {
@@ -258,6 +397,36 @@ void trsm_right_lower_t(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, con
     trsm_rlt_avx2(m, n, L, ldl, B, ldb);
 #else
   (void)m; (void)n; (void)L; (void)ldl; (void)B; (void)ldb;
+#endif
+}
+
+std::ptrdiff_t skinny_class_block() { return 4; }
+
+void rows_times_f32(SimdLevel level, const float* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows,
+                    std::ptrdiff_t p, const float* W, std::ptrdiff_t K, float* out) {
+  if (level == SimdLevel::none || level > simd_level() || K % skinny_class_block() != 0)
+    throw Error("rows_times_f32: this processor lacks the requested instructions");
+#ifdef KL_SIMD_X86
+  if (level == SimdLevel::avx512)
+    rows_times_avx512(X, ldx, nrows, p, W, K, out);
+  else
+    rows_times_avx2(X, ldx, nrows, p, W, K, out);
+#else
+  (void)X; (void)ldx; (void)nrows; (void)p; (void)W; (void)out;
+#endif
+}
+
+void rows_crossprod_f32(SimdLevel level, const float* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows,
+                        std::ptrdiff_t p, const float* R, std::ptrdiff_t K, float* C) {
+  if (level == SimdLevel::none || level > simd_level() || K % skinny_class_block() != 0)
+    throw Error("rows_crossprod_f32: this processor lacks the requested instructions");
+#ifdef KL_SIMD_X86
+  if (level == SimdLevel::avx512)
+    rows_crossprod_avx512(X, ldx, nrows, p, R, K, C);
+  else
+    rows_crossprod_avx2(X, ldx, nrows, p, R, K, C);
+#else
+  (void)X; (void)ldx; (void)nrows; (void)p; (void)R; (void)C;
 #endif
 }
 

@@ -35,6 +35,18 @@ const char* simd_level_name(SimdLevel level);
 void trsm_right_lower_t(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, const double* L,
                         std::ptrdiff_t ldl, double* B, std::ptrdiff_t ldb);
 
+// Skinny products with a single-precision row-major X (nrows x p, leading dimension ldx) and
+// K columns, K a multiple of skinny_class_block() (callers pad with zero columns). Sums are in
+// single precision in an order fixed by the kernel, so results do not depend on threads.
+// `level` must not be none and must not exceed simd_level().
+std::ptrdiff_t skinny_class_block();
+// out (row-major nrows x K, overwritten) = X W' for the row-major W (K x p, leading dimension p).
+void rows_times_f32(SimdLevel level, const float* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows,
+                    std::ptrdiff_t p, const float* W, std::ptrdiff_t K, float* out);
+// C (row-major K x p, leading dimension p) += R' X for the row-major R (nrows x K).
+void rows_crossprod_f32(SimdLevel level, const float* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows,
+                        std::ptrdiff_t p, const float* R, std::ptrdiff_t K, float* C);
+
 // C = A'B for column blocks of one row-major matrix X (nrows rows, leading dimension ldx):
 // C(i, j) = sum_k X(k, ca + i) X(k, cb + j), i < wa, j < wb. C is row-major with leading
 // dimension ldc >= wb and is overwritten. The summation order over k is fixed by the kernel,

@@ -105,3 +105,26 @@ test_that("products and Gaussian kernel blocks agree with R on shapes that are n
     expect_identical(kernel_matrix(gaussian_kernel(g), a, b, threads = 1), K)
   }
 })
+
+test_that("the products and solves of calibrated least squares agree with R and across threads", {
+  set.seed(12)
+  for (sh in list(c(1031, 37, 10), c(517, 200, 3), c(9, 16, 5))) {
+    n <- sh[1]; p <- sh[2]; K <- sh[3]
+    X <- matrix(rnorm(n * p), n)
+    Xf <- X  # the design as held: rounded to single precision
+    W <- matrix(rnorm((p + 1) * K), p + 1)
+    R <- matrix(rnorm(n * K), n)
+    r2 <- kernlearn:::cpp_cls_products(X, W, R, 2L)
+    r1 <- kernlearn:::cpp_cls_products(X, W, R, 1L)
+    expect_identical(r1, r2)
+    expect_equal(r2$product, cbind(Xf, 1) %*% W, tolerance = 1e-5)
+    expect_equal(r2$crossprod, crossprod(cbind(Xf, 1), R), tolerance = 1e-5)
+  }
+  # the blocked solve (several 256-row blocks, a partial last one) against R
+  A <- crossprod(matrix(rnorm(1400 * 1300), 1400)) / 1400 + diag(1300)
+  L <- t(chol(A))
+  B <- matrix(rnorm(1300 * 7), 1300)
+  X2 <- kernlearn:::cpp_cholesky_solve(L, B, 2L)
+  expect_identical(kernlearn:::cpp_cholesky_solve(L, B, 1L), X2)
+  expect_equal(X2, solve(A, B), tolerance = 1e-10)
+})

@@ -640,3 +640,40 @@ test_that("the demo's GEM and DI fits converge without a warning", {
   set.seed(1)
   expect_warning(dikl(lettr ~ ., data = train, dim = 300, gamma = 16, max_epochs = 40), NA)
 })
+
+test_that("fitted classes come from the fit's own scores and equal predict() on the training rows", {
+  set.seed(3)
+  n <- 1500
+  x <- matrix(rnorm(n * 12), n, 12)
+  y <- factor(sample(c("a", "b", "c", "d"), n, TRUE))
+  x[, 1] <- x[, 1] + as.integer(y)
+  x[, 2] <- x[, 2] * as.integer(y)
+  check <- function(...) {
+    set.seed(5)
+    f <- gem(x, y, top = 4, threshold = 0, ...)
+    expect_null(f$members[[1]]$scores)  # not kept in the model
+    expect_identical(fitted(f), predict(f, x))
+    f
+  }
+  dbl <- check()
+  expect_false(dbl$members[[1]]$head$single)
+  check(lambda = 2)
+  # single-precision features (forced by a low size limit): predictions are built in single
+  # precision as in the fit, close to the double-precision replay of the same head
+  old <- options(kernlearn.gem_single_cells = 1000)
+  on.exit(options(old))
+  sgl <- check()
+  expect_true(sgl$members[[1]]$head$single)
+  mem <- sgl$members[[1]]
+  Z <- kernlearn:::.gem_member_features(mem, kernlearn:::.kl_newdata(sgl$spec, x, "t"), 1L, TRUE)
+  S64 <- kernlearn:::cpp_cls_scores(Z, mem$head$W0, mem$head$link, mem$head$delta, 1L)
+  expect_equal(unname(predict(sgl, x, type = "decision")), S64, tolerance = 1e-4)
+  expect_gt(mean(as.integer(predict(sgl, x)) == max.col(S64, ties.method = "first")), 0.99)
+  check(lambda = 2, threads = 1)
+  check(pairs = "hypercube", ensemble = 3)
+  check(rff = list(dim = 30, gamma = 0.1))
+  check(depth = 2, degree = 2)
+  d <- data.frame(x, y = y)
+  f <- gem(y ~ ., data = d, top = 4, threshold = 0)
+  expect_identical(fitted(f), predict(f, d))
+})

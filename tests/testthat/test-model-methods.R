@@ -106,6 +106,10 @@ test_that("cross-validation fold fits skip the fitted values; the refit keeps th
   expect_identical(seen$f, rep(TRUE, 3L))
   expect_identical(cv$predictions, cv2$predictions)
   seen$f <- logical()
+  # gem keeps its fitted classes through its own function (from the fit's scores)
+  suppressMessages(trace(".gem_keep_fitted", where = ns, print = FALSE,
+    tracer = bquote(assign("f", c(get("f", envir = .(seen)), fitted), envir = .(seen)))))
+  on.exit(suppressMessages(untrace(".gem_keep_fitted", where = ns)), add = TRUE)
   tn <- kl_tune(gem, Species ~ ., data = iris, grid = list(ridge = c(0.1, 1)), folds = 3,
                 seed = 1, top = 2, threshold = 1)
   expect_identical(seen$f, c(rep(FALSE, 6L), TRUE))
