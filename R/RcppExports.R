@@ -37,8 +37,8 @@ cpp_linear_predictor <- function(x, B, b, threads) {
     .Call(`_kernlearn_cpp_linear_predictor`, x, B, b, threads)
 }
 
-cpp_gem_head <- function(z, V, base, degree, keep_input, ones, standardize, y, K, lambda, n_train, start, exhaustive, maxit, tol, threads, sub, single, head = 0L, progress = NULL, rff_W = NULL, rff_b = NULL) {
-    .Call(`_kernlearn_cpp_gem_head`, z, V, base, degree, keep_input, ones, standardize, y, K, lambda, n_train, start, exhaustive, maxit, tol, threads, sub, single, head, progress, rff_W, rff_b)
+cpp_gem_fit <- function(x, y, K, layers, members, head, lambda, start, maxit, tol, standardize, single_cells, memory_limit, method, eigen_tol, threads, progress = NULL) {
+    .Call(`_kernlearn_cpp_gem_fit`, x, y, K, layers, members, head, lambda, start, maxit, tol, standardize, single_cells, memory_limit, method, eigen_tol, threads, progress)
 }
 
 cpp_gem_feature_count <- function(d, F, degree, keep_input, ones) {

@@ -419,19 +419,62 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   if (depth == 2 && is.character(pairs) && length(pairs) == 1L && identical(pairs, "none"))
     stop(sprintf("%s: depth = 2 with pairs = \"none\" leaves the first layer without directions; use depth = 1",
                  caller), call. = FALSE)
-  counts <- tabulate(as.integer(inp$y), k)
   x <- inp$x
-  progress <- .kl_progressor()
-  members <- vector("list", ensemble)
+  n <- nrow(x)
+  yi <- as.integer(inp$y) - 1L
+  # Everything random is drawn here, member by member (pairs, random Fourier map, held-out
+  # rows, eigensolver seeds, warm-start rows); the core then fits all members in one call.
+  inputs <- vector("list", ensemble)
   for (m in seq_len(ensemble)) {
     pm <- .gem_pairs(pairs, lev, max_pairs, caller)
     if (nrow(pm) > max_pairs)
       stop(sprintf("%s: %d class pairs, more than max_pairs = %d; raise 'max_pairs'", caller,
                    nrow(pm), as.integer(max_pairs)), call. = FALSE)
-    members[[m]] <- .gem_member(x, inp$y, lev, pm, layers, rff, standardize, head, lambda, maxit,
-                                tol, eigen_method, threads, counts, caller,
-                                if (m == 1L) progress else NULL)
+    if (nrow(pm) == 0L && !layers[[length(layers)]]$keep_input)
+      stop(sprintf("%s: with pairs = \"none\" the input must be kept (keep_input = TRUE)", caller),
+           call. = FALSE)
+    rmap <- if (is.null(rff)) NULL else .gem_rff_map(ncol(x), rff, length(lev), caller)
+    # Without lambda, the penalty is chosen on a stratified held-out part of the rows; the
+    # directions are learned from the other rows only (so that the held-out rows are unseen by
+    # the features), and the head is refitted on all rows with the chosen penalty.
+    val <- if (is.null(lambda)) .kl_validation_rows(inp$y) else NULL
+    train <- if (is.null(val)) seq_len(n) else setdiff(seq_len(n), val)
+    if (layers[[1L]]$ridge == 0 && nrow(pm)) {
+      d <- if (is.null(rmap)) ncol(x) else ncol(rmap$W)
+      counts <- tabulate(yi[train] + 1L, k)
+      small <- unique(pm[, 2L][counts[pm[, 2L]] < d])
+      if (length(small))
+        stop(sprintf("%s: with ridge = 0 each denominator class needs at least as many rows as features (%d); class(es) %s have fewer (%s); use ridge > 0",
+                     caller, d, .name_list(lev[small]), paste(counts[small], collapse = ", ")),
+             call. = FALSE)
+    }
+    seeds <- lapply(layers, function(l) .kl_seed())
+    grid <- .gem_grid(head, lambda, val)
+    # Continuation for large n: the logistic optimum on a random fifth of the rows starts the
+    # full fit (the objective is a mean, so both optima are close); the result is the full-data
+    # optimum.
+    m0 <- max(10000L, n %/% 5L)
+    warm <- NULL
+    if (head == "logistic" && length(grid) == 1L && n >= 3L * m0 && maxit > 0) {
+      idx <- sort(sample.int(n, m0))
+      if (all(tabulate(yi[idx] + 1L, k) > 0L)) warm <- idx
+    }
+    inputs[[m]] <- list(pairs = pm, val = val, rmap = rmap, grid = grid,
+                        core = list(num = pm[, 1L] - 1L, den = pm[, 2L] - 1L, validation = val,
+                                    seeds = seeds, warm = warm, W = rmap$W, b = rmap$b))
   }
+  grid <- inputs[[1L]]$grid
+  limit <- .kl_memory_limit()
+  progress <- .kl_progressor()
+  fits <- .kl_name_classes(
+    cpp_gem_fit(x, yi, k, lapply(layers, .gem_layer_core), lapply(inputs, `[[`, "core"),
+                if (cls) 1L else 0L, grid, max(0L, match(1, grid, nomatch = 1L) - 1L),
+                as.integer(maxit), as.double(tol), standardize, .gem_single_cells(),
+                if (is.na(limit)) NA_real_ else as.double(limit),
+                .gem_method_code(eigen_method), 1e-8, threads, progress),
+    lev, caller)
+  members <- lapply(seq_len(ensemble), function(m)
+    .gem_member_from_core(fits[[m]], inputs[[m]], layers, head, maxit, tol, n, lev, caller))
   structure(list(members = members, levels = lev, task = "classification", spec = inp$spec,
                  n = nrow(x), params = list(head = head,
                                             lambda = members[[1L]]$head$lambda,
@@ -455,44 +498,6 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
 
 .gem_method_code <- function(m) switch(m, auto = 0L, dense = 1L, iterative = 2L)
 
-# One GEM layer: directions for the pairs pm on the representation z.
-.gem_layer_fit <- function(z, y, lev, pm, st, eigen_method, threads, counts, caller,
-                           progress, rmap = NULL) {
-  K <- length(lev)
-  d <- .gem_in_dim(z, rmap)
-  if (nrow(pm) == 0L) {
-    return(c(st, list(pairs = pm, V = matrix(0, d, 0L), spectra = list(), values = numeric(),
-                      pair_of = integer())))
-  }
-  if (st$ridge == 0) {
-    small <- unique(pm[, 2L][counts[pm[, 2L]] < d])
-    if (length(small))
-      stop(sprintf("%s: with ridge = 0 each denominator class needs at least as many rows as features (%d); class(es) %s have fewer (%s); use ridge > 0",
-                   caller, d, .name_list(lev[small]), paste(counts[small], collapse = ", ")),
-           call. = FALSE)
-  }
-  res <- .kl_name_classes(
-    cpp_gem_directions(z, as.integer(y) - 1L, K, pm[, 1L] - 1L, pm[, 2L] - 1L, st$ridge,
-                       st$ridge_type == "relative", st$top, st$threshold,
-                       .gem_method_code(eigen_method), 1e-8, threads, .kl_seed(), progress,
-                       rmap$W, rmap$b),
-    lev, caller)
-  spectra <- lapply(res, function(r) as.vector(r$spectrum))
-  kept <- vapply(res, function(r) ncol(r$vectors), integer(1))
-  V <- do.call(cbind, lapply(res, function(r) r$vectors))
-  if (is.null(V)) V <- matrix(0, d, 0L)
-  if (sum(kept) == 0L) {
-    top_val <- max(vapply(spectra, function(s) if (length(s)) max(s) else -Inf, numeric(1)))
-    stop(sprintf("%s: no eigenvalue reaches threshold = %s (the largest is %s); lower 'threshold'",
-                 caller, format(st$threshold), format(signif(top_val, 4))), call. = FALSE)
-  }
-  values <- unlist(lapply(seq_along(res), function(q) spectra[[q]][seq_len(kept[q])]))
-  c(st, list(pairs = pm, V = V, spectra = spectra, values = values,
-             pair_of = rep(seq_len(nrow(pm)), kept),
-             dense = vapply(res, function(r) r$dense, logical(1)),
-             applications = vapply(res, function(r) r$applications, integer(1))))
-}
-
 # Columns a layer sees: those of z, or of its random Fourier map rmap.
 .gem_in_dim <- function(z, rmap) if (is.null(rmap)) ncol(z) else ncol(rmap$W)
 
@@ -504,129 +509,70 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
                    standardize, center, scale, threads, NULL, rmap$W, rmap$b)
 }
 
-.gem_member <- function(x, y, lev, pm, layers, rff, standardize, head, lambda, maxit, tol,
-                        eigen_method, threads, counts, caller, progress) {
-  rmap <- NULL
-  if (!is.null(rff)) {
-    D <- as.integer(rff$dim)
-    # the map (d x D) and, per class, a D x D second moment, plus the eigenproblems' workspace
-    .check_memory(8 * (as.numeric(D)^2 * (length(lev) + 3) + as.numeric(ncol(x)) * D),
-                  sprintf("the random Fourier map's class moments (%d classes, %d x %d each)",
-                          length(lev), D, D),
-                  caller, "; lower 'rff$dim'")
-    rmap <- list(W = matrix(stats::rnorm(ncol(x) * D, sd = sqrt(2 * rff$gamma)), ncol(x), D),
-                 b = stats::runif(D, 0, 2 * pi), gamma = rff$gamma)
-  }
-  # Without lambda, the penalty is chosen on a stratified validation part of the rows. The
-  # rows are reordered so that the training part comes first; the directions are learned from
-  # the training part only (so that the held-out rows are unseen by the features), and the
-  # head is refitted on all rows with the chosen penalty.
-  n <- nrow(x)
-  val <- if (is.null(lambda)) .kl_validation_rows(y) else NULL
-  n_train <- 0L
-  ord <- NULL
-  if (!is.null(val)) {
-    ord <- c(setdiff(seq_len(n), val), val)
-    x <- x[ord, , drop = FALSE]
-    y <- y[ord]
-    n_train <- n - length(val)
-    counts <- tabulate(as.integer(y[seq_len(n_train)]), length(lev))
-  }
-  z <- x
-  # The random Fourier map is never formed for all rows: the first layer's moments and
-  # features (or the head's features) apply it to one block of rows at a time.
-  pre <- rmap
-  clock <- function() proc.time()[["elapsed"]]
-  timing <- c(directions = 0, features = 0, logistic = 0)
-  # "logistic" includes building the single-precision features of the last layer.
-  t0 <- clock()
-  fitted <- vector("list", length(layers))
-  for (l in seq_along(layers)) {
-    L <- if (n_train > 0L) {
-      .gem_layer_fit(z[seq_len(n_train), , drop = FALSE], y[seq_len(n_train)], lev, pm,
-                     layers[[l]], eigen_method, threads, counts, caller, progress, pre)
-    } else {
-      .gem_layer_fit(z, y, lev, pm, layers[[l]], eigen_method, threads, counts, caller,
-                     progress, pre)
-    }
-    t1 <- clock()
-    timing[["directions"]] <- timing[["directions"]] + (t1 - t0)
-    fitted[[l]] <- L
-    if (l < length(layers)) {
-      p_mid <- cpp_gem_feature_count(.gem_in_dim(z, pre), ncol(L$V), L$degree, L$keep_input,
-                                     L$ones)
-      .check_memory(8 * as.numeric(nrow(z)) * p_mid, "the first layer's representation",
-                    caller, "; lower 'first_layer$top', raise 'first_layer$threshold' or use fewer rows")
-      z <- .gem_layer_map(z, L, threads, rmap = pre)
-      pre <- NULL
-    }
-    t0 <- clock()
-    timing[["features"]] <- timing[["features"]] + (t0 - t1)
-  }
-  last <- fitted[[length(fitted)]]
-  if (ncol(last$V) == 0L && !last$keep_input)
-    stop(sprintf("%s: with pairs = \"none\" the input must be kept (keep_input = TRUE)", caller),
-         call. = FALSE)
-  K <- length(lev)
-  n <- nrow(z)
-  # Large feature matrices are held in single precision (half the memory, twice the speed).
-  p_out <- cpp_gem_feature_count(.gem_in_dim(z, pre), ncol(last$V), last$degree, last$keep_input, last$ones)
-  single <- as.numeric(n) * p_out > .gem_single_cells()
-  .check_memory(as.numeric(n) * p_out * (if (single) 4 else 8), "the feature matrix", caller,
-                "; lower 'top', raise 'threshold', use a lower 'degree' or fewer rows")
-  grid <- as.double(lambda)
-  start <- 0L
-  exhaustive <- FALSE
-  if (is.null(lambda)) {
-    if (n_train == 0L) {
-      grid <- .gem_default_lambda(head)
-    } else {
-      grid <- .gem_lambda_grid(head)
-      if (head == "cls") {
-        start <- match(1, grid) - 1L
-        # Every value when one more factorisation and its steps cost little next to the Gram
-        # matrix; a local search from 1 otherwise.
-        exhaustive <- length(grid) * (p_out^3 / 3 + 4 * maxit * n * K * p_out) <= n * p_out^2
-      }
-    }
-  }
-  yi <- as.integer(y) - 1L
-  m0 <- max(10000L, n %/% 5L)
-  # Continuation for large n: the optimum on a random fifth of the rows starts the full fit
-  # (the objective is a mean, so both optima are close); the result is the full-data optimum.
-  sub <- NULL
-  if (head == "logistic" && length(grid) == 1L && n >= 3L * m0 && maxit > 0) {
-    idx <- sort(sample.int(n, m0))
-    if (all(tabulate(yi[idx] + 1L, K) > 0L)) sub <- idx
-  }
-  h <- .kl_name_classes(
-    cpp_gem_head(z, last$V, .gem_base_code(last$nonlinearity), last$degree, last$keep_input,
-                 last$ones, standardize, yi, K, grid, as.integer(n_train), as.integer(start),
-                 exhaustive, as.integer(maxit), as.double(tol), threads, sub, single,
-                 if (head == "cls") 1L else 0L, progress, pre$W, pre$b),
-    lev, caller)
+# The settings of a layer as the core reads them.
+.gem_layer_core <- function(L) {
+  list(ridge = L$ridge, relative = L$ridge_type == "relative", top = L$top,
+       threshold = L$threshold, base = .gem_base_code(L$nonlinearity), degree = L$degree,
+       keep_input = L$keep_input, ones = L$ones)
+}
+
+# The penalty of the head: given, the grid searched on the held-out rows, or the fallback when
+# there are too few rows to hold any out.
+.gem_grid <- function(head, lambda, val) {
+  if (!is.null(lambda)) return(as.double(lambda))
+  if (is.null(val)) return(.gem_default_lambda(head))
+  .gem_lambda_grid(head)
+}
+
+# A random Fourier map (d inputs, rff$dim features) for a member.
+.gem_rff_map <- function(d, rff, k, caller) {
+  D <- as.integer(rff$dim)
+  # the map (d x D) and, per class, a D x D second moment, plus the eigenproblems' workspace
+  .check_memory(8 * (as.numeric(D)^2 * (k + 3) + as.numeric(d) * D),
+                sprintf("the random Fourier map's class moments (%d classes, %d x %d each)",
+                        k, D, D),
+                caller, "; lower 'rff$dim'")
+  list(W = matrix(stats::rnorm(d * D, sd = sqrt(2 * rff$gamma)), d, D),
+       b = stats::runif(D, 0, 2 * pi), gamma = rff$gamma)
+}
+
+# A member of the model from the core's fit: its layers (the settings with the pairs, the kept
+# directions and the spectra), the random Fourier map, the standardisation and the head.
+.gem_member_from_core <- function(f, input, layers, head, maxit, tol, n, lev, caller) {
+  pm <- input$pairs
+  fitted <- lapply(seq_along(layers), function(l) {
+    cl <- f$layers[[l]]
+    kept <- cl$kept
+    spectra <- lapply(cl$spectra, as.vector)
+    out <- c(layers[[l]], list(pairs = pm, V = cl$V, spectra = spectra,
+                               values = unlist(lapply(seq_along(spectra), function(q)
+                                 spectra[[q]][seq_len(kept[q])])),
+                               pair_of = rep(seq_len(nrow(pm)), kept)))
+    if (nrow(pm)) out <- c(out, list(dense = cl$dense, applications = cl$applications))
+    else out$values <- numeric()
+    out
+  })
+  h <- f$head
+  val <- input$val
   search <- if (is.null(h$search)) NULL
             else structure(data.frame(lambda = h$search$lambda, error = h$search$error,
                                       loss = h$search$loss),
                            train_rows = h$search$train_rows,
                            validation_rows = h$search$validation_rows,
                            validation = val)
-  rm(z)
-  timing[["logistic"]] <- clock() - t0
-  center <- h$center
-  scl <- h$scale
+  timing <- f$timing
   if (head == "cls") {
     if (!isTRUE(h$converged) && tol > 0)
       warning(sprintf("%s: the calibrated least squares took all %d steps without the scores settling (last change %s > tol = %s); raise 'maxit' or 'tol'",
                       caller, as.integer(maxit), format(signif(utils::tail(h$change, 1L), 3)),
                       format(tol)), call. = FALSE)
-    W0 <- h$W0
-    colnames(W0) <- lev
     # the training rows' final scores, in the caller's row order (for the fitted values)
     scores <- h$scores
-    if (!is.null(ord)) scores[ord, ] <- h$scores
-    return(list(layers = fitted, rff = rmap, center = center, scale = scl, p = as.integer(h$p),
-                timing = timing, scores = scores,
+    if (!is.null(val)) scores[c(setdiff(seq_len(n), val), val), ] <- h$scores
+    W0 <- h$W0
+    colnames(W0) <- lev
+    return(list(layers = fitted, rff = input$rmap, center = h$center, scale = h$scale,
+                p = as.integer(h$p), timing = timing, scores = scores,
                 head = list(type = "cls", lambda = h$lambda, search = search, W0 = W0,
                             link = h$link, delta = h$delta,
                             change = as.vector(h$change), train_error = as.vector(h$train_error),
@@ -642,8 +588,8 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
   colnames(coef) <- lev
   intercept <- as.vector(h$intercept)
   names(intercept) <- lev
-  list(layers = fitted, rff = rmap, center = center, scale = scl, p = as.integer(h$p),
-       timing = timing,
+  list(layers = fitted, rff = input$rmap, center = h$center, scale = h$scale,
+       p = as.integer(h$p), timing = timing,
        head = list(type = "logistic", lambda = h$lambda, search = search,
                    coefficients = coef, intercept = intercept,
                    objective = h$objective,

@@ -195,35 +195,30 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// cpp_gem_head
-Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Eigen::MatrixXd> V, int base, int degree, bool keep_input, bool ones, bool standardize, Rcpp::IntegerVector y, int K, Rcpp::NumericVector lambda, int n_train, int start, bool exhaustive, int maxit, double tol, int threads, SEXP sub, bool single, int head, SEXP progress, SEXP rff_W, SEXP rff_b);
-RcppExport SEXP _kernlearn_cpp_gem_head(SEXP zSEXP, SEXP VSEXP, SEXP baseSEXP, SEXP degreeSEXP, SEXP keep_inputSEXP, SEXP onesSEXP, SEXP standardizeSEXP, SEXP ySEXP, SEXP KSEXP, SEXP lambdaSEXP, SEXP n_trainSEXP, SEXP startSEXP, SEXP exhaustiveSEXP, SEXP maxitSEXP, SEXP tolSEXP, SEXP threadsSEXP, SEXP subSEXP, SEXP singleSEXP, SEXP headSEXP, SEXP progressSEXP, SEXP rff_WSEXP, SEXP rff_bSEXP) {
+// cpp_gem_fit
+Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K, Rcpp::List layers, Rcpp::List members, int head, Rcpp::NumericVector lambda, int start, int maxit, double tol, bool standardize, double single_cells, double memory_limit, int method, double eigen_tol, int threads, SEXP progress);
+RcppExport SEXP _kernlearn_cpp_gem_fit(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP layersSEXP, SEXP membersSEXP, SEXP headSEXP, SEXP lambdaSEXP, SEXP startSEXP, SEXP maxitSEXP, SEXP tolSEXP, SEXP standardizeSEXP, SEXP single_cellsSEXP, SEXP memory_limitSEXP, SEXP methodSEXP, SEXP eigen_tolSEXP, SEXP threadsSEXP, SEXP progressSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type z(zSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type V(VSEXP);
-    Rcpp::traits::input_parameter< int >::type base(baseSEXP);
-    Rcpp::traits::input_parameter< int >::type degree(degreeSEXP);
-    Rcpp::traits::input_parameter< bool >::type keep_input(keep_inputSEXP);
-    Rcpp::traits::input_parameter< bool >::type ones(onesSEXP);
-    Rcpp::traits::input_parameter< bool >::type standardize(standardizeSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
     Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type y(ySEXP);
     Rcpp::traits::input_parameter< int >::type K(KSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type layers(layersSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type members(membersSEXP);
+    Rcpp::traits::input_parameter< int >::type head(headSEXP);
     Rcpp::traits::input_parameter< Rcpp::NumericVector >::type lambda(lambdaSEXP);
-    Rcpp::traits::input_parameter< int >::type n_train(n_trainSEXP);
     Rcpp::traits::input_parameter< int >::type start(startSEXP);
-    Rcpp::traits::input_parameter< bool >::type exhaustive(exhaustiveSEXP);
     Rcpp::traits::input_parameter< int >::type maxit(maxitSEXP);
     Rcpp::traits::input_parameter< double >::type tol(tolSEXP);
+    Rcpp::traits::input_parameter< bool >::type standardize(standardizeSEXP);
+    Rcpp::traits::input_parameter< double >::type single_cells(single_cellsSEXP);
+    Rcpp::traits::input_parameter< double >::type memory_limit(memory_limitSEXP);
+    Rcpp::traits::input_parameter< int >::type method(methodSEXP);
+    Rcpp::traits::input_parameter< double >::type eigen_tol(eigen_tolSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    Rcpp::traits::input_parameter< SEXP >::type sub(subSEXP);
-    Rcpp::traits::input_parameter< bool >::type single(singleSEXP);
-    Rcpp::traits::input_parameter< int >::type head(headSEXP);
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
-    Rcpp::traits::input_parameter< SEXP >::type rff_W(rff_WSEXP);
-    Rcpp::traits::input_parameter< SEXP >::type rff_b(rff_bSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_gem_head(z, V, base, degree, keep_input, ones, standardize, y, K, lambda, n_train, start, exhaustive, maxit, tol, threads, sub, single, head, progress, rff_W, rff_b));
+    rcpp_result_gen = Rcpp::wrap(cpp_gem_fit(x, y, K, layers, members, head, lambda, start, maxit, tol, standardize, single_cells, memory_limit, method, eigen_tol, threads, progress));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -881,7 +876,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_gem_features", (DL_FUNC) &_kernlearn_cpp_gem_features, 13},
     {"_kernlearn_cpp_rff_map", (DL_FUNC) &_kernlearn_cpp_rff_map, 4},
     {"_kernlearn_cpp_linear_predictor", (DL_FUNC) &_kernlearn_cpp_linear_predictor, 4},
-    {"_kernlearn_cpp_gem_head", (DL_FUNC) &_kernlearn_cpp_gem_head, 22},
+    {"_kernlearn_cpp_gem_fit", (DL_FUNC) &_kernlearn_cpp_gem_fit, 17},
     {"_kernlearn_cpp_gem_feature_count", (DL_FUNC) &_kernlearn_cpp_gem_feature_count, 5},
     {"_kernlearn_cpp_cls_scores", (DL_FUNC) &_kernlearn_cpp_cls_scores, 5},
     {"_kernlearn_cpp_gem_cls_scores_single", (DL_FUNC) &_kernlearn_cpp_gem_cls_scores_single, 15},

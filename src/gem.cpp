@@ -3,6 +3,7 @@
 #include "core/chol.hpp"
 #include "core/cls.hpp"
 #include "core/gem.hpp"
+#include "core/gem_fit.hpp"
 #include "core/gem_head.hpp"
 #include "core/simd.hpp"
 
@@ -161,85 +162,155 @@ Rcpp::NumericMatrix cpp_linear_predictor(const Eigen::Map<Eigen::MatrixXd> x,
   });
 }
 
-// The classifier of a GEM model (kl::gem_head_fit): features of z through V, standardised, and
-// the logistic regression (head 0) or calibrated least squares (head 1) on them. With one value
-// in `lambda` it is the penalty; with several, the grid searched by validation on rows
-// [n_train, n) of z after fits on rows [0, n_train). With `single`, the features are held in
-// single precision. `sub` (1-based rows, or NULL) first fits the logistic head on those rows to
-// start the full fit. With rff_W / rff_b, z is replaced by its random Fourier map, applied a
-// block of rows at a time.
-// [[Rcpp::export]]
-Rcpp::List cpp_gem_head(const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Eigen::MatrixXd> V,
-                        int base, int degree, bool keep_input, bool ones, bool standardize,
-                        Rcpp::IntegerVector y, int K, Rcpp::NumericVector lambda, int n_train,
-                        int start, bool exhaustive, int maxit, double tol, int threads, SEXP sub,
-                        bool single, int head = 0, SEXP progress = R_NilValue,
-                        SEXP rff_W = R_NilValue, SEXP rff_b = R_NilValue) {
-  return klr::guard([&]() -> Rcpp::List {
-    const kl::InputMap map = input_map(rff_W, rff_b, z.cols());
-    kl::GemHeadOptions opt;
-    opt.head = head;
-    opt.lambda.assign(lambda.begin(), lambda.end());
-    opt.start = start;
-    opt.exhaustive = exhaustive;
-    opt.n_train = n_train;
-    opt.max_iter = maxit;
-    opt.tol = tol;
-    opt.standardize = standardize;
-    opt.single = single;
-    opt.threads = kl::clamp_threads(threads);
-    if (!Rf_isNull(sub)) {
-      Rcpp::IntegerVector s(sub);
-      for (R_xlen_t i = 0; i < s.size(); ++i) opt.warm_rows.push_back(s[i] - 1);
+namespace {
+
+// The classifier of a fitted member as an R list.
+Rcpp::List head_to_r(const kl::GemHeadFit& f, bool standardize) {
+  Rcpp::RObject search;  // NULL without a search
+  if (f.searched)
+    search = Rcpp::List::create(Rcpp::Named("lambda") = Rcpp::wrap(f.search.lambda),
+                                Rcpp::Named("error") = Rcpp::wrap(f.search.error),
+                                Rcpp::Named("loss") = Rcpp::wrap(f.search.loss),
+                                Rcpp::Named("train_rows") = static_cast<double>(f.search.train_rows),
+                                Rcpp::Named("validation_rows") =
+                                    static_cast<double>(f.search.validation_rows));
+  // RObject keeps them protected while the lists below allocate.
+  Rcpp::RObject center = standardize ? Rcpp::wrap(f.center) : R_NilValue;
+  Rcpp::RObject scale = standardize ? Rcpp::wrap(f.scale) : R_NilValue;
+  if (f.head == 1) {
+    const kl::ClsFit& c = f.cls;
+    Rcpp::List link(c.link.size()), delta(c.delta.size());
+    for (std::size_t t = 0; t < c.link.size(); ++t) {
+      link[t] = Rcpp::wrap(c.link[t]);
+      delta[t] = Rcpp::wrap(c.delta[t]);
     }
-    kl::Callbacks cb = klr::make_callbacks(progress);
-    // Eigen threads for the Cholesky factorisation of cls; the tiled loops run their own.
-    const kl::GemHeadFit f = klr::with_eigen_threads(head == 1 ? opt.threads : 1, [&]() {
-      return kl::gem_head_fit(z, V, base, degree, keep_input, ones, klr::labels_from_r(y), K, opt,
-                              cb, map);
-    });
-    Rcpp::RObject search;  // NULL without a search
-    if (f.searched)
-      search = Rcpp::List::create(Rcpp::Named("lambda") = Rcpp::wrap(f.search.lambda),
-                                  Rcpp::Named("error") = Rcpp::wrap(f.search.error),
-                                  Rcpp::Named("loss") = Rcpp::wrap(f.search.loss),
-                                  Rcpp::Named("train_rows") = static_cast<double>(f.search.train_rows),
-                                  Rcpp::Named("validation_rows") =
-                                      static_cast<double>(f.search.validation_rows));
-    // RObject keeps them protected while the lists below allocate.
-    Rcpp::RObject center = standardize ? Rcpp::wrap(f.center) : R_NilValue;
-    Rcpp::RObject scale = standardize ? Rcpp::wrap(f.scale) : R_NilValue;
-    if (head == 1) {
-      const kl::ClsFit& c = f.cls;
-      Rcpp::List link(c.link.size()), delta(c.delta.size());
-      for (std::size_t t = 0; t < c.link.size(); ++t) {
-        link[t] = Rcpp::wrap(c.link[t]);
-        delta[t] = Rcpp::wrap(c.delta[t]);
-      }
-      return Rcpp::List::create(
-          Rcpp::Named("W0") = Rcpp::wrap(c.W0), Rcpp::Named("link") = link,
-          Rcpp::Named("scores") = Rcpp::wrap(c.scores),
-          Rcpp::Named("delta") = delta, Rcpp::Named("center") = center,
-          Rcpp::Named("scale") = scale, Rcpp::Named("change") = Rcpp::wrap(c.change),
-          Rcpp::Named("train_error") = Rcpp::wrap(c.train_error),
-          Rcpp::Named("iterations") = c.iterations, Rcpp::Named("converged") = c.converged,
-          Rcpp::Named("p") = static_cast<double>(f.p), Rcpp::Named("single") = f.single,
-          Rcpp::Named("lambda") = f.lambda, Rcpp::Named("search") = search,
-          Rcpp::Named("seconds") = Rcpp::NumericVector::create(
-              Rcpp::Named("gram") = c.seconds_gram, Rcpp::Named("factor") = c.seconds_factor,
-              Rcpp::Named("steps") = c.seconds_steps, Rcpp::Named("search") = c.seconds_search));
-    }
-    const kl::LogisticFit& l = f.logistic;
     return Rcpp::List::create(
-        Rcpp::Named("coefficients") = Rcpp::wrap(l.coef),
-        Rcpp::Named("intercept") = Rcpp::wrap(l.intercept), Rcpp::Named("center") = center,
-        Rcpp::Named("scale") = scale, Rcpp::Named("objective") = l.objective,
-        Rcpp::Named("grad_norm") = l.grad_norm, Rcpp::Named("iterations") = l.iterations,
-        Rcpp::Named("sub_iterations") = f.sub_iterations,
-        Rcpp::Named("converged") = l.converged, Rcpp::Named("message") = l.message,
+        Rcpp::Named("W0") = Rcpp::wrap(c.W0), Rcpp::Named("link") = link,
+        Rcpp::Named("scores") = Rcpp::wrap(c.scores),
+        Rcpp::Named("delta") = delta, Rcpp::Named("center") = center,
+        Rcpp::Named("scale") = scale, Rcpp::Named("change") = Rcpp::wrap(c.change),
+        Rcpp::Named("train_error") = Rcpp::wrap(c.train_error),
+        Rcpp::Named("iterations") = c.iterations, Rcpp::Named("converged") = c.converged,
         Rcpp::Named("p") = static_cast<double>(f.p), Rcpp::Named("single") = f.single,
         Rcpp::Named("lambda") = f.lambda, Rcpp::Named("search") = search,
-        Rcpp::Named("vectorised") = f.single && kl::logistic_f32_vectorised());
+        Rcpp::Named("seconds") = Rcpp::NumericVector::create(
+            Rcpp::Named("gram") = c.seconds_gram, Rcpp::Named("factor") = c.seconds_factor,
+            Rcpp::Named("steps") = c.seconds_steps, Rcpp::Named("search") = c.seconds_search));
+  }
+  const kl::LogisticFit& l = f.logistic;
+  return Rcpp::List::create(
+      Rcpp::Named("coefficients") = Rcpp::wrap(l.coef),
+      Rcpp::Named("intercept") = Rcpp::wrap(l.intercept), Rcpp::Named("center") = center,
+      Rcpp::Named("scale") = scale, Rcpp::Named("objective") = l.objective,
+      Rcpp::Named("grad_norm") = l.grad_norm, Rcpp::Named("iterations") = l.iterations,
+      Rcpp::Named("sub_iterations") = f.sub_iterations,
+      Rcpp::Named("converged") = l.converged, Rcpp::Named("message") = l.message,
+      Rcpp::Named("p") = static_cast<double>(f.p), Rcpp::Named("single") = f.single,
+      Rcpp::Named("lambda") = f.lambda, Rcpp::Named("search") = search,
+      Rcpp::Named("vectorised") = f.single && kl::logistic_f32_vectorised());
+}
+
+// Rows (1-based, from R) as 0-based indices; NULL gives none.
+std::vector<Eigen::Index> rows_from_r(SEXP rows) {
+  std::vector<Eigen::Index> out;
+  if (Rf_isNull(rows)) return out;
+  Rcpp::IntegerVector r(rows);
+  out.reserve(static_cast<std::size_t>(r.size()));
+  for (R_xlen_t i = 0; i < r.size(); ++i) out.push_back(static_cast<Eigen::Index>(r[i]) - 1);
+  return out;
+}
+
+}  // namespace
+
+// A whole GEM model (kl::gem_fit): x the prepared inputs, y the classes (0-based). `layers`:
+// one list per layer with ridge, relative, top, threshold, method, base, degree, keep_input,
+// ones. `members`: one list per ensemble member with num, den (0-based class pairs),
+// validation (1-based held-out rows or NULL), seeds (one pair of integers per layer), warm
+// (1-based warm-start rows or NULL) and W, b (the random Fourier map or NULL). `lambda`: the
+// penalty, or the grid searched (then cls starts at `start`, 0-based). memory_limit: bytes
+// (NA: no limit). Returns one list per member: layers (per layer: spectra, kept, vectors of
+// every pair, dense, applications, V), head (the classifier; for cls with the training scores
+// in the member's row order: the held-out rows last) and timing.
+// [[Rcpp::export]]
+Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K,
+                       Rcpp::List layers, Rcpp::List members, int head,
+                       Rcpp::NumericVector lambda, int start, int maxit, double tol,
+                       bool standardize, double single_cells, double memory_limit, int method,
+                       double eigen_tol, int threads, SEXP progress = R_NilValue) {
+  return klr::guard([&]() -> Rcpp::List {
+    kl::GemFitOptions opt;
+    for (R_xlen_t l = 0; l < layers.size(); ++l) {
+      Rcpp::List L = layers[l];
+      kl::GemLayerSettings s;
+      s.dir.ridge = Rcpp::as<double>(L["ridge"]);
+      s.dir.relative = Rcpp::as<bool>(L["relative"]);
+      s.dir.top = Rcpp::as<int>(L["top"]);
+      s.dir.threshold = Rcpp::as<double>(L["threshold"]);
+      s.dir.method = method;
+      s.dir.tol = eigen_tol;
+      s.base = Rcpp::as<int>(L["base"]);
+      s.degree = Rcpp::as<int>(L["degree"]);
+      s.keep_input = Rcpp::as<bool>(L["keep_input"]);
+      s.ones = Rcpp::as<bool>(L["ones"]);
+      opt.layers.push_back(s);
+    }
+    opt.head.head = head;
+    opt.head.lambda.assign(lambda.begin(), lambda.end());
+    opt.head.start = start;
+    opt.head.max_iter = maxit;
+    opt.head.tol = tol;
+    opt.head.standardize = standardize;
+    opt.head.threads = kl::clamp_threads(threads);
+    opt.single_cells = single_cells;
+    if (!ISNAN(memory_limit)) opt.memory_limit = memory_limit;
+    std::vector<kl::GemMemberInput> in(static_cast<std::size_t>(members.size()));
+    for (R_xlen_t m = 0; m < members.size(); ++m) {
+      Rcpp::List M = members[m];
+      kl::GemMemberInput& g = in[static_cast<std::size_t>(m)];
+      Rcpp::IntegerVector num = M["num"], den = M["den"];
+      g.num.assign(num.begin(), num.end());
+      g.den.assign(den.begin(), den.end());
+      g.validation = rows_from_r(M["validation"]);
+      g.warm_rows = rows_from_r(M["warm"]);
+      Rcpp::List seeds = M["seeds"];
+      for (R_xlen_t l = 0; l < seeds.size(); ++l)
+        g.seeds.push_back(klr::seed_from_r(Rcpp::IntegerVector(seeds[l])));
+      g.map = input_map(M["W"], M["b"], x.cols());
+    }
+    kl::Callbacks cb = klr::make_callbacks(progress);
+    // Eigen threads for the factorisation of cls; the core keeps the rest serial.
+    const std::vector<kl::GemMemberFit> fits = klr::with_eigen_threads(
+        opt.head.threads,
+        [&]() { return kl::gem_fit(x, klr::labels_from_r(y), K, in, opt, cb); });
+    Rcpp::List out(fits.size());
+    for (std::size_t m = 0; m < fits.size(); ++m) {
+      const kl::GemMemberFit& f = fits[m];
+      Rcpp::List ls(f.layers.size());
+      for (std::size_t l = 0; l < f.layers.size(); ++l) {
+        const kl::GemLayerFit& lf = f.layers[l];
+        const std::size_t np = lf.pairs.size();
+        Rcpp::List spectra(np);
+        Rcpp::IntegerVector kept(np), applications(np);
+        Rcpp::LogicalVector dense(np);
+        for (std::size_t q = 0; q < np; ++q) {
+          spectra[q] = Rcpp::wrap(lf.pairs[q].spectrum);
+          kept[q] = static_cast<int>(lf.pairs[q].vectors.cols());
+          dense[q] = lf.pairs[q].dense;
+          applications[q] = lf.pairs[q].applications;
+        }
+        ls[l] = Rcpp::List::create(Rcpp::Named("spectra") = spectra,
+                                   Rcpp::Named("kept") = kept, Rcpp::Named("dense") = dense,
+                                   Rcpp::Named("applications") = applications,
+                                   Rcpp::Named("V") = Rcpp::wrap(lf.V));
+      }
+      out[m] = Rcpp::List::create(
+          Rcpp::Named("layers") = ls, Rcpp::Named("head") = head_to_r(f.head, standardize),
+          Rcpp::Named("timing") = Rcpp::NumericVector::create(
+              Rcpp::Named("directions") = f.seconds_directions,
+              Rcpp::Named("features") = f.seconds_features,
+              Rcpp::Named("logistic") = f.seconds_head));
+    }
+    return out;
   });
 }
 

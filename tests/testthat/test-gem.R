@@ -491,6 +491,13 @@ test_that("bad input gets clear errors", {
   expect_error(gem(dat$x, c(Inf, as.integer(dat$y)[-1])), "infinite value")
   few <- factor(c(rep("a", 197), rep("b", 3)))
   expect_error(gem(dat$x, few, ridge = 0), "class\\(es\\) 'b' have fewer")
+  # the second layer's check runs in the core, on the first layer's representation
+  set.seed(1)
+  x3 <- matrix(rnorm(600 * 6), 600)
+  y3 <- factor(c(rep("a", 300), rep("b", 280), rep("c", 20)))
+  expect_error(gem(x3, y3, depth = 2, ridge = 0, ridge_type = "absolute", lambda = 1,
+                   first_layer = list(top = 5)),
+               "at least as many rows as features \\(61\\); class 'c' has fewer \\(20\\)")
   expect_error(gem(dat$x, dat$y, threshold = 1e6), "no eigenvalue reaches threshold")
   expect_error(gem(dat$x, dat$y, max_pairs = 3), "max_pairs")
   many <- factor(rep(letters[1:12], length.out = 200))
