@@ -56,8 +56,7 @@
 #' on the learned features, as \code{cv.glmnet} would with one fold: the head
 #' is fitted on four fifths of the rows (for classes, a stratified split; at
 #' most 10000 rows are held out) for each value of a grid (cost \eqn{4^{-3},
-#' \dots, 4^6}{4^-3, ..., 4^6}, walked upwards until two values in a row do
-#' worse than the best one; logistic \code{lambda} \eqn{10^{-1}, \dots,
+#' \dots, 4^3}{4^-3, ..., 4^3}; logistic \code{lambda} \eqn{10^{-1}, \dots,
 #' 10^{-5}}{10^-1, ..., 10^-5}; ridge \code{lambda} \eqn{10^{0}, \dots,
 #' 10^{-7}}{10^0, ..., 10^-7} times the number of rows fitted), scored on the rest by the error
 #' rate (mean squared error for a regression; among equal error rates the smaller squared
@@ -433,7 +432,7 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
   val <- .kl_validation_rows(y)
   n <- nrow(Fx)
   # grid from the strongest penalty to the weakest; krr's lambda scales with the rows it sees
-  grid <- switch(head, svm = 4^(-3:6), logistic = 10^(-1:-5), krr = 10^(0:-7))
+  grid <- switch(head, svm = 4^(-3:3), logistic = 10^(-1:-5), krr = 10^(0:-7))
   fit_at <- function(v, rows) {
     m <- length(rows)
     if (head == "svm") .dikl_head_fit(head, Fx[rows, , drop = FALSE], y[rows], task, v, NULL, threads)
@@ -445,25 +444,14 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
   tr <- setdiff(seq_len(n), val)
   obj <- list(task = task, levels = levels)
   yv <- y[val]
-  score <- function(v) {
+  sc <- vapply(grid, function(v) {
     obj$head <- fit_at(v, tr)
     D <- .dikl_decision(obj, Fx[val, , drop = FALSE], threads)
     if (task == "regression") return(rep(mean((as.vector(D) - yv)^2), 2L))
     c(mean(.kl_decision_to_class(D, levels) != yv), .dikl_head_loss(head, D, yv, levels))
-  }
-  err <- loss <- numeric()
-  for (i in seq_along(grid)) {
-    sc <- score(grid[i])
-    err[i] <- sc[1L]
-    loss[i] <- sc[2L]
-    # the SVM's cost walks up from the smallest value while it improves: it stops after two
-    # values in a row worse than the best so far (the large costs are the slow fits)
-    if (head == "svm" && i >= 3L) {
-      b <- order(err, loss, seq_len(i))[1L]
-      if (b <= i - 2L) break
-    }
-  }
-  grid <- grid[seq_along(err)]
+  }, numeric(2))
+  err <- sc[1L, ]
+  loss <- sc[2L, ]
   # the smallest error; among equal errors the smallest loss, then the stronger penalty
   best <- order(err, loss, seq_along(grid))[1L]
   search <- data.frame(value = grid, error = err, loss = loss)

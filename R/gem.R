@@ -622,30 +622,31 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
     Z <- .gem_member_features(mem, x, threads, standardize)
     return(cpp_cls_scores(Z, mem$head$W0, mem$head$link, mem$head$delta, threads))
   }
+  li <- .gem_last_input(mem, x, threads)
+  L <- mem$layers[[length(mem$layers)]]
+  cpp_gem_cls_scores_single(li$z, L$V, .gem_base_code(L$nonlinearity), L$degree, L$keep_input,
+                            L$ones, standardize, mem$center, mem$scale, mem$head$W0,
+                            mem$head$link, mem$head$delta, threads, li$rmap$W, li$rmap$b)
+}
+
+# What the last layer of a member receives for prepared (scaled) inputs x: the representation
+# of the layers before it, and the random Fourier map still to apply (NULL once applied).
+.gem_last_input <- function(mem, x, threads) {
   z <- x
   pre <- mem$rff
-  nl <- length(mem$layers)
-  for (l in seq_len(nl - 1L)) {
+  for (l in seq_len(length(mem$layers) - 1L)) {
     z <- .gem_layer_map(z, mem$layers[[l]], threads, rmap = pre)
     pre <- NULL
   }
-  L <- mem$layers[[nl]]
-  cpp_gem_cls_scores_single(z, L$V, .gem_base_code(L$nonlinearity), L$degree, L$keep_input,
-                            L$ones, standardize, mem$center, mem$scale, mem$head$W0,
-                            mem$head$link, mem$head$delta, threads, pre$W, pre$b)
+  list(z = z, rmap = pre)
 }
 
 # The final features of one member for prepared (scaled) inputs x.
 .gem_member_features <- function(mem, x, threads, standardize) {
-  z <- x
-  pre <- mem$rff
-  nl <- length(mem$layers)
-  for (l in seq_len(nl - 1L)) {
-    z <- .gem_layer_map(z, mem$layers[[l]], threads, rmap = pre)
-    pre <- NULL
-  }
-  Z <- .gem_layer_map(z, mem$layers[[nl]], threads, standardize = standardize,
-                      center = mem$center, scale = mem$scale, rmap = pre)
+  li <- .gem_last_input(mem, x, threads)
+  Z <- .gem_layer_map(li$z, mem$layers[[length(mem$layers)]], threads,
+                      standardize = standardize, center = mem$center, scale = mem$scale,
+                      rmap = li$rmap)
   attr(Z, "center") <- NULL
   attr(Z, "scale") <- NULL
   Z

@@ -210,6 +210,17 @@ Rcpp::List head_to_r(const kl::GemHeadFit& f, bool standardize) {
       Rcpp::Named("vectorised") = f.single && kl::logistic_f32_vectorised());
 }
 
+// X rounded to single precision, row-major.
+kl::RowMajorF32 to_single(const Eigen::Map<Eigen::MatrixXd>& X) {
+  kl::RowMajorF32 F;
+  F.n = X.rows();
+  F.p = X.cols();
+  F.data.resize(static_cast<std::size_t>(F.n * F.p));
+  for (Eigen::Index i = 0; i < F.n; ++i)
+    for (Eigen::Index j = 0; j < F.p; ++j) F.row(i)[j] = static_cast<float>(X(i, j));
+  return F;
+}
+
 // Rows (1-based, from R) as 0-based indices; NULL gives none.
 std::vector<Eigen::Index> rows_from_r(SEXP rows) {
   std::vector<Eigen::Index> out;
@@ -367,7 +378,7 @@ Rcpp::NumericMatrix cpp_gem_cls_scores_single(const Eigen::Map<Eigen::MatrixXd> 
       s = Eigen::Map<const Eigen::VectorXd>(sv.begin(), sv.size());
     }
     const int nt = kl::clamp_threads(threads);
-    // the Eigen threads of the fit (cpp_gem_head), so that the replay is the fit's arithmetic
+    // the Eigen threads of the fit (cpp_gem_fit), so that the replay is the fit's arithmetic
     kl::Mat S = klr::with_eigen_threads(nt, [&]() {
       return kl::gem_cls_scores_single(z, V, base, degree, keep_input, ones, standardize, c, s,
                                        f, nt, kl::Callbacks(), map);
@@ -383,12 +394,7 @@ Rcpp::List cpp_cls_products(const Eigen::Map<Eigen::MatrixXd> X,
                             const Eigen::Map<Eigen::MatrixXd> W,
                             const Eigen::Map<Eigen::MatrixXd> R, int threads) {
   return klr::guard([&]() -> Rcpp::List {
-    kl::RowMajorF32 F;
-    F.n = X.rows();
-    F.p = X.cols();
-    F.data.resize(static_cast<std::size_t>(F.n * F.p));
-    for (Eigen::Index i = 0; i < F.n; ++i)
-      for (Eigen::Index j = 0; j < F.p; ++j) F.row(i)[j] = static_cast<float>(X(i, j));
+    const kl::RowMajorF32 F = to_single(X);
     return klr::with_eigen_threads(1, [&]() {
       return Rcpp::List::create(Rcpp::Named("product") = Rcpp::wrap(kl::cls_product(F, W, threads)),
                                 Rcpp::Named("crossprod") = Rcpp::wrap(kl::cls_crossprod(F, R, threads)));
@@ -431,13 +437,7 @@ Rcpp::NumericMatrix cpp_gram_with_intercept(const Eigen::Map<Eigen::MatrixXd> X,
     if (simd < 0 || simd > 2) Rcpp::stop("simd must be 0, 1 or 2");
     kl::Mat G = klr::with_eigen_threads(1, [&]() {
       if (!single) return kl::gram_with_intercept(X, threads);
-      kl::RowMajorF32 F;
-      F.n = X.rows();
-      F.p = X.cols();
-      F.data.resize(static_cast<std::size_t>(F.n * F.p));
-      for (Eigen::Index i = 0; i < F.n; ++i)
-        for (Eigen::Index j = 0; j < F.p; ++j) F.row(i)[j] = static_cast<float>(X(i, j));
-      return kl::gram_with_intercept(F, threads, static_cast<kl::SimdLevel>(simd));
+      return kl::gram_with_intercept(to_single(X), threads, static_cast<kl::SimdLevel>(simd));
     });
     return Rcpp::wrap(G);
   });

@@ -345,7 +345,7 @@ test_that("without cost or lambda, dikl chooses the head's penalty on held-out r
   expect_identical(names(s), c("cost", "error", "loss"))
   expect_equal(fit$params$cost, s$cost[order(s$error, s$loss, seq_len(nrow(s)))[1L]])
   expect_equal(fit$head$cost, fit$params$cost)
-  expect_output(print(fit), "linear SVM \\(cost .*, chosen from [0-9]+ values by the error rate on 30 held-out rows\\)")
+  expect_output(print(fit), "linear SVM \\(cost .*, chosen from 7 values by the error rate on 30 held-out rows\\)")
   # the errors recomputed from the model's own features and an independent linear SVM fit
   val <- attr(s, "validation")
   expect_equal(as.vector(table(iris$Species[val])), c(10, 10, 10))
