@@ -41,10 +41,6 @@ cpp_gem_fit <- function(x, y, K, layers, members, head, lambda, start, maxit, to
     .Call(`_kernlearn_cpp_gem_fit`, x, y, K, layers, members, head, lambda, start, maxit, tol, standardize, single_cells, memory_limit, method, eigen_tol, threads, progress)
 }
 
-cpp_gem_feature_count <- function(d, F, degree, keep_input, ones) {
-    .Call(`_kernlearn_cpp_gem_feature_count`, d, F, degree, keep_input, ones)
-}
-
 cpp_cls_scores <- function(Z, W0, link, delta, threads) {
     .Call(`_kernlearn_cpp_cls_scores`, Z, W0, link, delta, threads)
 }

@@ -498,9 +498,6 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
 
 .gem_method_code <- function(m) switch(m, auto = 0L, dense = 1L, iterative = 2L)
 
-# Columns a layer sees: those of z, or of its random Fourier map rmap.
-.gem_in_dim <- function(z, rmap) if (is.null(rmap)) ncol(z) else ncol(rmap$W)
-
 .gem_base_code <- function(nl) if (nl == "smooth_sqrt") 0L else 1L
 
 .gem_layer_map <- function(z, L, threads, standardize = FALSE, center = NULL, scale = NULL,

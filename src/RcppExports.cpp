@@ -222,21 +222,6 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// cpp_gem_feature_count
-double cpp_gem_feature_count(double d, double F, int degree, bool keep_input, bool ones);
-RcppExport SEXP _kernlearn_cpp_gem_feature_count(SEXP dSEXP, SEXP FSEXP, SEXP degreeSEXP, SEXP keep_inputSEXP, SEXP onesSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< double >::type d(dSEXP);
-    Rcpp::traits::input_parameter< double >::type F(FSEXP);
-    Rcpp::traits::input_parameter< int >::type degree(degreeSEXP);
-    Rcpp::traits::input_parameter< bool >::type keep_input(keep_inputSEXP);
-    Rcpp::traits::input_parameter< bool >::type ones(onesSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_gem_feature_count(d, F, degree, keep_input, ones));
-    return rcpp_result_gen;
-END_RCPP
-}
 // cpp_cls_scores
 Rcpp::NumericMatrix cpp_cls_scores(const Eigen::Map<Eigen::MatrixXd> Z, const Eigen::Map<Eigen::MatrixXd> W0, Rcpp::List link, Rcpp::List delta, int threads);
 RcppExport SEXP _kernlearn_cpp_cls_scores(SEXP ZSEXP, SEXP W0SEXP, SEXP linkSEXP, SEXP deltaSEXP, SEXP threadsSEXP) {
@@ -877,7 +862,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_rff_map", (DL_FUNC) &_kernlearn_cpp_rff_map, 4},
     {"_kernlearn_cpp_linear_predictor", (DL_FUNC) &_kernlearn_cpp_linear_predictor, 4},
     {"_kernlearn_cpp_gem_fit", (DL_FUNC) &_kernlearn_cpp_gem_fit, 17},
-    {"_kernlearn_cpp_gem_feature_count", (DL_FUNC) &_kernlearn_cpp_gem_feature_count, 5},
     {"_kernlearn_cpp_cls_scores", (DL_FUNC) &_kernlearn_cpp_cls_scores, 5},
     {"_kernlearn_cpp_gem_cls_scores_single", (DL_FUNC) &_kernlearn_cpp_gem_cls_scores_single, 15},
     {"_kernlearn_cpp_cls_products", (DL_FUNC) &_kernlearn_cpp_cls_products, 4},

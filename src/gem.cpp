@@ -325,15 +325,6 @@ Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector 
   });
 }
 
-// [[Rcpp::export]]
-double cpp_gem_feature_count(double d, double F, int degree, bool keep_input, bool ones) {
-  return klr::guard([&]() -> double {
-    return static_cast<double>(kl::gem_feature_count(static_cast<Eigen::Index>(d),
-                                                     static_cast<Eigen::Index>(F), degree,
-                                                     keep_input, ones));
-  });
-}
-
 // Final scores of a calibrated least-squares head for the features Z (n x p).
 // [[Rcpp::export]]
 Rcpp::NumericMatrix cpp_cls_scores(const Eigen::Map<Eigen::MatrixXd> Z,
