@@ -237,6 +237,14 @@ cls_reference <- function(F, y, lambda, steps) {
 
 test_that("the calibrated least-squares head follows its definition", {
   dat <- gem_toy(n = 400, d = 4)
+  # the default single-precision features agree with the definition to single precision
+  fs <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "cls", lambda = 0.3, maxit = 4, tol = 0)
+  expect_true(fs$members[[1]]$head$single)
+  rs <- cls_reference(features(fs, dat$x), dat$y, 0.3, 4)
+  expect_equal(unname(predict(fs, dat$x, type = "decision")), unname(rs$scores), tolerance = 1e-5)
+  # double-precision features: the algebra to 1e-8
+  old <- options(kernlearn.gem_single_cells = Inf)
+  on.exit(options(old))
   for (std in c(FALSE, TRUE)) {
     fit <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "cls", lambda = 0.3, maxit = 4,
                tol = 0, standardize = std)
@@ -539,6 +547,9 @@ test_that("kl_tune can tune gem", {
 })
 
 test_that("without lambda, gem chooses the penalty on held-out rows and refits with it", {
+  # double-precision features, so that the recomputations below match to rounding
+  old <- options(kernlearn.gem_single_cells = Inf)
+  on.exit(options(old))
   dat <- gem_toy(n = 600, d = 5)
   set.seed(11)
   fit <- gem(dat$x, dat$y, top = 3, threshold = 0, scale = FALSE)
@@ -662,13 +673,15 @@ test_that("fitted classes come from the fit's own scores and equal predict() on 
     expect_identical(fitted(f), predict(f, x))
     f
   }
+  # double-precision features (a size limit above the feature matrix's)
+  old <- options(kernlearn.gem_single_cells = Inf)
+  on.exit(options(old))
   dbl <- check()
   expect_false(dbl$members[[1]]$head$single)
   check(lambda = 2)
-  # single-precision features (forced by a low size limit): predictions are built in single
+  # single-precision features, the default of the cls head: predictions are built in single
   # precision as in the fit, close to the double-precision replay of the same head
-  old <- options(kernlearn.gem_single_cells = 1000)
-  on.exit(options(old))
+  options(kernlearn.gem_single_cells = NULL)
   sgl <- check()
   expect_true(sgl$members[[1]]$head$single)
   mem <- sgl$members[[1]]
