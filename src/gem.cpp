@@ -221,6 +221,19 @@ kl::RowMajorF32 to_single(const Eigen::Map<Eigen::MatrixXd>& X) {
   return F;
 }
 
+// A fitted calibrated least-squares head from its R parts (W0 and the steps' link and delta).
+kl::ClsFit cls_head_from_r(const Eigen::Map<Eigen::MatrixXd>& W0, const Rcpp::List& link,
+                           const Rcpp::List& delta) {
+  if (link.size() != delta.size()) Rcpp::stop("internal error: steps of the wrong shape");
+  kl::ClsFit f;
+  f.W0 = W0;
+  for (R_xlen_t t = 0; t < link.size(); ++t) {
+    f.link.push_back(Rcpp::as<Eigen::MatrixXd>(link[t]));
+    f.delta.push_back(Rcpp::as<Eigen::MatrixXd>(delta[t]));
+  }
+  return f;
+}
+
 // Rows (1-based, from R) as 0-based indices; NULL gives none.
 std::vector<Eigen::Index> rows_from_r(SEXP rows) {
   std::vector<Eigen::Index> out;
@@ -331,12 +344,7 @@ Rcpp::NumericMatrix cpp_cls_scores(const Eigen::Map<Eigen::MatrixXd> Z,
                                    const Eigen::Map<Eigen::MatrixXd> W0, Rcpp::List link,
                                    Rcpp::List delta, int threads) {
   return klr::guard([&]() -> Rcpp::NumericMatrix {
-    kl::ClsFit f;
-    f.W0 = W0;
-    for (R_xlen_t t = 0; t < link.size(); ++t) {
-      f.link.push_back(Rcpp::as<Eigen::MatrixXd>(link[t]));
-      f.delta.push_back(Rcpp::as<Eigen::MatrixXd>(delta[t]));
-    }
+    const kl::ClsFit f = cls_head_from_r(W0, link, delta);
     kl::Mat S = klr::with_eigen_threads(1, [&]() { return kl::cls_scores(Z, f, threads); });
     return Rcpp::wrap(S);
   });
@@ -356,12 +364,7 @@ Rcpp::NumericMatrix cpp_gem_cls_scores_single(const Eigen::Map<Eigen::MatrixXd> 
                                               SEXP rff_W = R_NilValue, SEXP rff_b = R_NilValue) {
   return klr::guard([&]() -> Rcpp::NumericMatrix {
     const kl::InputMap map = input_map(rff_W, rff_b, z.cols());
-    kl::ClsFit f;
-    f.W0 = W0;
-    for (R_xlen_t t = 0; t < link.size(); ++t) {
-      f.link.push_back(Rcpp::as<Eigen::MatrixXd>(link[t]));
-      f.delta.push_back(Rcpp::as<Eigen::MatrixXd>(delta[t]));
-    }
+    const kl::ClsFit f = cls_head_from_r(W0, link, delta);
     kl::Vec c, s;
     if (standardize) {
       Rcpp::NumericVector cv(center), sv(scale);
