@@ -389,11 +389,20 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
     search.loss.push_back(b);
     return true;
   };
-  const auto better = [&](int a, int b) {  // a strictly better than b
+  // Two orders on the values tried: by held-out error (ties broken by the squared distance),
+  // and by the squared distance alone, a proper score of the class probabilities that varies
+  // smoothly with the penalty. The walk explores while either improves; the choice is the
+  // best by the squared distance (as cv.glmnet chooses by deviance).
+  const auto by_error = [&](int a, int b) {  // a strictly better than b
     if (singular[static_cast<std::size_t>(b)]) return !singular[static_cast<std::size_t>(a)];
     if (singular[static_cast<std::size_t>(a)]) return false;
     const double ea = err[static_cast<std::size_t>(a)], eb = err[static_cast<std::size_t>(b)];
     if (ea != eb) return ea < eb;
+    return loss[static_cast<std::size_t>(a)] < loss[static_cast<std::size_t>(b)];
+  };
+  const auto by_loss = [&](int a, int b) {
+    if (singular[static_cast<std::size_t>(b)]) return !singular[static_cast<std::size_t>(a)];
+    if (singular[static_cast<std::size_t>(a)]) return false;
     return loss[static_cast<std::size_t>(a)] < loss[static_cast<std::size_t>(b)];
   };
   int best = start;
@@ -401,24 +410,28 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
     for (int i = m - 1; i >= 0; --i) {
       cb.check();
       if (!evaluate(i)) break;
-      if (i == m - 1 || better(i, best)) best = i;
+      if (i == m - 1 || by_loss(i, best)) best = i;
     }
   } else {
     // Local search on the grid: from `start`, walk in the direction that improves until two
-    // values in a row do not (one worse value on a few hundred held-out rows is often noise).
+    // values in a row improve neither order (one worse value on a few hundred held-out rows
+    // is often noise, and the error rate can improve where the squared distance is flat).
     if (!evaluate(start)) {
       // singular at the start: the larger penalties, up to the first that is not
       while (best + 1 < m && !evaluate(best + 1)) ++best;
       if (best + 1 < m) ++best;
     }
+    int best_err = best;
     for (const int dir : {+1, -1}) {
-      int i = best + dir, misses = 0;
+      int i = best_err + dir, misses = 0;
       bool moved = false;
       while (i >= 0 && i < m) {
         cb.check();
         if (!evaluate(i)) break;
-        if (better(i, best)) {
-          best = i;
+        const bool gain_err = by_error(i, best_err), gain_loss = by_loss(i, best);
+        if (gain_err) best_err = i;
+        if (gain_loss) best = i;
+        if (gain_err || gain_loss) {
           moved = true;
           misses = 0;
         } else if (++misses == 2) {

@@ -106,7 +106,7 @@ test_that("Proposition 1: projections are invariant to invertible linear maps of
   xa <- dat$x %*% t(A)        # each row x becomes A x
   colnames(xa) <- colnames(dat$x)
   args <- list(ridge = 0, top = 3, threshold = 0, scale = FALSE, keep_input = FALSE,
-               lambda = 1e-3, tol = 1e-9, maxit = 2000)
+               lambda = 1e-3, tol = 1e-5, maxit = 2000)
   f1 <- do.call(gem, c(list(dat$x, dat$y), args))
   f2 <- do.call(gem, c(list(xa, dat$y), args))
   P1 <- dat$x %*% f1$members[[1]]$layers[[1]]$V
@@ -559,13 +559,14 @@ test_that("without lambda, gem chooses the penalty on held-out rows and refits w
   expect_true(fit$params$lambda_chosen)
   expect_identical(fit$params$lambda, h$lambda)
   expect_gte(nrow(s), 3L)
-  expect_equal(h$lambda, s$lambda[order(s$error, s$loss)[1L]])
+  # chosen by the Brier score of the held-out class probabilities
+  expect_equal(h$lambda, s$lambda[which.min(s$loss)])
   val <- attr(s, "validation")
   expect_equal(attr(s, "validation_rows"), length(val))
   expect_equal(attr(s, "train_rows") + length(val), 600)
   # stratified: every class is held out in proportion (a fifth)
   expect_equal(as.vector(table(dat$y[val])), round(as.vector(table(dat$y)) / 5))
-  expect_output(print(fit), "lambda .* \\(chosen from [0-9]+ values by the error on 120 held-out rows")
+  expect_output(print(fit), "lambda .* \\(chosen from [0-9]+ values by the squared error of the probabilities on 120 held-out rows")
   # each validation error is that of calibrated least squares fitted on the other rows at that
   # value, recomputed here on the model's own (standardised) features
   Z <- features(fit, dat$x)
@@ -574,7 +575,15 @@ test_that("without lambda, gem chooses the penalty on held-out rows and refits w
     f <- gem(Z[tr, ], dat$y[tr], pairs = "none", degree = 1, standardize = FALSE, scale = FALSE,
              head = "cls", lambda = s$lambda[i], fitted = FALSE)
     expect_equal(s$error[i], mean(predict(f, Z[val, ]) != dat$y[val]))
+    P <- predict(f, Z[val, ], type = "prob")
+    onehot <- outer(as.integer(dat$y[val]), seq_len(nlevels(dat$y)), "==") * 1
+    expect_equal(s$loss[i], mean(rowSums((P - onehot)^2)), tolerance = 1e-10)
   }
+  # a local search: the chosen value's neighbours on the grid were tried too
+  grid <- 4^(-7:8)
+  at <- match(h$lambda, grid)
+  for (nb in c(at - 1L, at + 1L))
+    if (nb >= 1L && nb <= length(grid)) expect_true(any(abs(s$lambda / grid[nb] - 1) < 1e-12))
   # the directions come from the training part: the moments of those rows alone give them
   set.seed(11)
   ref_dir <- gem(dat$x[tr, ], dat$y[tr], top = 3, threshold = 0, lambda = 1, scale = FALSE,
