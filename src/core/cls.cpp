@@ -43,6 +43,7 @@ struct SourceF64 {
   Eigen::Index col_stride() const { return X.outerStride(); }
 };
 
+const Eigen::Index kLargeValidation = 5000;  // held-out rows from which one miss ends the walk
 const Eigen::Index kGramChunk = 2048;  // rows per accumulation step of the Gram matrix
 const Eigen::Index kGramTile = 512;    // columns of a Gram tile
 
@@ -415,7 +416,9 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
   } else {
     // Local search on the grid: from `start`, walk in the direction that improves until two
     // values in a row improve neither order (one worse value on a few hundred held-out rows
-    // is often noise, and the error rate can improve where the squared distance is flat).
+    // is often noise, and the error rate can improve where the squared distance is flat);
+    // with many held-out rows, one such value ends the walk.
+    const int patience = nv >= kLargeValidation ? 1 : 2;
     if (!evaluate(start)) {
       // singular at the start: the larger penalties, up to the first that is not
       while (best + 1 < m && !evaluate(best + 1)) ++best;
@@ -434,7 +437,7 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
         if (gain_err || gain_loss) {
           moved = true;
           misses = 0;
-        } else if (++misses == 2) {
+        } else if (++misses == patience) {
           break;
         }
         i += dir;

@@ -546,6 +546,60 @@ test_that("kl_tune can tune gem", {
   expect_true(tn$best$lambda %in% c(1e-3, 1e-1))
 })
 
+# The local walk of calibrated least squares replayed from the values it recorded: from the
+# start, towards larger penalties first, values that improve neither the error rate (ties by
+# the squared distance) nor the squared distance count as misses; `patience` misses in a row
+# end a direction, and the other direction is walked only when the first improved nothing. (A
+# value not recorded would be a singular system, which ends a direction too; the data below
+# have none on the way.)
+replay_cls_walk <- function(s, grid, start, patience) {
+  idx <- match(signif(s$lambda, 10), signif(grid, 10))
+  e <- l <- rep(NA_real_, length(grid))
+  e[idx] <- s$error
+  l[idx] <- s$loss
+  asked <- start
+  best <- best_err <- start
+  for (dir in c(1L, -1L)) {
+    i <- best_err + dir
+    misses <- 0L
+    moved <- FALSE
+    while (i >= 1L && i <= length(grid)) {
+      asked <- c(asked, i)
+      if (is.na(e[i])) break
+      gain_err <- e[i] < e[best_err] || (e[i] == e[best_err] && l[i] < l[best_err])
+      gain_loss <- l[i] < l[best]
+      if (gain_err) best_err <- i
+      if (gain_loss) best <- i
+      if (gain_err || gain_loss) {
+        moved <- TRUE
+        misses <- 0L
+      } else {
+        misses <- misses + 1L
+        if (misses == patience) break
+      }
+      i <- i + dir
+    }
+    if (moved) break
+  }
+  list(asked = sort(unique(asked)), recorded = sort(idx), best = grid[best])
+}
+
+test_that("the penalty walk stops after two misses, or one with many held-out rows", {
+  grid <- 4^(-7:8)
+  for (n in c(600L, 26000L)) {
+    dat <- gem_toy(n = n, d = 5, seed = 2)
+    set.seed(2)
+    fit <- gem(dat$x, dat$y, top = 3, threshold = 0, fitted = FALSE)
+    s <- fit$members[[1]]$head$search
+    nv <- attr(s, "validation_rows")
+    expect_equal(nv >= 5000, n > 5000)
+    r <- replay_cls_walk(s, grid, start = match(1, grid), patience = if (nv >= 5000) 1L else 2L)
+    expect_identical(r$asked, r$recorded)
+    expect_equal(fit$params$lambda, r$best)
+    expect_gte(nrow(s), 3L)
+  }
+})
+
 test_that("without lambda, gem chooses the penalty on held-out rows and refits with it", {
   # double-precision features, so that the recomputations below match to rounding
   old <- options(kernlearn.gem_single_cells = Inf)
