@@ -112,11 +112,12 @@
 #' fit starts from the solution of the chosen value. Calibrated least squares
 #' tries powers of 4 from \eqn{4^{-7}}{4^-7} to \eqn{4^8}{4^8}: all of them
 #' when a factorisation and its steps cost little next to the Gram matrix, and
-#' otherwise a local search that starts at 1 and walks towards the better
-#' neighbour while the validation result improves (it stops after two values
-#' in a row that improve neither the Brier score nor the error rate: the error
-#' rate can still fall where the Brier score is flat; with 5000 held-out rows
-#' or more, after one such value). The Gram matrices of the
+#' otherwise a local search that starts at 1 and walks towards larger
+#' penalties while the validation result improves: it stops after two values
+#' in a row that improve neither the Brier score nor the error rate (the error
+#' rate can still fall where the Brier score is flat), or after one such value
+#' with 5000 held-out rows or more. Unless that walk lowered the Brier score,
+#' it then walks towards smaller penalties in the same way. The Gram matrices of the
 #' two parts are computed once and summed for the final fit. The values tried
 #' are kept in \code{fit$members[[m]]$head$search} (the attribute
 #' \code{"validation"} holds the held-out rows) and summarised by

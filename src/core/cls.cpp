@@ -424,25 +424,28 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
       while (best + 1 < m && !evaluate(best + 1)) ++best;
       if (best + 1 < m) ++best;
     }
+    const int origin = best;
     int best_err = best;
+    // The other direction is walked too unless the first one lowered the squared distance
+    // (the error rate alone can improve on one side of a minimum of the squared distance).
     for (const int dir : {+1, -1}) {
-      int i = best_err + dir, misses = 0;
-      bool moved = false;
+      int i = origin + dir, misses = 0;
+      bool lowered = false;
       while (i >= 0 && i < m) {
         cb.check();
         if (!evaluate(i)) break;
         const bool gain_err = by_error(i, best_err), gain_loss = by_loss(i, best);
         if (gain_err) best_err = i;
         if (gain_loss) best = i;
+        if (gain_loss) lowered = true;
         if (gain_err || gain_loss) {
-          moved = true;
           misses = 0;
         } else if (++misses == patience) {
           break;
         }
         i += dir;
       }
-      if (moved) break;
+      if (lowered) break;
     }
   }
   if (singular[static_cast<std::size_t>(best)])

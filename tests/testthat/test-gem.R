@@ -549,9 +549,9 @@ test_that("kl_tune can tune gem", {
 # The local walk of calibrated least squares replayed from the values it recorded: from the
 # start, towards larger penalties first, values that improve neither the error rate (ties by
 # the squared distance) nor the squared distance count as misses; `patience` misses in a row
-# end a direction, and the other direction is walked only when the first improved nothing. (A
-# value not recorded would be a singular system, which ends a direction too; the data below
-# have none on the way.)
+# end a direction, and the other direction is walked unless the first lowered the squared
+# distance. (A value not recorded would be a singular system, which ends a direction too; the
+# data below have none on the way.)
 replay_cls_walk <- function(s, grid, start, patience) {
   idx <- match(signif(s$lambda, 10), signif(grid, 10))
   e <- l <- rep(NA_real_, length(grid))
@@ -560,18 +560,20 @@ replay_cls_walk <- function(s, grid, start, patience) {
   asked <- start
   best <- best_err <- start
   for (dir in c(1L, -1L)) {
-    i <- best_err + dir
+    i <- start + dir
     misses <- 0L
-    moved <- FALSE
+    lowered <- FALSE
     while (i >= 1L && i <= length(grid)) {
       asked <- c(asked, i)
       if (is.na(e[i])) break
       gain_err <- e[i] < e[best_err] || (e[i] == e[best_err] && l[i] < l[best_err])
       gain_loss <- l[i] < l[best]
       if (gain_err) best_err <- i
-      if (gain_loss) best <- i
+      if (gain_loss) {
+        best <- i
+        lowered <- TRUE
+      }
       if (gain_err || gain_loss) {
-        moved <- TRUE
         misses <- 0L
       } else {
         misses <- misses + 1L
@@ -579,7 +581,7 @@ replay_cls_walk <- function(s, grid, start, patience) {
       }
       i <- i + dir
     }
-    if (moved) break
+    if (lowered) break
   }
   list(asked = sort(unique(asked)), recorded = sort(idx), best = grid[best])
 }
