@@ -37,8 +37,8 @@ cpp_linear_predictor <- function(x, B, b, threads) {
     .Call(`_kernlearn_cpp_linear_predictor`, x, B, b, threads)
 }
 
-cpp_gem_fit <- function(x, y, K, layers, members, head, lambda, start, maxit, tol, standardize, single_cells, memory_limit, method, eigen_tol, threads, progress = NULL) {
-    .Call(`_kernlearn_cpp_gem_fit`, x, y, K, layers, members, head, lambda, start, maxit, tol, standardize, single_cells, memory_limit, method, eigen_tol, threads, progress)
+cpp_gem_fit <- function(x, y, K, layers, members, head, lambda, start, maxit, tol, standardize, single_cells, single_factor, memory_limit, method, eigen_tol, threads, progress = NULL) {
+    .Call(`_kernlearn_cpp_gem_fit`, x, y, K, layers, members, head, lambda, start, maxit, tol, standardize, single_cells, single_factor, memory_limit, method, eigen_tol, threads, progress)
 }
 
 cpp_cls_scores <- function(Z, W0, link, delta, threads) {
@@ -53,8 +53,8 @@ cpp_cls_products <- function(X, W, R, threads) {
     .Call(`_kernlearn_cpp_cls_products`, X, W, R, threads)
 }
 
-cpp_cholesky_solve <- function(L, B, threads) {
-    .Call(`_kernlearn_cpp_cholesky_solve`, L, B, threads)
+cpp_cholesky_solve <- function(L, B, threads, single = FALSE) {
+    .Call(`_kernlearn_cpp_cholesky_solve`, L, B, threads, single)
 }
 
 cpp_simplex_project <- function(S) {
@@ -69,8 +69,8 @@ cpp_gram_with_intercept <- function(X, single, threads, simd = 2L) {
     .Call(`_kernlearn_cpp_gram_with_intercept`, X, single, threads, simd)
 }
 
-cpp_cholesky <- function(A, threads, simd = 2L) {
-    .Call(`_kernlearn_cpp_cholesky`, A, threads, simd)
+cpp_cholesky <- function(A, threads, simd = 2L, single = FALSE) {
+    .Call(`_kernlearn_cpp_cholesky`, A, threads, simd, single)
 }
 
 cpp_cholesky_seconds <- function(A, threads, reps) {

@@ -117,7 +117,13 @@
 #' in a row that improve neither the Brier score nor the error rate (the error
 #' rate can still fall where the Brier score is flat), or after one such value
 #' with 5000 held-out rows or more. Unless that walk lowered the Brier score,
-#' it then walks towards smaller penalties in the same way. The Gram matrices of the
+#' it then walks towards smaller penalties in the same way. For the values
+#' tried, systems of 8192 columns or more are factored in single precision
+#' (about 1.5 times faster; the option \code{kernlearn.gem_single_factor} sets
+#' that size), falling back to double precision where that factorisation
+#' fails; on MNIST the held-out Brier scores agreed with those of double
+#' precision to five digits and the chosen penalty was the same. The final fit
+#' is always factored in double precision. The Gram matrices of the
 #' two parts are computed once and summed for the final fit. The values tried
 #' are kept in \code{fit$members[[m]]$head$search} (the attribute
 #' \code{"validation"} holds the held-out rows) and summarised by
@@ -482,6 +488,7 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
     cpp_gem_fit(x, yi, k, lapply(layers, .gem_layer_core), lapply(inputs, `[[`, "core"),
                 if (cls) 1L else 0L, grid, max(0L, match(1, grid, nomatch = 1L) - 1L),
                 as.integer(maxit), as.double(tol), standardize, .gem_single_cells(head),
+                .gem_single_factor(),
                 if (is.na(limit)) NA_real_ else as.double(limit),
                 .gem_method_code(eigen_method), 1e-8, threads, progress),
     lev, caller)
@@ -511,6 +518,12 @@ gem.default <- function(x, y, ridge = 0.1, ridge_type = c("relative", "absolute"
 # the logistic head.
 .gem_single_cells <- function(head) {
   getOption("kernlearn.gem_single_cells", if (head == "cls") 0 else 2.5e7)
+}
+
+# The penalty search of calibrated least squares factors systems of at least this many columns
+# in single precision for the values tried (the final fit is factored in double).
+.gem_single_factor <- function() {
+  as.double(getOption("kernlearn.gem_single_factor", 8192))
 }
 
 .gem_method_code <- function(m) switch(m, auto = 0L, dense = 1L, iterative = 2L)

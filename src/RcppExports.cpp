@@ -196,8 +196,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_gem_fit
-Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K, Rcpp::List layers, Rcpp::List members, int head, Rcpp::NumericVector lambda, int start, int maxit, double tol, bool standardize, double single_cells, double memory_limit, int method, double eigen_tol, int threads, SEXP progress);
-RcppExport SEXP _kernlearn_cpp_gem_fit(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP layersSEXP, SEXP membersSEXP, SEXP headSEXP, SEXP lambdaSEXP, SEXP startSEXP, SEXP maxitSEXP, SEXP tolSEXP, SEXP standardizeSEXP, SEXP single_cellsSEXP, SEXP memory_limitSEXP, SEXP methodSEXP, SEXP eigen_tolSEXP, SEXP threadsSEXP, SEXP progressSEXP) {
+Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K, Rcpp::List layers, Rcpp::List members, int head, Rcpp::NumericVector lambda, int start, int maxit, double tol, bool standardize, double single_cells, double single_factor, double memory_limit, int method, double eigen_tol, int threads, SEXP progress);
+RcppExport SEXP _kernlearn_cpp_gem_fit(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP layersSEXP, SEXP membersSEXP, SEXP headSEXP, SEXP lambdaSEXP, SEXP startSEXP, SEXP maxitSEXP, SEXP tolSEXP, SEXP standardizeSEXP, SEXP single_cellsSEXP, SEXP single_factorSEXP, SEXP memory_limitSEXP, SEXP methodSEXP, SEXP eigen_tolSEXP, SEXP threadsSEXP, SEXP progressSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -213,12 +213,13 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< double >::type tol(tolSEXP);
     Rcpp::traits::input_parameter< bool >::type standardize(standardizeSEXP);
     Rcpp::traits::input_parameter< double >::type single_cells(single_cellsSEXP);
+    Rcpp::traits::input_parameter< double >::type single_factor(single_factorSEXP);
     Rcpp::traits::input_parameter< double >::type memory_limit(memory_limitSEXP);
     Rcpp::traits::input_parameter< int >::type method(methodSEXP);
     Rcpp::traits::input_parameter< double >::type eigen_tol(eigen_tolSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_gem_fit(x, y, K, layers, members, head, lambda, start, maxit, tol, standardize, single_cells, memory_limit, method, eigen_tol, threads, progress));
+    rcpp_result_gen = Rcpp::wrap(cpp_gem_fit(x, y, K, layers, members, head, lambda, start, maxit, tol, standardize, single_cells, single_factor, memory_limit, method, eigen_tol, threads, progress));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -277,15 +278,16 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_cholesky_solve
-Rcpp::NumericMatrix cpp_cholesky_solve(const Eigen::Map<Eigen::MatrixXd> L, const Eigen::Map<Eigen::MatrixXd> B, int threads);
-RcppExport SEXP _kernlearn_cpp_cholesky_solve(SEXP LSEXP, SEXP BSEXP, SEXP threadsSEXP) {
+Rcpp::NumericMatrix cpp_cholesky_solve(const Eigen::Map<Eigen::MatrixXd> L, const Eigen::Map<Eigen::MatrixXd> B, int threads, bool single);
+RcppExport SEXP _kernlearn_cpp_cholesky_solve(SEXP LSEXP, SEXP BSEXP, SEXP threadsSEXP, SEXP singleSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type L(LSEXP);
     Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type B(BSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_cholesky_solve(L, B, threads));
+    Rcpp::traits::input_parameter< bool >::type single(singleSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_cholesky_solve(L, B, threads, single));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -325,15 +327,16 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_cholesky
-SEXP cpp_cholesky(const Eigen::Map<Eigen::MatrixXd> A, int threads, int simd);
-RcppExport SEXP _kernlearn_cpp_cholesky(SEXP ASEXP, SEXP threadsSEXP, SEXP simdSEXP) {
+SEXP cpp_cholesky(const Eigen::Map<Eigen::MatrixXd> A, int threads, int simd, bool single);
+RcppExport SEXP _kernlearn_cpp_cholesky(SEXP ASEXP, SEXP threadsSEXP, SEXP simdSEXP, SEXP singleSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type A(ASEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
     Rcpp::traits::input_parameter< int >::type simd(simdSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_cholesky(A, threads, simd));
+    Rcpp::traits::input_parameter< bool >::type single(singleSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_cholesky(A, threads, simd, single));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -861,15 +864,15 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_gem_features", (DL_FUNC) &_kernlearn_cpp_gem_features, 13},
     {"_kernlearn_cpp_rff_map", (DL_FUNC) &_kernlearn_cpp_rff_map, 4},
     {"_kernlearn_cpp_linear_predictor", (DL_FUNC) &_kernlearn_cpp_linear_predictor, 4},
-    {"_kernlearn_cpp_gem_fit", (DL_FUNC) &_kernlearn_cpp_gem_fit, 17},
+    {"_kernlearn_cpp_gem_fit", (DL_FUNC) &_kernlearn_cpp_gem_fit, 18},
     {"_kernlearn_cpp_cls_scores", (DL_FUNC) &_kernlearn_cpp_cls_scores, 5},
     {"_kernlearn_cpp_gem_cls_scores_single", (DL_FUNC) &_kernlearn_cpp_gem_cls_scores_single, 15},
     {"_kernlearn_cpp_cls_products", (DL_FUNC) &_kernlearn_cpp_cls_products, 4},
-    {"_kernlearn_cpp_cholesky_solve", (DL_FUNC) &_kernlearn_cpp_cholesky_solve, 3},
+    {"_kernlearn_cpp_cholesky_solve", (DL_FUNC) &_kernlearn_cpp_cholesky_solve, 4},
     {"_kernlearn_cpp_simplex_project", (DL_FUNC) &_kernlearn_cpp_simplex_project, 1},
     {"_kernlearn_cpp_simd_level", (DL_FUNC) &_kernlearn_cpp_simd_level, 0},
     {"_kernlearn_cpp_gram_with_intercept", (DL_FUNC) &_kernlearn_cpp_gram_with_intercept, 4},
-    {"_kernlearn_cpp_cholesky", (DL_FUNC) &_kernlearn_cpp_cholesky, 3},
+    {"_kernlearn_cpp_cholesky", (DL_FUNC) &_kernlearn_cpp_cholesky, 4},
     {"_kernlearn_cpp_cholesky_seconds", (DL_FUNC) &_kernlearn_cpp_cholesky_seconds, 3},
     {"_kernlearn_cpp_class_moments", (DL_FUNC) &_kernlearn_cpp_class_moments, 4},
     {"_kernlearn_cpp_logistic_fit", (DL_FUNC) &_kernlearn_cpp_logistic_fit, 12},

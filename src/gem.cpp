@@ -259,8 +259,9 @@ std::vector<Eigen::Index> rows_from_r(SEXP rows) {
 Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K,
                        Rcpp::List layers, Rcpp::List members, int head,
                        Rcpp::NumericVector lambda, int start, int maxit, double tol,
-                       bool standardize, double single_cells, double memory_limit, int method,
-                       double eigen_tol, int threads, SEXP progress = R_NilValue) {
+                       bool standardize, double single_cells, double single_factor,
+                       double memory_limit, int method, double eigen_tol, int threads,
+                       SEXP progress = R_NilValue) {
   return klr::guard([&]() -> Rcpp::List {
     kl::GemFitOptions opt;
     for (R_xlen_t l = 0; l < layers.size(); ++l) {
@@ -286,6 +287,7 @@ Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector 
     opt.head.standardize = standardize;
     opt.head.threads = kl::clamp_threads(threads);
     opt.single_cells = single_cells;
+    opt.head.single_factor_min = single_factor;
     if (!ISNAN(memory_limit)) opt.memory_limit = memory_limit;
     std::vector<kl::GemMemberInput> in(static_cast<std::size_t>(members.size()));
     for (R_xlen_t m = 0; m < members.size(); ++m) {
@@ -397,12 +399,18 @@ Rcpp::List cpp_cls_products(const Eigen::Map<Eigen::MatrixXd> X,
 }
 
 // Solves (L L') X = B for the lower-triangular L, by the blocked solver of the calibrated least
-// squares (kl::cholesky_solve with threads).
+// squares (kl::cholesky_solve with threads); in single precision (L and B rounded) when
+// `single`.
 // [[Rcpp::export]]
 Rcpp::NumericMatrix cpp_cholesky_solve(const Eigen::Map<Eigen::MatrixXd> L,
-                                       const Eigen::Map<Eigen::MatrixXd> B, int threads) {
+                                       const Eigen::Map<Eigen::MatrixXd> B, int threads,
+                                       bool single = false) {
   return klr::guard([&]() -> Rcpp::NumericMatrix {
     if (L.rows() != L.cols() || B.rows() != L.rows()) Rcpp::stop("shapes do not match");
+    if (single) {
+      const Eigen::MatrixXf Lf = L.cast<float>(), Bf = B.cast<float>();
+      return Rcpp::wrap(kl::Mat(kl::cholesky_solve(Lf, Bf, threads).cast<double>()));
+    }
     return Rcpp::wrap(kl::cholesky_solve(L, B, threads));
   });
 }
@@ -439,12 +447,21 @@ Rcpp::NumericMatrix cpp_gram_with_intercept(const Eigen::Map<Eigen::MatrixXd> X,
 
 // The lower Cholesky factor of a symmetric positive definite matrix by the blocked parallel
 // factorisation (vectorised kernel up to `simd`: 0 none, 1 AVX2, 2 AVX-512); NULL when a pivot
-// is not positive.
+// is not positive. In single precision (A rounded) when `single`.
 // [[Rcpp::export]]
-SEXP cpp_cholesky(const Eigen::Map<Eigen::MatrixXd> A, int threads, int simd = 2) {
+SEXP cpp_cholesky(const Eigen::Map<Eigen::MatrixXd> A, int threads, int simd = 2,
+                  bool single = false) {
   return klr::guard([&]() -> SEXP {
     if (simd < 0 || simd > 2) Rcpp::stop("simd must be 0, 1 or 2");
     if (A.rows() != A.cols()) Rcpp::stop("the matrix must be square");
+    if (single) {
+      Eigen::MatrixXf Lf = A.cast<float>();
+      const bool ok = klr::with_eigen_threads(
+          1, [&]() { return kl::cholesky_lower(Lf, threads, static_cast<kl::SimdLevel>(simd)); });
+      if (!ok) return R_NilValue;
+      Lf.triangularView<Eigen::StrictlyUpper>().setZero();
+      return Rcpp::wrap(kl::Mat(Lf.cast<double>()));
+    }
     // factored in place in the result (one allocation of the matrix's size)
     Rcpp::NumericMatrix out(static_cast<int>(A.rows()), static_cast<int>(A.cols()));
     Eigen::Map<kl::Mat> L(out.begin(), A.rows(), A.cols());

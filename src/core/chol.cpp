@@ -10,9 +10,11 @@ namespace {
 const Eigen::Index kCholBlock = 256;  // columns factored per step
 const Eigen::Index kCholTile = 512;   // side of a trailing-update tile
 const Eigen::Index kTrsmBlock = 64;   // panel columns solved by substitution at a time
-}  // namespace
 
-bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks& cb) {
+template <class T>
+bool cholesky_lower_impl(Eigen::Ref<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>> A,
+                         int threads, SimdLevel max_level, const Callbacks& cb) {
+  using MT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   const Eigen::Index N = A.rows();
   if (A.cols() != N) throw Error("cholesky: the matrix is not square");
   const SimdLevel level = std::min(max_level, simd_level());
@@ -24,12 +26,12 @@ bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks&
   for (Eigen::Index k0 = 0; k0 < N; k0 += kCholBlock) {
     cb.check();
     const Eigen::Index kb = std::min(kCholBlock, N - k0), k1 = k0 + kb, rest = N - k1;
-    Eigen::Ref<Mat> D11 = A.block(k0, k0, kb, kb);
-    Eigen::LLT<Eigen::Ref<Mat>> diag(D11);  // in place
+    Eigen::Ref<MT> D11 = A.block(k0, k0, kb, kb);
+    Eigen::LLT<Eigen::Ref<MT>> diag(D11);  // in place
     if (diag.info() != Eigen::Success) return false;
     if (rest == 0) break;
     // Panel: A21 <- A21 L11^-T, in row chunks.
-    const auto L11 = A.block(k0, k0, kb, kb).triangularView<Eigen::Lower>();
+    const auto L11 = A.block(k0, k0, kb, kb).template triangularView<Eigen::Lower>();
     const Eigen::Index nchunk = (rest + kCholTile - 1) / kCholTile;
     const EigenSerial eigen_serial(!(nchunk > 1));
 #ifdef _OPENMP
@@ -40,8 +42,8 @@ bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks&
       if (level != SimdLevel::none) {
         // Blocks of kTrsmBlock columns: each solved by substitution, then subtracted from the
         // columns after it through the matrix product (most of the work).
-        double* P = A.data() + r0 + k0 * ld;
-        const double* L = A.data() + k0 + k0 * ld;
+        T* P = A.data() + r0 + k0 * ld;
+        const T* L = A.data() + k0 + k0 * ld;
         for (Eigen::Index c0 = 0; c0 < kb; c0 += kTrsmBlock) {
           const Eigen::Index cb = std::min(kTrsmBlock, kb - c0), c1 = c0 + cb;
           trsm_right_lower_t(level, len, cb, L + c0 + c0 * ld, ld, P + c0 * ld, ld);
@@ -51,7 +53,7 @@ bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks&
         }
       } else {
         auto panel = A.block(r0, k0, len, kb);
-        L11.transpose().solveInPlace<Eigen::OnTheRight>(panel);
+        L11.transpose().template solveInPlace<Eigen::OnTheRight>(panel);
       }
     }
     // Trailing update: A22 <- A22 - A21 A21' on the lower triangle of tiles.
@@ -72,7 +74,7 @@ bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks&
                            A.data() + i0 + j0 * ld, ld);
         continue;
       }
-      Mat prod(wi, wj);
+      MT prod(wi, wj);
       if (level != SimdLevel::none) {
         // Column-major A21 is the row-major matrix A21' with leading dimension ld; the
         // row-major (j, i) product is the column-major (i, j) one, subtracted column by column.
@@ -82,7 +84,7 @@ bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks&
       }
       auto target = A.block(i0, j0, wi, wj);
       if (i0 == j0)
-        target.triangularView<Eigen::Lower>() -= prod;
+        target.template triangularView<Eigen::Lower>() -= prod;
       else
         target -= prod;
     }
@@ -92,6 +94,16 @@ bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks&
   return true;
 }
 
+}  // namespace
+
+bool cholesky_lower(MatRef A, int threads, SimdLevel max_level, const Callbacks& cb) {
+  return cholesky_lower_impl<double>(A, threads, max_level, cb);
+}
+
+bool cholesky_lower(MatFRef A, int threads, SimdLevel max_level, const Callbacks& cb) {
+  return cholesky_lower_impl<float>(A, threads, max_level, cb);
+}
+
 Mat cholesky_solve(const CMatRef& L, const CMatRef& B) {
   Mat X = B;
   L.triangularView<Eigen::Lower>().solveInPlace(X);
@@ -99,16 +111,27 @@ Mat cholesky_solve(const CMatRef& L, const CMatRef& B) {
   return X;
 }
 
-Mat cholesky_solve(const CMatRef& L, const CMatRef& B, int threads) {
+namespace {
+
+template <class T>
+Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> cholesky_solve_impl(
+    const Eigen::Ref<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>>& L,
+    const Eigen::Ref<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>>& B, int threads) {
+  using MT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   const SimdLevel level = simd_level();
   const std::ptrdiff_t n = L.rows(), m = B.cols();
-  if (level == SimdLevel::none || n < 512) return cholesky_solve(L, B);
   if (L.cols() != n || B.rows() != n) throw Error("cholesky_solve: shapes do not match");
+  if (level == SimdLevel::none || n < 512) {
+    MT X = B;
+    L.template triangularView<Eigen::Lower>().solveInPlace(X);
+    L.template triangularView<Eigen::Lower>().adjoint().solveInPlace(X);
+    return X;
+  }
   const std::ptrdiff_t nb = 256, ldl = L.outerStride();
-  const double* l = L.data();
-  Mat X = B;
+  const T* l = L.data();
+  MT X = B;
   const std::ptrdiff_t ldx = X.outerStride();
-  double* x = X.data();
+  T* x = X.data();
   const int nt = clamp_threads(threads);
   // rows [i0, i0 + h) of the block share the product among the threads in fixed halves
   const auto split = [&](std::ptrdiff_t h, const auto& f) {
@@ -129,10 +152,10 @@ Mat cholesky_solve(const CMatRef& L, const CMatRef& B, int threads) {
         gemm_block_sub(level, r, m, b0, l + b0 + a, 1, ldl, x, 1, ldx, x + b0 + a, 1, ldx);
       });
     for (std::ptrdiff_t j = 0; j < m; ++j) {
-      double* z = x + b0 + j * ldx;
+      T* z = x + b0 + j * ldx;
       for (std::ptrdiff_t i = 0; i < h; ++i) {
-        double s = z[i];
-        const double* li = l + (b0 + i);
+        T s = z[i];
+        const T* li = l + (b0 + i);
         for (std::ptrdiff_t k = 0; k < i; ++k) s -= li[(b0 + k) * ldl] * z[k];
         z[i] = s / li[(b0 + i) * ldl];
       }
@@ -148,16 +171,26 @@ Mat cholesky_solve(const CMatRef& L, const CMatRef& B, int threads) {
                        x + b0 + a, 1, ldx);
       });
     for (std::ptrdiff_t j = 0; j < m; ++j) {
-      double* z = x + b0 + j * ldx;
+      T* z = x + b0 + j * ldx;
       for (std::ptrdiff_t i = h - 1; i >= 0; --i) {
-        double s = z[i];
-        const double* col = l + (b0 + i) * ldl + b0;  // L(b0 + k, b0 + i), k > i
+        T s = z[i];
+        const T* col = l + (b0 + i) * ldl + b0;  // L(b0 + k, b0 + i), k > i
         for (std::ptrdiff_t k = i + 1; k < h; ++k) s -= col[k] * z[k];
         z[i] = s / col[i];
       }
     }
   }
   return X;
+}
+
+}  // namespace
+
+Mat cholesky_solve(const CMatRef& L, const CMatRef& B, int threads) {
+  return cholesky_solve_impl<double>(L, B, threads);
+}
+
+Eigen::MatrixXf cholesky_solve(const CMatFRef& L, const CMatFRef& B, int threads) {
+  return cholesky_solve_impl<float>(L, B, threads);
 }
 
 }  // namespace kl

@@ -15,6 +15,12 @@ namespace kl {
 bool cholesky_lower(MatRef A, int threads, SimdLevel max_level = SimdLevel::avx512,
                     const Callbacks& cb = Callbacks());
 
+// The same in single precision.
+using MatFRef = Eigen::Ref<Eigen::MatrixXf>;
+using CMatFRef = Eigen::Ref<const Eigen::MatrixXf>;
+bool cholesky_lower(MatFRef A, int threads, SimdLevel max_level = SimdLevel::avx512,
+                    const Callbacks& cb = Callbacks());
+
 // Solves (L L') X = B for L from cholesky_lower.
 Mat cholesky_solve(const CMatRef& L, const CMatRef& B);
 
@@ -24,5 +30,6 @@ Mat cholesky_solve(const CMatRef& L, const CMatRef& B);
 // substitution; the same backwards with L'. The summation order does not depend on the thread
 // count. Eigen's solver when the processor has no vectorised kernel.
 Mat cholesky_solve(const CMatRef& L, const CMatRef& B, int threads);
+Eigen::MatrixXf cholesky_solve(const CMatFRef& L, const CMatFRef& B, int threads);
 
 }  // namespace kl

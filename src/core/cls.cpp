@@ -229,37 +229,18 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-// The fit on the rows of s (labels y[0 .. rows - 1]) from their Gram matrix A ([X 1]'[X 1],
-// unscaled; taken by value and factored in place, so a caller that no longer needs it moves it
-// in); progress is reported on [0, 1] of cb.
-template <class Src>
-ClsFit cls_fit_from_gram(const Src& s, const IVec& y, int K, const ClsOptions& opt, Mat A,
-                         const Callbacks& cb) {
-  const Eigen::Index n = s.rows(), p = s.cols();
-  check_cls_args(n, y, K, opt.lambda);
+// The steps of the fit on the rows of s (labels y[0 .. rows - 1]) once the system is
+// factored: solve(B) returns A^-1 B. Progress is reported on [chol_share, 1] of cb.
+template <class Src, class Solve>
+ClsFit cls_steps(const Src& s, const IVec& y, int K, const ClsOptions& opt, const Solve& solve,
+                 double chol_share, const Callbacks& cb) {
+  const Eigen::Index n = s.rows();
   const int threads = clamp_threads(opt.threads);
   const double rn = std::sqrt(static_cast<double>(n));
-  const double chol_share = 0.5;
-  const auto t1 = Clock::now();
-  A *= 0.5;
-  A.diagonal().array() += opt.lambda * rn;
-  cb.check();
-  // Exactly collinear features with lambda = 0 can leave tiny positive pivots from rounding:
-  // treat a squared pivot ratio at rounding level as singular too.
-  const bool pd = cholesky_lower(A, threads, SimdLevel::avx512, cb.stage(0.0, chol_share));
-  const auto piv = A.diagonal();
-  if (!pd || !(piv.minCoeff() > 0) ||
-      piv.minCoeff() * piv.minCoeff() <
-          piv.maxCoeff() * piv.maxCoeff() * static_cast<double>(p + 1) *
-              Eigen::NumTraits<double>::epsilon())
-    throw SingularSystem("cls: the least-squares system is not positive definite; use lambda > 0");
-  const auto solve = [&A, threads](const Mat& B) { return cholesky_solve(A, B, threads); };
-  cb.report(chol_share);
   const auto t2 = Clock::now();
   Mat Y = Mat::Zero(n, K);
   for (Eigen::Index i = 0; i < n; ++i) Y(i, y[i]) = 1.0;
   ClsFit f;
-  f.seconds_factor = seconds_between(t1, t2);
   f.W0 = solve(crossprod_impl(s, Y, threads));
   Mat S = product_impl(s, f.W0, threads);
   std::vector<double> change, err;
@@ -298,6 +279,73 @@ ClsFit cls_fit_from_gram(const Src& s, const IVec& y, int K, const ClsOptions& o
   return f;
 }
 
+// Exactly collinear features with lambda = 0 can leave tiny positive pivots from rounding:
+// a squared pivot ratio at rounding level (eps of the factor's precision) counts as singular.
+template <class Diag>
+bool pivots_ok(const Diag& piv, double eps) {
+  const double lo = static_cast<double>(piv.minCoeff()), hi = static_cast<double>(piv.maxCoeff());
+  return lo > 0 && !(lo * lo < hi * hi * static_cast<double>(piv.size()) * eps);
+}
+
+// The fit on the rows of s (labels y[0 .. rows - 1]) from their Gram matrix A ([X 1]'[X 1],
+// unscaled; taken by value and factored in place, so a caller that no longer needs it moves it
+// in); progress is reported on [0, 1] of cb.
+template <class Src>
+ClsFit cls_fit_from_gram(const Src& s, const IVec& y, int K, const ClsOptions& opt, Mat A,
+                         const Callbacks& cb) {
+  const Eigen::Index n = s.rows();
+  check_cls_args(n, y, K, opt.lambda);
+  const int threads = clamp_threads(opt.threads);
+  const double rn = std::sqrt(static_cast<double>(n));
+  const double chol_share = 0.5;
+  const auto t1 = Clock::now();
+  A *= 0.5;
+  A.diagonal().array() += opt.lambda * rn;
+  cb.check();
+  const bool pd = cholesky_lower(A, threads, SimdLevel::avx512, cb.stage(0.0, chol_share));
+  if (!pd || !pivots_ok(A.diagonal(), Eigen::NumTraits<double>::epsilon()))
+    throw SingularSystem("cls: the least-squares system is not positive definite; use lambda > 0");
+  cb.report(chol_share);
+  const double sf = seconds_between(t1, Clock::now());
+  ClsFit f = cls_steps(
+      s, y, K, opt, [&A, threads](const Mat& B) { return cholesky_solve(A, B, threads); },
+      chol_share, cb);
+  f.seconds_factor = sf;
+  return f;
+}
+
+// The same with the system factored in single precision (for the values a penalty search
+// tries): the right-hand sides are rounded to single precision for the solves. Returns false,
+// leaving f alone, when that factorisation fails.
+template <class Src>
+bool cls_fit_from_gram_single(const Src& s, const IVec& y, int K, const ClsOptions& opt,
+                              const Mat& G, ClsFit& f, const Callbacks& cb) {
+  const Eigen::Index n = s.rows(), q = G.rows();
+  check_cls_args(n, y, K, opt.lambda);
+  const int threads = clamp_threads(opt.threads);
+  const double rn = std::sqrt(static_cast<double>(n));
+  const double chol_share = 0.5;
+  const auto t1 = Clock::now();
+  Eigen::MatrixXf A(q, q);
+  for (Eigen::Index j = 0; j < q; ++j) {
+    A(j, j) = static_cast<float>(0.5 * G(j, j) + opt.lambda * rn);
+    for (Eigen::Index i = j + 1; i < q; ++i) A(i, j) = static_cast<float>(0.5 * G(i, j));
+  }
+  cb.check();
+  const bool pd = cholesky_lower(A, threads, SimdLevel::avx512, cb.stage(0.0, chol_share));
+  if (!pd || !pivots_ok(A.diagonal(), Eigen::NumTraits<float>::epsilon())) return false;
+  cb.report(chol_share);
+  const double sf = seconds_between(t1, Clock::now());
+  f = cls_steps(
+      s, y, K, opt,
+      [&A, threads](const Mat& B) {
+        const Eigen::MatrixXf Bf = B.cast<float>();
+        return Mat(cholesky_solve(A, Bf, threads).cast<double>());
+      },
+      chol_share, cb);
+  f.seconds_factor = sf;
+  return true;
+}
 template <class Src>
 ClsFit cls_fit_impl(const Src& s, const IVec& y, int K, const ClsOptions& opt,
                     const Callbacks& cb) {
@@ -375,11 +423,15 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
     ClsOptions o = opt;
     o.lambda = grid[static_cast<std::size_t>(i)];
     ClsFit f;
-    try {
-      f = cls_fit_from_gram(train, yt, K, o, G, cb.stage(0.4, 0.4));
-    } catch (const SingularSystem&) {
-      singular[static_cast<std::size_t>(i)] = 1;
-      return false;
+    const bool single = static_cast<double>(G.rows()) >= opt.single_factor_min &&
+                        cls_fit_from_gram_single(train, yt, K, o, G, f, cb.stage(0.4, 0.4));
+    if (!single) {
+      try {
+        f = cls_fit_from_gram(train, yt, K, o, G, cb.stage(0.4, 0.4));
+      } catch (const SingularSystem&) {
+        singular[static_cast<std::size_t>(i)] = 1;
+        return false;
+      }
     }
     double e = 0, b = 0;
     score_validation(cls_scores_impl(val, f, threads), yv, e, b);

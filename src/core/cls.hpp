@@ -33,6 +33,10 @@ struct ClsOptions {
   int max_iter = 10;    // calibration steps
   double tol = 0.002;   // stop when the RMS change of the training scores is below this
   int threads = 1;
+  // Penalty search: systems with at least this many columns (features + 1) are factored in
+  // single precision for the values tried (falling back to double where that factorisation
+  // fails); the final fit is always factored in double.
+  double single_factor_min = 8192;
 };
 
 struct ClsFit {

@@ -177,6 +177,7 @@ GemHeadFit gem_head_fit(const CMatRef& z, const CMatRef& V, int base, int degree
     co.max_iter = opt.max_iter;
     co.tol = opt.tol;
     co.threads = threads;
+    co.single_factor_min = opt.single_factor_min;
     if (search) {
       out.cls = opt.single ? cls_fit_select(Xf, opt.n_train, y, K, co, opt.lambda, opt.start,
                                             opt.exhaustive, out.search, rest)

@@ -139,23 +139,23 @@ __attribute__((target("avx512f,avx2,fma"))) void kernel_avx512(std::ptrdiff_t kc
 // (n x n, leading dimension ldl): column j of the solution is
 // (B(:, j) - sum_{l < j} X(:, l) L(j, l)) / L(j, j), computed for 4 vectors of rows at a time
 // (then one vector, then single rows). Every row's arithmetic is the same in each path.
-template <class V>
+template <class V, class T>
 __attribute__((always_inline)) inline void trsm_rlt_run(std::ptrdiff_t m, std::ptrdiff_t n,
-                                                        const double* L, std::ptrdiff_t ldl,
-                                                        double* B, std::ptrdiff_t ldb) {
-  const int w = static_cast<int>(sizeof(V) / sizeof(double));
+                                                        const T* L, std::ptrdiff_t ldl, T* B,
+                                                        std::ptrdiff_t ldb) {
+  const int w = static_cast<int>(sizeof(V) / sizeof(T));
   std::ptrdiff_t r = 0;
   for (; r + 4 * w <= m; r += 4 * w) {
     for (std::ptrdiff_t j = 0; j < n; ++j) {
-      double* bj = B + r + j * ldb;
+      T* bj = B + r + j * ldb;
       V a0, a1, a2, a3;
       std::memcpy(&a0, bj, sizeof(V));
       std::memcpy(&a1, bj + w, sizeof(V));
       std::memcpy(&a2, bj + 2 * w, sizeof(V));
       std::memcpy(&a3, bj + 3 * w, sizeof(V));
       for (std::ptrdiff_t l = 0; l < j; ++l) {
-        const double c = L[j + l * ldl];
-        const double* xl = B + r + l * ldb;
+        const T c = L[j + l * ldl];
+        const T* xl = B + r + l * ldb;
         V x0, x1, x2, x3;
         std::memcpy(&x0, xl, sizeof(V));
         std::memcpy(&x1, xl + w, sizeof(V));
@@ -166,7 +166,7 @@ __attribute__((always_inline)) inline void trsm_rlt_run(std::ptrdiff_t m, std::p
         a2 -= c * x2;
         a3 -= c * x3;
       }
-      const double d = L[j + j * ldl];
+      const T d = L[j + j * ldl];
       a0 /= d;
       a1 /= d;
       a2 /= d;
@@ -179,7 +179,7 @@ __attribute__((always_inline)) inline void trsm_rlt_run(std::ptrdiff_t m, std::p
   }
   for (; r + w <= m; r += w) {
     for (std::ptrdiff_t j = 0; j < n; ++j) {
-      double* bj = B + r + j * ldb;
+      T* bj = B + r + j * ldb;
       V a0;
       std::memcpy(&a0, bj, sizeof(V));
       for (std::ptrdiff_t l = 0; l < j; ++l) {
@@ -193,25 +193,26 @@ __attribute__((always_inline)) inline void trsm_rlt_run(std::ptrdiff_t m, std::p
   }
   for (; r < m; ++r) {
     for (std::ptrdiff_t j = 0; j < n; ++j) {
-      double a = B[r + j * ldb];
+      T a = B[r + j * ldb];
       for (std::ptrdiff_t l = 0; l < j; ++l) a -= L[j + l * ldl] * B[r + l * ldb];
       B[r + j * ldb] = a / L[j + j * ldl];
     }
   }
 }
 
+template <class T>
 __attribute__((target("avx2,fma"))) void trsm_rlt_avx2(std::ptrdiff_t m, std::ptrdiff_t n,
-                                                       const double* L, std::ptrdiff_t ldl,
-                                                       double* B, std::ptrdiff_t ldb) {
-  trsm_rlt_run<v4d>(m, n, L, ldl, B, ldb);
+                                                       const T* L, std::ptrdiff_t ldl, T* B,
+                                                       std::ptrdiff_t ldb) {
+  trsm_rlt_run<typename Vecs<T>::v256>(m, n, L, ldl, B, ldb);
 }
 
+template <class T>
 __attribute__((target("avx512f,avx2,fma"))) void trsm_rlt_avx512(std::ptrdiff_t m,
-                                                                 std::ptrdiff_t n,
-                                                                 const double* L,
-                                                                 std::ptrdiff_t ldl, double* B,
+                                                                 std::ptrdiff_t n, const T* L,
+                                                                 std::ptrdiff_t ldl, T* B,
                                                                  std::ptrdiff_t ldb) {
-  trsm_rlt_run<v8d>(m, n, L, ldl, B, ldb);
+  trsm_rlt_run<typename Vecs<T>::v512>(m, n, L, ldl, B, ldb);
 }
 
 // Skinny products of a single-precision row-major matrix X (nrows x p, leading dimension ldx)
@@ -386,8 +387,10 @@ SimdLevel simd_level() {
   return level;
 }
 
-void trsm_right_lower_t(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, const double* L,
-                        std::ptrdiff_t ldl, double* B, std::ptrdiff_t ldb) {
+namespace {
+template <class T>
+void trsm_right_lower_t_impl(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, const T* L,
+                             std::ptrdiff_t ldl, T* B, std::ptrdiff_t ldb) {
   if (level == SimdLevel::none || level > simd_level())
     throw Error("trsm: this processor lacks the requested instructions");
 #ifdef KL_SIMD_X86
@@ -398,6 +401,17 @@ void trsm_right_lower_t(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, con
 #else
   (void)m; (void)n; (void)L; (void)ldl; (void)B; (void)ldb;
 #endif
+}
+}  // namespace
+
+void trsm_right_lower_t(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, const double* L,
+                        std::ptrdiff_t ldl, double* B, std::ptrdiff_t ldb) {
+  trsm_right_lower_t_impl(level, m, n, L, ldl, B, ldb);
+}
+
+void trsm_right_lower_t(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, const float* L,
+                        std::ptrdiff_t ldl, float* B, std::ptrdiff_t ldb) {
+  trsm_right_lower_t_impl(level, m, n, L, ldl, B, ldb);
 }
 
 std::ptrdiff_t skinny_class_block() { return 4; }
@@ -592,6 +606,20 @@ void crossprod_cols_sub(SimdLevel level, const double* X, std::ptrdiff_t ldx,
                         std::ptrdiff_t cb, std::ptrdiff_t wb, double* C, std::ptrdiff_t ldc) {
   gemm_block_impl(level, wa, wb, nrows, X + ca, std::ptrdiff_t(1), ldx, X + cb, ldx,
                   std::ptrdiff_t(1), C, ldc, std::ptrdiff_t(1), true);
+}
+
+void crossprod_cols_sub(SimdLevel level, const float* X, std::ptrdiff_t ldx,
+                        std::ptrdiff_t nrows, std::ptrdiff_t ca, std::ptrdiff_t wa,
+                        std::ptrdiff_t cb, std::ptrdiff_t wb, float* C, std::ptrdiff_t ldc) {
+  gemm_block_impl(level, wa, wb, nrows, X + ca, std::ptrdiff_t(1), ldx, X + cb, ldx,
+                  std::ptrdiff_t(1), C, ldc, std::ptrdiff_t(1), true);
+}
+
+void gemm_block_sub(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
+                    const float* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const float* B,
+                    std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, float* C, std::ptrdiff_t cs_i,
+                    std::ptrdiff_t cs_j) {
+  gemm_block_impl(level, m, n, kdim, A, as_i, as_k, B, bs_k, bs_j, C, cs_i, cs_j, true);
 }
 
 void gemm_parallel(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,

@@ -34,6 +34,8 @@ const char* simd_level_name(SimdLevel level);
 // simd_level().
 void trsm_right_lower_t(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, const double* L,
                         std::ptrdiff_t ldl, double* B, std::ptrdiff_t ldb);
+void trsm_right_lower_t(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, const float* L,
+                        std::ptrdiff_t ldl, float* B, std::ptrdiff_t ldb);
 
 // Skinny products with a single-precision row-major X (nrows x p, leading dimension ldx) and
 // K columns, K a multiple of skinny_class_block() (callers pad with zero columns). Sums are in
@@ -65,6 +67,9 @@ void crossprod_cols(SimdLevel level, const double* X, std::ptrdiff_t ldx, std::p
 void crossprod_cols_sub(SimdLevel level, const double* X, std::ptrdiff_t ldx,
                         std::ptrdiff_t nrows, std::ptrdiff_t ca, std::ptrdiff_t wa,
                         std::ptrdiff_t cb, std::ptrdiff_t wb, double* C, std::ptrdiff_t ldc);
+void crossprod_cols_sub(SimdLevel level, const float* X, std::ptrdiff_t ldx,
+                        std::ptrdiff_t nrows, std::ptrdiff_t ca, std::ptrdiff_t wa,
+                        std::ptrdiff_t cb, std::ptrdiff_t wb, float* C, std::ptrdiff_t ldc);
 
 // C = A B for strided operands, on the calling thread: A(i, k) = A[i * as_i + k * as_k]
 // (m x kdim), B(k, j) = B[k * bs_k + j * bs_j] (kdim x n); C(i, j) = C[i * cs_i + j * cs_j]
@@ -78,6 +83,10 @@ void gemm_block(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdif
 void gemm_block_sub(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
                     const double* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const double* B,
                     std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, double* C, std::ptrdiff_t cs_i,
+                    std::ptrdiff_t cs_j);
+void gemm_block_sub(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
+                    const float* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const float* B,
+                    std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, float* C, std::ptrdiff_t cs_i,
                     std::ptrdiff_t cs_j);
 
 // The same product into a column-major C (leading dimension ldc), in 512 x 512 tiles of C

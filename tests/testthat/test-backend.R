@@ -127,4 +127,8 @@ test_that("the products and solves of calibrated least squares agree with R and 
   X2 <- kernlearn:::cpp_cholesky_solve(L, B, 2L)
   expect_identical(kernlearn:::cpp_cholesky_solve(L, B, 1L), X2)
   expect_equal(X2, solve(A, B), tolerance = 1e-10)
+  # in single precision (A's condition number is about 4): to single-precision rounding
+  Xf <- kernlearn:::cpp_cholesky_solve(L, B, 2L, single = TRUE)
+  expect_identical(kernlearn:::cpp_cholesky_solve(L, B, 1L, single = TRUE), Xf)
+  expect_lt(max(abs(Xf - X2)) / max(abs(X2)), 1e-5)
 })

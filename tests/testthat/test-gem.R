@@ -325,9 +325,15 @@ test_that("the calibrated least-squares head: single precision, threads, Gram an
     L <- kernlearn:::cpp_cholesky(A, 2, simd)
     expect_equal(L, t(R), tolerance = 1e-10)
     expect_identical(kernlearn:::cpp_cholesky(A, 1, simd), L)
+    # in single precision: the factor of A to single-precision rounding (A's condition number
+    # is about 300), the same for 1 and 2 threads
+    Lf <- kernlearn:::cpp_cholesky(A, 2, simd, single = TRUE)
+    expect_lt(max(abs(Lf - t(R))) / max(abs(R)), 1e-5)
+    expect_identical(kernlearn:::cpp_cholesky(A, 1, simd, single = TRUE), Lf)
   }
   S <- tcrossprod(matrix(rnorm(600 * 3), 600, 3))
   expect_null(kernlearn:::cpp_cholesky(S - diag(1e-3, 600), 2))
+  expect_null(kernlearn:::cpp_cholesky(S - diag(1e-3, 600), 2, single = TRUE))
   # simplex projection against bisection, including ties and rows already on the simplex
   S <- rbind(matrix(rnorm(40 * 5, sd = 2), 40, 5), c(0.2, 0.2, 0.2, 0.2, 0.2),
              c(3, 3, -1, 0, 0), c(0, 0, 0, 0, 0))
@@ -761,4 +767,26 @@ test_that("fitted classes come from the fit's own scores and equal predict() on 
   d <- data.frame(x, y = y)
   f <- gem(y ~ ., data = d, top = 4, threshold = 0)
   expect_identical(fitted(f), predict(f, d))
+})
+
+test_that("the penalty search may factor in single precision and chooses as in double", {
+  # the search factors systems of at least `kernlearn.gem_single_factor` columns in single
+  # precision; forced here on a small problem, against the double-precision search
+  dat <- gem_toy(n = 900, d = 6, seed = 5)
+  fits <- lapply(c(Inf, 0), function(m) {
+    old <- options(kernlearn.gem_single_factor = m, kernlearn.gem_single_cells = Inf)
+    on.exit(options(old))
+    set.seed(3)
+    gem(dat$x, dat$y, top = 3, threshold = 0, fitted = FALSE)
+  })
+  s1 <- fits[[1]]$members[[1]]$head$search
+  s2 <- fits[[2]]$members[[1]]$head$search
+  expect_identical(s2$lambda, s1$lambda)
+  expect_equal(s2$loss, s1$loss, tolerance = 1e-4)
+  expect_equal(fits[[2]]$params$lambda, fits[[1]]$params$lambda)
+  # the final fit is factored in double either way
+  expect_identical(predict(fits[[2]], dat$x, type = "decision"),
+                   predict(fits[[1]], dat$x, type = "decision"))
+  # and the single-precision values do differ from the double ones (the path was taken)
+  expect_false(identical(s2$loss, s1$loss))
 })
