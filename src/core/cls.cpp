@@ -328,6 +328,7 @@ bool cls_fit_from_gram_single(const Src& s, const IVec& y, int K, const ClsOptio
   const auto t1 = Clock::now();
   Eigen::MatrixXf A(q, q);
   for (Eigen::Index j = 0; j < q; ++j) {
+    for (Eigen::Index i = 0; i < j; ++i) A(i, j) = 0.0f;  // not referenced; set all the same
     A(j, j) = static_cast<float>(0.5 * G(j, j) + opt.lambda * rn);
     for (Eigen::Index i = j + 1; i < q; ++i) A(i, j) = static_cast<float>(0.5 * G(i, j));
   }
@@ -346,6 +347,7 @@ bool cls_fit_from_gram_single(const Src& s, const IVec& y, int K, const ClsOptio
   f.seconds_factor = sf;
   return true;
 }
+
 template <class Src>
 ClsFit cls_fit_impl(const Src& s, const IVec& y, int K, const ClsOptions& opt,
                     const Callbacks& cb) {
