@@ -789,4 +789,24 @@ test_that("the penalty search may factor in single precision and chooses as in d
                    predict(fits[[1]], dat$x, type = "decision"))
   # and the single-precision values do differ from the double ones (the path was taken)
   expect_false(identical(s2$loss, s1$loss))
+  # nearly collinear columns, unscaled: at the smallest penalties the single-precision factor
+  # fails its pivot check and those values are fitted in double precision (equal scores);
+  # the others agree to single-precision rounding
+  dat <- gem_toy(n = 4000, d = 4, seed = 7)
+  set.seed(9)
+  x <- unname(cbind(dat$x, dat$x[, 1:2] + 1e-4 * rnorm(8000)))
+  srch <- lapply(c(Inf, 0), function(m) {
+    old <- options(kernlearn.gem_single_factor = m, kernlearn.gem_single_cells = Inf)
+    on.exit(options(old))
+    set.seed(3)
+    f <- gem(x, dat$y, top = 2, threshold = 0, scale = FALSE, standardize = FALSE,
+             fitted = FALSE)
+    s <- f$members[[1]]$head$search
+    s[order(s$lambda), ]
+  })
+  expect_identical(srch[[2]]$lambda, srch[[1]]$lambda)
+  same <- srch[[2]]$loss == srch[[1]]$loss
+  expect_true(same[1])                 # the smallest penalty tried: refactored in double
+  expect_false(all(same))              # larger ones: single precision
+  expect_equal(srch[[2]]$loss, srch[[1]]$loss, tolerance = 1e-6)
 })
