@@ -62,8 +62,11 @@
 #' rate (mean squared error for a regression; among equal error rates the smaller squared
 #' hinge loss, deviance or squared error wins), and refitted on all rows with the best value.
 #' The table is kept in \code{fit$params$head_search} (its \code{"validation"} attribute
-#' holds the held-out rows). The map is trained on all rows, so the held-out rows are not
-#' unseen by it: the search compares penalties, it does not estimate the test error. With
+#' holds the held-out rows). The map (its initial landmarks included) is trained on the
+#' other rows only, so that the held-out rows are unseen by the features as new data would
+#' be: with a map trained on all rows, the held-out error favoured too weak a penalty (too
+#' large a cost). The map is not retrained; only the head is refitted on all rows. When fewer
+#' rows than \code{dim} would be left, the map is trained on all rows. With
 #' fewer than 50 rows the head uses \code{cost = 1} or \code{lambda = 1e-4}.
 #'
 #' \strong{Collapse.} A training run whose DI per row falls below a thousandth of its first
@@ -280,16 +283,26 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
   Y <- .dikl_targets(inp$y, task)
   classes <- if (task == "classification") as.integer(inp$y) - 1L else NULL
   d <- ncol(x)
+  # When the head's penalty is chosen by validation, the map is learned from the other rows
+  # only, so that the held-out rows are unseen by the features as new data would be (with a
+  # map learned from all rows, the held-out error favours too weak a penalty); the head is
+  # then refitted on all rows. Too few rows left for the map's dim: the map uses all rows.
+  val <- if (is.null(if (head == "svm") cost else lambda)) .kl_validation_rows(inp$y) else NULL
+  map_rows <- seq_len(n)
+  if (!is.null(val) && n - length(val) >= max(dim, 2L)) map_rows <- setdiff(seq_len(n), val)
+  xm <- x[map_rows, , drop = FALSE]
+  nm <- length(map_rows)
+  batch_map <- min(as.integer(batch_size), nm)
 
   # Initial map.
   kmeans_note <- NULL
   if (map == "nystrom") {
     if (init == "kmeans") {
-      km <- .dikl_kmeans(x, dim, caller)
+      km <- .dikl_kmeans(xm, dim, caller)
       P <- km$centers
       kmeans_note <- km$note
     } else {
-      P <- x[sample.int(n, dim), , drop = FALSE]
+      P <- xm[sample.int(nm, dim), , drop = FALSE]
     }
     b <- numeric()
   } else {
@@ -300,7 +313,7 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
   backend <- .kl_backend_arg()
   trace <- data.frame(epoch = integer(), objective = numeric(), lr = numeric())
   training <- list(objective = objective, epochs = 0L, steps = 0L, best_epoch = 0L,
-                   stop = "not trained", batch_size = as.integer(batch_size))
+                   stop = "not trained", batch_size = batch_map, map_rows = nm)
   t_train <- proc.time()[["elapsed"]]
   if (objective != "none") {
     # A training run that collapses (the DI falls to nothing, or the features stop varying) is
@@ -311,13 +324,14 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
     collapsed <- NULL
     for (attempt in 1:3) {
       r <- tryCatch(
-        cpp_dikl_train(x, Y, classes, .dikl_map_code(map), gamma, P0, b0,
-                       .dikl_objective_code(objective), rho, 1e-10, as.integer(batch_size),
+        cpp_dikl_train(xm, Y[map_rows, , drop = FALSE], classes[map_rows],
+                       .dikl_map_code(map), gamma, P0, b0,
+                       .dikl_objective_code(objective), rho, 1e-10, batch_map,
                        lr_used, as.integer(max_epochs), as.integer(patience), tol, 0.1, threads,
                        .kl_seed(), backend, .kl_progressor()),
         error = function(e) stop(sprintf("%s: %s", caller, conditionMessage(e)),
                                  call. = FALSE))
-      collapsed <- .dikl_collapse(r, map, gamma, x, objective, threads, backend)
+      collapsed <- .dikl_collapse(r, map, gamma, xm, objective, threads, backend)
       if (is.null(collapsed)) break
       if (attempt < 3L) lr_used <- lr_used / 10
     }
@@ -329,7 +343,7 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
     trace <- data.frame(epoch = seq_along(r$trace), objective = r$trace, lr = r$lr)
     training <- list(objective = objective, epochs = r$epochs, steps = r$steps,
                      best_epoch = r$best_epoch, stop = r$stop,
-                     batch_size = as.integer(batch_size), lr = lr_used,
+                     batch_size = batch_map, map_rows = nm, lr = lr_used,
                      collapsed = collapsed)
   }
   training$seconds_map <- proc.time()[["elapsed"]] - t_train
@@ -346,7 +360,7 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
   colnames(mp[[if (map == "nystrom") "Z" else "W"]]) <- NULL
   Fx <- .dikl_features(mp, x, threads)
   t_head <- proc.time()[["elapsed"]]
-  sel <- .dikl_head_select(head, Fx, inp$y, task, cost, lambda, threads, inp$levels)
+  sel <- .dikl_head_select(head, Fx, inp$y, task, cost, lambda, threads, inp$levels, val)
   hd <- sel$head
   if (head == "svm") cost <- hd$cost else lambda <- hd$lambda
   training$seconds_head <- proc.time()[["elapsed"]] - t_head
@@ -425,11 +439,10 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
 # (stratified for classes, at most 10000 held out) and scored on the rest by the error rate
 # (mean squared error for a regression); ties go to the stronger penalty. The head is then
 # refitted on all rows with the chosen value.
-.dikl_head_select <- function(head, Fx, y, task, cost, lambda, threads, levels) {
+.dikl_head_select <- function(head, Fx, y, task, cost, lambda, threads, levels, val) {
   given <- if (head == "svm") cost else lambda
   if (!is.null(given))
     return(list(head = .dikl_head_fit(head, Fx, y, task, cost, lambda, threads), search = NULL))
-  val <- .kl_validation_rows(y)
   n <- nrow(Fx)
   # grid from the strongest penalty to the weakest; krr's lambda scales with the rows it sees
   grid <- switch(head, svm = 4^(-3:3), logistic = 10^(-1:-5), krr = 10^(0:-7))
@@ -617,8 +630,11 @@ print.dikl <- function(x, ...) {
               p$dim, format(signif(p$gamma, 4)), x$n))
   tr <- x$training
   if (p$objective != "none") {
-    cat(sprintf("  training: %d epochs, %d steps of %d rows, final %s %s (%s)\n", tr$epochs,
-                tr$steps, tr$batch_size, if (p$objective == "di") "DI per row" else "loss per row",
+    cat(sprintf("  training: %d epochs, %d steps of %d rows%s, final %s %s (%s)\n", tr$epochs,
+                tr$steps, tr$batch_size,
+                if (!is.null(tr$map_rows) && tr$map_rows < x$n)
+                  sprintf(" (from the %d rows not held out)", as.integer(tr$map_rows)) else "",
+                if (p$objective == "di") "DI per row" else "loss per row",
                 format(signif(utils::tail(x$trace$objective, 1L), 5)), tr$stop))
   }
   if (p$map == "nystrom" && ncol(x$map$T) < p$dim)

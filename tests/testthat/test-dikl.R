@@ -355,9 +355,20 @@ test_that("without cost or lambda, dikl chooses the head's penalty on held-out r
     h <- kernlearn:::.linear_svm_fit(Fx[tr, ], iris$Species[tr], cost = s$cost[i], loss = "l2")
     expect_equal(s$error[i], mean(kernlearn:::.linear_svm_predict(h, Fx[val, ]) != iris$Species[val]))
   }
-  # a given value skips the search
+  # the map is learned from the other rows only: its landmarks (here the untrained initial
+  # ones) are rows of the training part, and the map's batches come from those 120 rows
+  set.seed(4)
+  x <- as.matrix(iris[, 1:4]) + matrix(rnorm(600, sd = 1e-3), 150)  # distinct rows
+  un <- dikl(x, iris$Species, dim = 40, objective = "none", scale = FALSE)
+  vu <- attr(un$params$head_search, "validation")
+  key <- function(m) apply(signif(m, 12), 1, paste, collapse = " ")
+  expect_true(all(key(un$map$Z) %in% key(x[-vu, ])))
+  expect_equal(un$training$map_rows, 120L)
+  expect_equal(fit$training$map_rows, 120L)
+  # a given value skips the search, and the map uses all rows
   set.seed(1)
   given <- dikl(Species ~ ., data = iris, dim = 20, max_epochs = 20, cost = 2)
+  expect_equal(given$training$map_rows, 150L)
   expect_null(given$params$head_search)
   expect_equal(given$head$cost, 2)
   # ridge regression: the penalty grid scales with the rows fitted; the search minimises the
