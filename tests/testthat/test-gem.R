@@ -679,7 +679,8 @@ test_that("a small overfitting-prone set gets a larger penalty than a large one"
   make <- function(n, seed) {
     set.seed(seed)
     x <- matrix(rnorm(n * 30), n, 30)
-    y <- factor(ifelse(x[, 1] + x[, 2] + rnorm(n) > 0, "a", "b"))
+    # the classes differ in the second moments of x1 and x2 (the sign of their product)
+    y <- factor(ifelse(x[, 1] * x[, 2] + 0.5 * rnorm(n) > 0, "a", "b"))
     list(x = x, y = y)
   }
   small <- make(150, 1)
@@ -809,4 +810,41 @@ test_that("the penalty search may factor in single precision and chooses as in d
   expect_true(same[1])                 # the smallest penalty tried: refactored in double
   expect_false(all(same))              # larger ones: single precision
   expect_equal(srch[[2]]$loss, srch[[1]]$loss, tolerance = 1e-6)
+})
+
+test_that("without ridge and lambda, gem compares the ridges 0.1 and 0.5 on the held-out rows", {
+  dat <- gem_toy(n = 600, d = 5, seed = 8)
+  set.seed(5)
+  f <- gem(dat$x, dat$y, top = 3, threshold = 0, fitted = FALSE)
+  rs <- f$params$ridge_search
+  expect_identical(rs$ridge, c(0.1, 0.5))
+  expect_equal(f$params$ridge, rs$ridge[which.min(rs$loss)])
+  expect_equal(f$members[[1]]$layers[[1]]$ridge, f$params$ridge)
+  expect_output(print(f), "ridge 0\\.[15] chosen from 0\\.1, 0\\.5 by the held-out Brier score")
+  # each candidate is the fit with that ridge given, from the same random state: the kept one
+  # predicts identically, and each row holds the score of that fit's chosen penalty
+  for (i in 1:2) {
+    set.seed(5)
+    g <- gem(dat$x, dat$y, top = 3, threshold = 0, fitted = FALSE, ridge = rs$ridge[i])
+    s <- g$members[[1]]$head$search
+    expect_equal(rs$lambda[i], g$params$lambda)
+    expect_equal(rs$loss[i], s$loss[s$lambda == g$params$lambda])
+    expect_null(g$params$ridge_search)
+    if (rs$ridge[i] == f$params$ridge)
+      expect_identical(predict(g, dat$x, type = "prob"), predict(f, dat$x, type = "prob"))
+  }
+  # a given lambda: one fit, ridge 0.1
+  set.seed(5)
+  h <- gem(dat$x, dat$y, top = 3, threshold = 0, fitted = FALSE, lambda = 1)
+  expect_null(h$params$ridge_search)
+  expect_equal(h$params$ridge, 0.1)
+  # only the kept fit's warnings are given
+  w <- character()
+  withCallingHandlers(gem(dat$x, dat$y, top = 3, threshold = 0, maxit = 1, tol = 1e-12),
+                      warning = function(cond) {
+                        w <<- c(w, conditionMessage(cond))
+                        invokeRestart("muffleWarning")
+                      })
+  expect_length(w, 1L)
+  expect_match(w, "took all 1 steps")
 })
