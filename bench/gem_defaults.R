@@ -78,8 +78,11 @@ for (s in sets) {
     secs <- clock() - t0
     h <- f$members[[1]]$head
     record(s, "gem (defaults)", mean(predict(f, sp$xt) != sp$yt), secs,
-           sprintf("%s head, lambda %s chosen from %d values; %d features",
-                   h$type, format(signif(h$lambda, 6)), NROW(h$search), f$members[[1]]$p))
+           sprintf("%s head, lambda %s chosen from %d values; ridge %s%s; %d features",
+                   h$type, format(signif(h$lambda, 6)), NROW(h$search), format(f$params$ridge),
+                   if (is.null(f$params$ridge_search)) "" else
+                     sprintf(" chosen from %s", paste(f$params$ridge_search$ridge, collapse = ", ")),
+                   f$members[[1]]$p))
     rm(f)
   }
   if ("gem_logistic" %in% methods && (named || s != "mnist")) {
