@@ -36,7 +36,7 @@ struct ClsOptions {
   // Penalty search: systems with at least this many columns (features + 1) are factored in
   // single precision for the values tried (falling back to double where that factorisation
   // fails); the final fit is always factored in double.
-  double single_factor_min = 8192;
+  double single_factor_min = 0;
 };
 
 struct ClsFit {

@@ -25,7 +25,7 @@ struct GemHeadOptions {
   double tol = 1e-6;
   bool standardize = true;
   bool single = false;          // hold the features in single precision
-  double single_factor_min = 8192;  // cls search: see ClsOptions::single_factor_min
+  double single_factor_min = 0;  // cls search: see ClsOptions::single_factor_min
   int threads = 1;
   // Logistic head without a search: a fit on these rows starts the full fit (empty: none).
   std::vector<Eigen::Index> warm_rows;

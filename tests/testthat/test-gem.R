@@ -243,7 +243,7 @@ test_that("the calibrated least-squares head follows its definition", {
   rs <- cls_reference(features(fs, dat$x), dat$y, 0.3, 4)
   expect_equal(unname(predict(fs, dat$x, type = "decision")), unname(rs$scores), tolerance = 1e-5)
   # double-precision features: the algebra to 1e-8
-  old <- options(kernlearn.gem_single_cells = Inf)
+  old <- options(kernlearn.gem_single_cells = Inf, kernlearn.gem_single_factor = Inf)
   on.exit(options(old))
   for (std in c(FALSE, TRUE)) {
     fit <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "cls", lambda = 0.3, maxit = 4,
@@ -609,8 +609,8 @@ test_that("the penalty walk stops after two misses, or one with many held-out ro
 })
 
 test_that("without lambda, gem chooses the penalty on held-out rows and refits with it", {
-  # double-precision features, so that the recomputations below match to rounding
-  old <- options(kernlearn.gem_single_cells = Inf)
+  # double-precision features and search, so that the recomputations below match to rounding
+  old <- options(kernlearn.gem_single_cells = Inf, kernlearn.gem_single_factor = Inf)
   on.exit(options(old))
   dat <- gem_toy(n = 600, d = 5)
   set.seed(11)
@@ -746,7 +746,7 @@ test_that("fitted classes come from the fit's own scores and equal predict() on 
     f
   }
   # double-precision features (a size limit above the feature matrix's)
-  old <- options(kernlearn.gem_single_cells = Inf)
+  old <- options(kernlearn.gem_single_cells = Inf, kernlearn.gem_single_factor = Inf)
   on.exit(options(old))
   dbl <- check()
   expect_false(dbl$members[[1]]$head$single)
