@@ -351,6 +351,10 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
       invokeRestart("muffleWarning")
     })
     secs[i] <- proc.time()[["elapsed"]] - t0
+    if (is.null(fits[[i]]$members[[1L]]$head$search)) {  # no row could be held out
+      for (w in warns[[i]]) warning(w)
+      return(fits[[i]])
+    }
   }
   at <- lapply(fits, function(f) {
     s <- f$members[[1L]]$head$search

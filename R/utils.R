@@ -127,7 +127,7 @@
 
 # Validation rows for choosing a penalty inside a fit: a fifth of the rows (at most 10000),
 # stratified by class for a factor (at least one row of every class with two or more, and never
-# a class's last row); NULL when there are fewer than 50 rows.
+# a class's last row); NULL when there are fewer than 50 rows or no class has two.
 .kl_validation_rows <- function(y) {
   n <- length(y)
   if (n < 50L) return(NULL)
@@ -140,6 +140,7 @@
     k <- min(m - 1L, max(1L, round(frac * m)))
     r[sample.int(m, k)]
   }), use.names = FALSE)
+  if (!length(val)) return(NULL)
   sort(val)
 }
 

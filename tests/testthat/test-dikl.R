@@ -383,6 +383,16 @@ test_that("without cost or lambda, dikl chooses the head's penalty on held-out r
   expect_equal(sr$error, sr$loss)
 })
 
+test_that("when no class has two rows, dikl uses the default cost without a search", {
+  set.seed(2)
+  x <- matrix(rnorm(60 * 3), 60, 3)
+  y <- factor(paste0("k", 1:60))
+  fit <- dikl(x, y, dim = 5, max_epochs = 2)
+  expect_null(fit$params$head_search)
+  expect_equal(fit$params$cost, 1)
+  expect_equal(fit$training$map_rows, 60L)
+})
+
 test_that("a collapsed training is repeated with a lower learning rate, then reported", {
   set.seed(1)
   ok <- dikl(Species ~ ., data = iris, dim = 20, max_epochs = 30, lr = 5)

@@ -848,3 +848,15 @@ test_that("without ridge and lambda, gem compares the ridges 0.1 and 0.5 on the 
   expect_length(w, 1L)
   expect_match(w, "took all 1 steps")
 })
+
+test_that("when no class has two rows, nothing is held out and the default penalty is used", {
+  set.seed(2)
+  x <- matrix(rnorm(60 * 3), 60, 3)
+  y <- factor(paste0("k", 1:60))
+  expect_null(kernlearn:::.kl_validation_rows(y))
+  fit <- gem(x, y, top = 1, threshold = 0, pairs = "hypercube")
+  expect_null(fit$members[[1]]$head$search)
+  expect_null(fit$params$ridge_search)
+  expect_equal(fit$params$lambda, 1)
+  expect_output(print(fit), "too few rows to validate")
+})
