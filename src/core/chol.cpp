@@ -104,12 +104,22 @@ bool cholesky_lower(MatFRef A, int threads, SimdLevel max_level, const Callbacks
   return cholesky_lower_impl<float>(A, threads, max_level, cb);
 }
 
-Mat cholesky_solve(const CMatRef& L, const CMatRef& B) {
-  Mat X = B;
-  L.triangularView<Eigen::Lower>().solveInPlace(X);
-  L.triangularView<Eigen::Lower>().adjoint().solveInPlace(X);
+namespace {
+
+// (L L')^-1 B by Eigen's triangular solves.
+template <class T>
+Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> eigen_cholesky_solve(
+    const Eigen::Ref<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>>& L,
+    const Eigen::Ref<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>>& B) {
+  Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> X = B;
+  L.template triangularView<Eigen::Lower>().solveInPlace(X);
+  L.template triangularView<Eigen::Lower>().adjoint().solveInPlace(X);
   return X;
 }
+
+}  // namespace
+
+Mat cholesky_solve(const CMatRef& L, const CMatRef& B) { return eigen_cholesky_solve<double>(L, B); }
 
 namespace {
 
@@ -121,12 +131,7 @@ Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> cholesky_solve_impl(
   const SimdLevel level = simd_level();
   const std::ptrdiff_t n = L.rows(), m = B.cols();
   if (L.cols() != n || B.rows() != n) throw Error("cholesky_solve: shapes do not match");
-  if (level == SimdLevel::none || n < 512) {
-    MT X = B;
-    L.template triangularView<Eigen::Lower>().solveInPlace(X);
-    L.template triangularView<Eigen::Lower>().adjoint().solveInPlace(X);
-    return X;
-  }
+  if (level == SimdLevel::none || n < 512) return eigen_cholesky_solve<T>(L, B);
   const std::ptrdiff_t nb = 256, ldl = L.outerStride();
   const T* l = L.data();
   MT X = B;
