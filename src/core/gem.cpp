@@ -250,6 +250,7 @@ std::vector<GemPair> gem_directions(const ClassMoments& M, const std::vector<int
   const Eigen::Index d = M.second[0].rows();
   if (num.size() != den.size()) throw Error("pair lists differ in length");
   if (opt.top < 1) throw Error("'top' must be at least 1");
+  if (opt.keep_max < 0) throw Error("'keep_max' must be >= 0");
   if (!(opt.ridge >= 0) || !std::isfinite(opt.ridge)) throw Error("'ridge' must be >= 0");
   const std::size_t P = num.size();
   for (std::size_t q = 0; q < P; ++q)
@@ -345,7 +346,10 @@ std::vector<GemPair> gem_directions(const ClassMoments& M, const std::vector<int
           g.spectrum = values;
           // v = L^-T u, so that v' B v = 1; keep eigenvalues >= threshold.
           Eigen::Index kept = 0;
-          while (kept < values.size() && values[kept] >= opt.threshold) ++kept;
+          const Eigen::Index cap = opt.keep_max > 0 ? opt.keep_max : values.size();
+          while (kept < std::min<Eigen::Index>(values.size(), cap) &&
+                 values[kept] >= opt.threshold)
+            ++kept;
           // (no solve with an empty right-hand side: Eigen binds a reference to its null data)
           Mat V(d, 0);
           if (kept > 0) V = Lj.triangularView<Eigen::Lower>().transpose().solve(U.leftCols(kept));

@@ -55,6 +55,7 @@ struct GemOptions {
   bool relative = true;    // ridge * trace(C_j) / d (true) or ridge (false)
   int top = 30;            // eigenvectors computed per pair
   double threshold = 0.0;  // keep those with eigenvalue >= threshold
+  int keep_max = 0;        // and at most this many per pair (0: no cap beyond top)
   int method = 0;          // 0 automatic, 1 dense, 2 iterative
   double tol = 1e-8;       // relative residual tolerance of the iterative solver
   int threads = 1;

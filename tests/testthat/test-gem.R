@@ -849,6 +849,49 @@ test_that("without ridge and lambda, gem compares the ridges 0.1 and 0.5 on the 
   expect_match(w, "took all 1 steps")
 })
 
+test_that("with top above 5, the ridges are compared with at most 5 directions per pair", {
+  dat <- gem_toy(n = 600, d = 10, seed = 8)
+  # threshold 0: all 8 computed directions of every pair pass it, so the cap binds
+  set.seed(5)
+  f <- gem(dat$x, dat$y, top = 8, threshold = 0, fitted = FALSE)
+  rs <- f$params$ridge_search
+  expect_identical(attr(rs, "directions"), 5L)
+  expect_gt(attr(rs, "refit_seconds"), 0)
+  expect_equal(f$params$ridge, rs$ridge[which.min(rs$loss)])
+  expect_output(print(f), "at most 5 directions per pair")
+  L <- f$members[[1]]$layers[[1]]
+  expect_null(L$keep_max)
+  expect_identical(L$top, 8L)
+  expect_identical(ncol(L$V), 8L * nrow(L$pairs))
+  # each row is the fit keeping the leading 5 directions per pair (the dense eigensolver
+  # gives the same leading vectors for top = 5), the kept model the full fit with its ridge
+  for (i in 1:2) {
+    set.seed(5)
+    g <- gem(dat$x, dat$y, top = 5, threshold = 0, fitted = FALSE, ridge = rs$ridge[i])
+    s <- g$members[[1]]$head$search
+    expect_equal(rs$lambda[i], g$params$lambda)
+    expect_equal(rs$loss[i], s$loss[s$lambda == g$params$lambda])
+  }
+  set.seed(5)
+  g <- gem(dat$x, dat$y, top = 8, threshold = 0, fitted = FALSE, ridge = f$params$ridge)
+  expect_identical(predict(g, dat$x, type = "prob"), predict(f, dat$x, type = "prob"))
+  expect_identical(g$members[[1]]$layers[[1]]$V, L$V)
+  # a cap that keeps no direction out (at most 5 eigenvalues per pair reach 0.7; exactly 5 in
+  # one pair with ridge 0.1): the comparison fit of the kept ridge is the model, with the
+  # spectra of all 8 computed eigenvalues
+  set.seed(5)
+  f2 <- gem(dat$x, dat$y, top = 8, threshold = 0.7, fitted = FALSE)
+  L2 <- f2$members[[1]]$layers[[1]]
+  expect_true(all(tabulate(L2$pair_of, nrow(L2$pairs)) <= 5L))
+  expect_identical(attr(f2$params$ridge_search, "refit_seconds"), 0)
+  expect_null(L2$keep_max)
+  expect_true(all(lengths(L2$spectra) == 8L))
+  set.seed(5)
+  g2 <- gem(dat$x, dat$y, top = 8, threshold = 0.7, fitted = FALSE, ridge = f2$params$ridge)
+  expect_identical(predict(g2, dat$x, type = "prob"), predict(f2, dat$x, type = "prob"))
+  expect_identical(g2$members[[1]]$layers[[1]]$spectra, L2$spectra)
+})
+
 test_that("when no class has two rows, nothing is held out and the default penalty is used", {
   set.seed(2)
   x <- matrix(rnorm(60 * 3), 60, 3)
