@@ -332,9 +332,10 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
 # same held-out rows, pairs and seeds), by the score of each one's chosen penalty on the
 # held-out rows (the search's own criterion: the Brier score for calibrated least squares, the
 # error rate then the deviance for logistic regression; the first member's). The comparison
-# fits keep at most .gem_compare_directions directions per pair; the kept ridge is then
-# fitted in full from the same random state, unless that cap kept no direction out (then its
-# comparison fit is the full fit).
+# fits keep at most .gem_compare_directions directions per pair; where that cap keeps a
+# direction out, the core stops such a fit after its penalty search, and the kept ridge is then
+# fitted in full from the same random state; where it keeps none out, the comparison fit is
+# the full fit.
 .gem_fit_ridge <- function(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree,
                            keep_input, head, lambda, depth, first_layer, rff, ensemble,
                            standardize, max_pairs, maxit, tol, eigen_method, threads, call) {
@@ -729,6 +730,12 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
                            validation_rows = h$search$validation_rows,
                            validation = val)
   timing <- f$timing
+  if (head == "cls" && isTRUE(h$search_only)) {
+    # a comparison fit: the penalty search alone, no head to predict with
+    return(list(layers = fitted, rff = input$rmap, p = as.integer(h$p), timing = timing,
+                head = list(type = "cls", lambda = h$lambda, search = search,
+                            search_only = TRUE, seconds = h$seconds)))
+  }
   if (head == "cls") {
     if (!isTRUE(h$converged) && tol > 0)
       warning(sprintf("%s: the calibrated least squares took all %d steps without the scores settling (last change %s > tol = %s); raise 'maxit' or 'tol'",

@@ -193,6 +193,7 @@ Rcpp::List head_to_r(const kl::GemHeadFit& f, bool standardize) {
         Rcpp::Named("iterations") = c.iterations, Rcpp::Named("converged") = c.converged,
         Rcpp::Named("p") = static_cast<double>(f.p), Rcpp::Named("single") = f.single,
         Rcpp::Named("lambda") = f.lambda, Rcpp::Named("search") = search,
+        Rcpp::Named("search_only") = f.search_only,
         Rcpp::Named("seconds") = Rcpp::NumericVector::create(
             Rcpp::Named("gram") = c.seconds_gram, Rcpp::Named("factor") = c.seconds_factor,
             Rcpp::Named("steps") = c.seconds_steps, Rcpp::Named("search") = c.seconds_search));
@@ -248,14 +249,15 @@ std::vector<Eigen::Index> rows_from_r(SEXP rows) {
 
 // A whole GEM model (kl::gem_fit): x the prepared inputs, y the classes (0-based). `layers`:
 // one list per layer with ridge, relative, top, threshold, method, base, degree, keep_input,
-// ones and optionally keep_max (the most directions kept per pair). `members`: one list per
-// ensemble member with num, den (0-based class pairs), validation (1-based held-out rows or
-// NULL), seeds (one pair of integers per layer), warm (1-based warm-start rows or NULL) and
-// W, b (the random Fourier map or NULL). `lambda`: the penalty, or the grid searched (then
-// cls starts at `start`, 0-based). memory_limit: bytes (NA: no limit). Returns one list per
-// member: layers (per layer: spectra, kept, vectors of every pair, dense, applications, V),
-// head (the classifier; for cls with the training scores in the member's row order: the
-// held-out rows last) and timing.
+// ones and optionally keep_max (the most directions kept per pair; where it keeps out a
+// direction, the fit is a comparison: its cls head stops after the search). `members`: one
+// list per ensemble member with num, den (0-based class pairs), validation (1-based held-out
+// rows or NULL), seeds (one pair of integers per layer), warm (1-based warm-start rows or
+// NULL) and W, b (the random Fourier map or NULL). `lambda`: the penalty, or the grid
+// searched (then cls starts at `start`, 0-based). memory_limit: bytes (NA: no limit).
+// Returns one list per member: layers (per layer: spectra, kept, vectors of every pair,
+// dense, applications, V), head (the classifier; for cls with the training scores in the
+// member's row order: the held-out rows last) and timing.
 // [[Rcpp::export]]
 Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K,
                        Rcpp::List layers, Rcpp::List members, int head,
@@ -273,6 +275,8 @@ Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector 
       s.dir.top = Rcpp::as<int>(L["top"]);
       s.dir.threshold = Rcpp::as<double>(L["threshold"]);
       if (L.containsElementNamed("keep_max")) s.dir.keep_max = Rcpp::as<int>(L["keep_max"]);
+      // a layer with a cap on its directions belongs to a comparison fit
+      if (s.dir.keep_max > 0) opt.search_only_when_capped = true;
       s.dir.method = method;
       s.dir.tol = eigen_tol;
       s.base = Rcpp::as<int>(L["base"]);

@@ -37,6 +37,9 @@ struct ClsOptions {
   // single precision for the values tried (falling back to double where that factorisation
   // fails); the final fit is always factored in double.
   double single_factor_min = 0;
+  // Penalty search: stop once the penalty is chosen, without the final fit on all rows (the
+  // fit returned is empty; the search is filled in).
+  bool search_only = false;
 };
 
 struct ClsFit {

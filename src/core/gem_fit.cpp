@@ -158,6 +158,13 @@ GemMemberFit fit_member(const CMatRef& x, const IVec& y, int K, const GemMemberI
   const bool search = ho.lambda.size() > 1;
   if (search && !split) throw Error("gem: a penalty search needs held-out rows");
   ho.n_train = search ? n_train : 0;
+  if (opt.search_only_when_capped && search && last.dir.keep_max > 0) {
+    const Eigen::Index cap = last.dir.keep_max;
+    for (const GemPair& g : lf.pairs)
+      if (g.vectors.cols() == cap && g.spectrum.size() > cap &&
+          g.spectrum[cap] >= last.dir.threshold)
+        ho.search_only = true;
+  }
   ho.warm_rows = in.warm_rows;
   if (ho.head == 1 && search && opt.cls_exhaustive_when_cheap) {
     // every value when one more factorisation and its steps cost little next to the Gram matrix

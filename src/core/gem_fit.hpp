@@ -31,6 +31,9 @@ struct GemFitOptions {
   // cls search: try every value when a factorisation and its steps cost little next to the
   // Gram matrix (decided from the number of features), else a local search from head.start.
   bool cls_exhaustive_when_cheap = true;
+  // A fit whose last layer's keep_max keeps out a direction that passed the threshold is a
+  // comparison fit: with this set, its calibrated least-squares head stops after the search.
+  bool search_only_when_capped = false;
   double single_cells = 2.5e7;  // feature matrices with more entries are held in single precision
   double memory_limit = std::numeric_limits<double>::infinity();  // bytes
 };

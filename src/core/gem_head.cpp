@@ -178,6 +178,8 @@ GemHeadFit gem_head_fit(const CMatRef& z, const CMatRef& V, int base, int degree
     co.tol = opt.tol;
     co.threads = threads;
     co.single_factor_min = opt.single_factor_min;
+    co.search_only = opt.search_only && search;
+    out.search_only = co.search_only;
     if (search) {
       out.cls = opt.single ? cls_fit_select(Xf, opt.n_train, y, K, co, opt.lambda, opt.start,
                                             opt.exhaustive, out.search, rest)

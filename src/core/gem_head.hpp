@@ -26,6 +26,7 @@ struct GemHeadOptions {
   bool standardize = true;
   bool single = false;          // hold the features in single precision
   double single_factor_min = 0;  // cls search: see ClsOptions::single_factor_min
+  bool search_only = false;     // cls search: see ClsOptions::search_only
   int threads = 1;
   // Logistic head without a search: a fit on these rows starts the full fit (empty: none).
   std::vector<Eigen::Index> warm_rows;
@@ -38,6 +39,7 @@ struct GemHeadFit {
   int head = 0;
   double lambda = 0.0;          // the penalty of the final fit
   bool searched = false;
+  bool search_only = false;     // cls: the search alone (no final fit: cls is empty)
   HeadSearch search;
   LogisticFit logistic;
   int sub_iterations = 0;       // iterations of the warm-start fits (subsample or path)

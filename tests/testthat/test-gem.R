@@ -876,6 +876,25 @@ test_that("with top above 5, the ridges are compared with at most 5 directions p
   g <- gem(dat$x, dat$y, top = 8, threshold = 0, fitted = FALSE, ridge = f$params$ridge)
   expect_identical(predict(g, dat$x, type = "prob"), predict(f, dat$x, type = "prob"))
   expect_identical(g$members[[1]]$layers[[1]]$V, L$V)
+  # the capped comparison fits stop after their search (no head is fitted on all rows); the
+  # third fit is the full one
+  rec <- new.env()
+  ns <- asNamespace("kernlearn")
+  suppressMessages(trace(".gem_fit", where = ns, print = FALSE,
+                         exit = bquote(assign(sprintf("f%d", length(ls(.(rec))) + 1L),
+                                              returnValue(), envir = .(rec)))))
+  set.seed(5)
+  f3 <- tryCatch(gem(dat$x, dat$y, top = 8, threshold = 0, fitted = FALSE),
+                 finally = suppressMessages(untrace(".gem_fit", where = ns)))
+  expect_identical(sort(ls(rec)), c("f1", "f2", "f3"))
+  for (nm in c("f1", "f2")) {
+    h <- rec[[nm]]$members[[1]]$head
+    expect_true(h$search_only)
+    expect_null(h$W0)
+    expect_identical(rec[[nm]]$members[[1]]$layers[[1]]$keep_max, 5L)
+  }
+  expect_null(rec$f3$members[[1]]$head$search_only)
+  expect_identical(predict(f3, dat$x, type = "prob"), predict(f, dat$x, type = "prob"))
   # a cap that keeps no direction out (at most 5 eigenvalues per pair reach 0.7; exactly 5 in
   # one pair with ridge 0.1): the comparison fit of the kept ridge is the model, with the
   # spectra of all 8 computed eigenvalues
