@@ -78,11 +78,16 @@ for (s in sets) {
     f <- gem(sp$x, sp$y)
     secs <- clock() - t0
     h <- f$members[[1]]$head
+    rs <- f$params$ridge_search
     record(s, "gem (defaults)", mean(predict(f, sp$xt) != sp$yt), secs,
            sprintf("%s head, lambda %s chosen from %d values; ridge %s%s; %d features",
                    h$type, format(signif(h$lambda, 6)), NROW(h$search), format(f$params$ridge),
-                   if (is.null(f$params$ridge_search)) "" else
-                     sprintf(" chosen from %s", paste(f$params$ridge_search$ridge, collapse = ", ")),
+                   if (is.null(rs)) "" else
+                     sprintf(" chosen from %s (%s s%s; refit %s s)",
+                             paste(rs$ridge, collapse = ", "), paste(rs$seconds, collapse = " + "),
+                             if (isTRUE(attr(rs, "directions") > 0))
+                               sprintf(", at most %d directions per pair", attr(rs, "directions"))
+                             else "", format(attr(rs, "refit_seconds"))),
                    f$members[[1]]$p))
     rm(f)
   }
