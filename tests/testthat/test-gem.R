@@ -812,6 +812,17 @@ test_that("the penalty search may factor in single precision and chooses as in d
   expect_equal(srch[[2]]$loss, srch[[1]]$loss, tolerance = 1e-6)
 })
 
+# Row i of a ridge comparison holds the chosen penalty and its held-out score of the fit with
+# that ridge given (seed 5, threshold 0, `top` directions per pair); returns that fit.
+expect_ridge_row <- function(rs, i, dat, top) {
+  set.seed(5)
+  g <- gem(dat$x, dat$y, top = top, threshold = 0, fitted = FALSE, ridge = rs$ridge[i])
+  s <- g$members[[1]]$head$search
+  expect_equal(rs$lambda[i], g$params$lambda)
+  expect_equal(rs$loss[i], s$loss[s$lambda == g$params$lambda])
+  g
+}
+
 test_that("without ridge and lambda, gem compares the ridges 0.1 and 0.5 on the held-out rows", {
   dat <- gem_toy(n = 600, d = 5, seed = 8)
   set.seed(5)
@@ -824,11 +835,7 @@ test_that("without ridge and lambda, gem compares the ridges 0.1 and 0.5 on the 
   # each candidate is the fit with that ridge given, from the same random state: the kept one
   # predicts identically, and each row holds the score of that fit's chosen penalty
   for (i in 1:2) {
-    set.seed(5)
-    g <- gem(dat$x, dat$y, top = 3, threshold = 0, fitted = FALSE, ridge = rs$ridge[i])
-    s <- g$members[[1]]$head$search
-    expect_equal(rs$lambda[i], g$params$lambda)
-    expect_equal(rs$loss[i], s$loss[s$lambda == g$params$lambda])
+    g <- expect_ridge_row(rs, i, dat, top = 3)
     expect_null(g$params$ridge_search)
     if (rs$ridge[i] == f$params$ridge)
       expect_identical(predict(g, dat$x, type = "prob"), predict(f, dat$x, type = "prob"))
@@ -865,13 +872,7 @@ test_that("with top above 5, the ridges are compared with at most 5 directions p
   expect_identical(ncol(L$V), 8L * nrow(L$pairs))
   # each row is the fit keeping the leading 5 directions per pair (the dense eigensolver
   # gives the same leading vectors for top = 5), the kept model the full fit with its ridge
-  for (i in 1:2) {
-    set.seed(5)
-    g <- gem(dat$x, dat$y, top = 5, threshold = 0, fitted = FALSE, ridge = rs$ridge[i])
-    s <- g$members[[1]]$head$search
-    expect_equal(rs$lambda[i], g$params$lambda)
-    expect_equal(rs$loss[i], s$loss[s$lambda == g$params$lambda])
-  }
+  for (i in 1:2) expect_ridge_row(rs, i, dat, top = 5)
   set.seed(5)
   g <- gem(dat$x, dat$y, top = 8, threshold = 0, fitted = FALSE, ridge = f$params$ridge)
   expect_identical(predict(g, dat$x, type = "prob"), predict(f, dat$x, type = "prob"))
