@@ -249,13 +249,20 @@ ClsFit cls_steps(const Src& s, const IVec& y, int K, const ClsOptions& opt, cons
   for (int t = 0; t < opt.max_iter; ++t) {
     cb.check();
     const Mat E = link_basis(S);
-    Mat EtE = E.transpose() * E;
-    EtE.diagonal().array() += rn;
-    const Mat EtY = E.transpose() * Y;
-    Eigen::LLT<Mat> small(EtE);
-    if (small.info() != Eigen::Success) throw Error("cls: the calibration system failed");
-    Mat C = small.solve(EtY);
-    Mat P = E * C;
+    Mat EtE, EtY, C, P;
+    {
+      // Products of n x 4K matrices: Eigen's threaded product synchronises its threads once
+      // per block of rows, which costs far more than the arithmetic here (and stalls when the
+      // cores are busy); serial, they take milliseconds.
+      const EigenSerial serial(true);
+      EtE = E.transpose() * E;
+      EtE.diagonal().array() += rn;
+      EtY = E.transpose() * Y;
+      Eigen::LLT<Mat> small(EtE);
+      if (small.info() != Eigen::Success) throw Error("cls: the calibration system failed");
+      C = small.solve(EtY);
+      P = E * C;
+    }
     simplex_project_rows(P);
     Mat D = solve(crossprod_impl(s, Mat(Y - P), threads));
     Mat Snew = P + product_impl(s, D, threads);
@@ -372,7 +379,11 @@ Mat cls_scores_impl(const Src& s, const ClsFit& fit, int threads) {
   for (std::size_t t = 0; t < fit.link.size(); ++t) {
     if (fit.link[t].rows() != 4 * S.cols() || fit.delta[t].rows() != p + 1)
       throw Error("cls: steps of the wrong shape");
-    Mat P = link_basis(S) * fit.link[t];
+    Mat P;
+    {
+      const EigenSerial serial(true);  // a few columns: see cls_steps
+      P = link_basis(S) * fit.link[t];
+    }
     simplex_project_rows(P);
     S = P + product_impl(s, fit.delta[t], threads);
   }
