@@ -123,6 +123,21 @@ Mat cholesky_solve(const CMatRef& L, const CMatRef& B) { return eigen_cholesky_s
 
 namespace {
 
+// y -= a x and x'y over n elements, through Eigen's vectorised maps (a plain loop stays
+// scalar: the compiler does not reorder a floating-point sum, and at -O2 it leaves loops with
+// a remainder unvectorised).
+template <class T>
+void sub_scaled(T* y, const T* x, T a, std::ptrdiff_t n) {
+  using V = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+  Eigen::Map<V>(y, n) -= a * Eigen::Map<const V>(x, n);
+}
+
+template <class T>
+T dot(const T* x, const T* y, std::ptrdiff_t n) {
+  using V = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+  return n > 0 ? Eigen::Map<const V>(x, n).dot(Eigen::Map<const V>(y, n)) : T(0);
+}
+
 template <class T>
 Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> cholesky_solve_impl(
     const Eigen::Ref<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>>& L,
@@ -156,13 +171,14 @@ Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> cholesky_solve_impl(
       split(h, [&](std::ptrdiff_t a, std::ptrdiff_t r) {
         gemm_block_sub(level, r, m, b0, l + b0 + a, 1, ldl, x, 1, ldx, x + b0 + a, 1, ldx);
       });
+    // column-oriented, so that L is read down its columns (a row of L is a stride apart)
     for (std::ptrdiff_t j = 0; j < m; ++j) {
       T* z = x + b0 + j * ldx;
-      for (std::ptrdiff_t i = 0; i < h; ++i) {
-        T s = z[i];
-        const T* li = l + (b0 + i);
-        for (std::ptrdiff_t k = 0; k < i; ++k) s -= li[(b0 + k) * ldl] * z[k];
-        z[i] = s / li[(b0 + i) * ldl];
+      for (std::ptrdiff_t k = 0; k < h; ++k) {
+        const T* col = l + (b0 + k) * ldl + b0;  // L(b0 + i, b0 + k), i >= k
+        const T zk = z[k] / col[k];
+        z[k] = zk;
+        sub_scaled(z + k + 1, col + k + 1, zk, h - k - 1);
       }
     }
   }
@@ -178,10 +194,8 @@ Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> cholesky_solve_impl(
     for (std::ptrdiff_t j = 0; j < m; ++j) {
       T* z = x + b0 + j * ldx;
       for (std::ptrdiff_t i = h - 1; i >= 0; --i) {
-        T s = z[i];
         const T* col = l + (b0 + i) * ldl + b0;  // L(b0 + k, b0 + i), k > i
-        for (std::ptrdiff_t k = i + 1; k < h; ++k) s -= col[k] * z[k];
-        z[i] = s / col[i];
+        z[i] = (z[i] - dot(col + i + 1, z + i + 1, h - i - 1)) / col[i];
       }
     }
   }
