@@ -60,7 +60,16 @@ split_of <- function(name) {
        yt = factor(y[-tr], levels = levels(droplevels(y[tr]))))
 }
 
+# The processor, for the note of each row (fit times are only comparable on the same one).
+machine <- local({
+  info <- if (file.exists("/proc/cpuinfo")) readLines("/proc/cpuinfo", n = 30L, warn = FALSE) else ""
+  field <- function(key) trimws(sub("^[^:]*:", "", grep(sprintf("^%s\\s*:", key), info, value = TRUE)[1]))
+  sprintf("%s, family %s model %s, %d threads", field("model name"), field("cpu family"),
+          field("model"), threads)
+})
+
 record <- function(set, method, err, secs, note) {
+  note <- paste0(note, if (nzchar(note)) "; " else "", machine)
   row <- data.frame(set = set, method = method, test_error = round(100 * err, 3),
                     seconds = round(secs, 2), note = note, date = format(Sys.Date()),
                     stringsAsFactors = FALSE)
