@@ -522,12 +522,99 @@ void gemm_block_impl(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::p
 #endif
 }
 
+// The vectorised path of add_crossprod_lower. Every block of `tile` columns is packed once, for
+// all rows and both operand layouts (panels of kMr columns and of one kernel width), and each
+// tile of the lower triangle then runs the micro-kernel on those panels: packing inside each
+// tile's product would pack every block once per tile of its row and column. Each tile's sums
+// run over k in blocks of kKc in order, as gemm_block_impl's do, so the result is the same.
+template <class T>
+void add_crossprod_lower_packed(SimdLevel level, const T* X, std::ptrdiff_t sr,
+                                std::ptrdiff_t sc, std::ptrdiff_t nrows, std::ptrdiff_t p,
+                                std::ptrdiff_t tile, MatRef G, int threads) {
+#ifdef KL_SIMD_X86
+  const std::ptrdiff_t nr = (level == SimdLevel::avx512 ? 128 : 64) / static_cast<std::ptrdiff_t>(sizeof(T));
+  const std::ptrdiff_t nt = (p + tile - 1) / tile, ns = (nrows + kKc - 1) / kKc;
+  const auto width = [&](std::ptrdiff_t b) { return std::min(tile, p - b * tile); };
+  const auto rows_a = [&](std::ptrdiff_t b) { return (width(b) + kMr - 1) / kMr * kMr; };
+  const auto cols_b = [&](std::ptrdiff_t b) { return (width(b) + nr - 1) / nr * nr; };
+  // Block b's panels of slice s (rows s * kKc ...) start at off[b] + (padded width) * s * kKc.
+  std::vector<std::ptrdiff_t> offa(static_cast<std::size_t>(nt + 1), 0), offb = offa;
+  for (std::ptrdiff_t b = 0; b < nt; ++b) {
+    offa[static_cast<std::size_t>(b + 1)] = offa[static_cast<std::size_t>(b)] + rows_a(b) * nrows;
+    offb[static_cast<std::size_t>(b + 1)] = offb[static_cast<std::size_t>(b)] + cols_b(b) * nrows;
+  }
+  std::unique_ptr<T[]> Pa(new T[static_cast<std::size_t>(offa.back())]);
+  std::unique_ptr<T[]> Pb(new T[static_cast<std::size_t>(offb.back())]);
+  const long npack = static_cast<long>(nt * ns);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (npack > 1)
+#endif
+  for (long t = 0; t < npack; ++t) {
+    const std::ptrdiff_t b = t / ns, k0 = (t % ns) * kKc, kc = std::min(kKc, nrows - k0);
+    pack(X, sc, sr, b * tile, width(b), k0, kc, kMr,
+         Pa.get() + offa[static_cast<std::size_t>(b)] + rows_a(b) * k0);
+    pack(X, sc, sr, b * tile, width(b), k0, kc, static_cast<int>(nr),
+         Pb.get() + offb[static_cast<std::size_t>(b)] + cols_b(b) * k0);
+  }
+  std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> tiles;
+  for (std::ptrdiff_t a = 0; a < nt; ++a)
+    for (std::ptrdiff_t b = 0; b <= a; ++b) tiles.emplace_back(a, b);
+  const long ntasks = static_cast<long>(tiles.size());
+  const std::ptrdiff_t group = kMc / kMr;  // A panels swept by each B panel (kept in L2)
+#ifdef _OPENMP
+#pragma omp parallel num_threads(clamp_threads(threads)) if (ntasks > 1)
+#endif
+  {
+    // the tile's sums, row-major, padded to whole micro-tiles
+    std::unique_ptr<T[]> C(new T[static_cast<std::size_t>(rows_a(0) * cols_b(0))]);
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (long t = 0; t < ntasks; ++t) {
+      const std::ptrdiff_t a = tiles[static_cast<std::size_t>(t)].first;
+      const std::ptrdiff_t b = tiles[static_cast<std::size_t>(t)].second;
+      const std::ptrdiff_t ma = rows_a(a), nb = cols_b(b), ldc = nb;
+      const std::ptrdiff_t panels_a = ma / kMr, panels_b = nb / nr;
+      for (std::ptrdiff_t s = 0; s < ns; ++s) {
+        const std::ptrdiff_t k0 = s * kKc, kc = std::min(kKc, nrows - k0);
+        const T* Ak = Pa.get() + offa[static_cast<std::size_t>(a)] + ma * k0;
+        const T* Bk = Pb.get() + offb[static_cast<std::size_t>(b)] + nb * k0;
+        for (std::ptrdiff_t r0 = 0; r0 < panels_a; r0 += group) {
+          const std::ptrdiff_t r1 = std::min(panels_a, r0 + group);
+          for (std::ptrdiff_t q = 0; q < panels_b; ++q) {
+            const T* Bq = Bk + q * kc * nr;
+            for (std::ptrdiff_t r = r0; r < r1; ++r) {
+              T* Cr = C.get() + r * kMr * ldc + q * nr;
+              if (level == SimdLevel::avx512)
+                kernel_avx512(kc, Ak + r * kc * kMr, Bq, Cr, ldc, s == 0);
+              else
+                kernel_avx2(kc, Ak + r * kc * kMr, Bq, Cr, ldc, s == 0);
+            }
+          }
+        }
+      }
+      const std::ptrdiff_t wi = width(a), wj = width(b), i0 = a * tile, j0 = b * tile;
+      for (std::ptrdiff_t j = 0; j < wj; ++j)
+        for (std::ptrdiff_t i = 0; i < wi; ++i)
+          G(i0 + i, j0 + j) += static_cast<double>(C[static_cast<std::size_t>(i * ldc + j)]);
+    }
+  }
+#else
+  (void)level; (void)X; (void)sr; (void)sc; (void)nrows; (void)p; (void)tile; (void)G;
+  (void)threads;
+#endif
+}
+
 template <class T>
 void add_crossprod_lower_impl(SimdLevel level, const T* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
                               std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile,
                               MatRef G, int threads) {
   if (level > simd_level())
     throw Error("add_crossprod_lower: this processor lacks the requested instructions");
+  if (level != SimdLevel::none && nrows > 0 && p > 0) {
+    add_crossprod_lower_packed(level, X, sr, sc, nrows, p, tile, G, threads);
+    return;
+  }
   using MT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   const std::ptrdiff_t nt = (p + tile - 1) / tile;
   std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> tiles;
