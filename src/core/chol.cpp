@@ -56,7 +56,13 @@ bool cholesky_lower_impl(Eigen::Ref<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dyna
         L11.transpose().template solveInPlace<Eigen::OnTheRight>(panel);
       }
     }
-    // Trailing update: A22 <- A22 - A21 A21' on the lower triangle of tiles.
+    // Trailing update: A22 <- A22 - A21 A21' on the lower triangle of tiles (through Eigen
+    // without the vectorised kernels).
+    if (level != SimdLevel::none) {
+      cholesky_update(level, A.data(), ld, N, k0, kb, k1, kCholTile, nthreads);
+      cb.report(1.0 - std::pow(static_cast<double>(rest) / static_cast<double>(N), 3));
+      continue;
+    }
     std::vector<std::pair<Eigen::Index, Eigen::Index>> tiles;
     for (Eigen::Index a = 0; a < nchunk; ++a)
       for (Eigen::Index b = 0; b <= a; ++b) tiles.emplace_back(a, b);
@@ -68,20 +74,8 @@ bool cholesky_lower_impl(Eigen::Ref<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dyna
       const Eigen::Index i0 = k1 + tiles[static_cast<std::size_t>(t)].first * kCholTile;
       const Eigen::Index j0 = k1 + tiles[static_cast<std::size_t>(t)].second * kCholTile;
       const Eigen::Index wi = std::min(kCholTile, N - i0), wj = std::min(kCholTile, N - j0);
-      if (level != SimdLevel::none && i0 != j0) {
-        // Off the diagonal, subtracted in place (the same rounding as a product subtracted).
-        crossprod_cols_sub(level, A.data() + k0 * ld, ld, kb, j0, wj, i0, wi,
-                           A.data() + i0 + j0 * ld, ld);
-        continue;
-      }
       MT prod(wi, wj);
-      if (level != SimdLevel::none) {
-        // Column-major A21 is the row-major matrix A21' with leading dimension ld; the
-        // row-major (j, i) product is the column-major (i, j) one, subtracted column by column.
-        crossprod_cols(level, A.data() + k0 * ld, ld, kb, j0, wj, i0, wi, prod.data(), wi);
-      } else {
-        prod.noalias() = A.block(i0, k0, wi, kb) * A.block(j0, k0, wj, kb).transpose();
-      }
+      prod.noalias() = A.block(i0, k0, wi, kb) * A.block(j0, k0, wj, kb).transpose();
       auto target = A.block(i0, j0, wi, wj);
       if (i0 == j0)
         target.template triangularView<Eigen::Lower>() -= prod;

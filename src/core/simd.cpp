@@ -522,78 +522,124 @@ void gemm_block_impl(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::p
 #endif
 }
 
-// The vectorised path of add_crossprod_lower. Every block of `tile` columns is packed once, for
-// all rows and both operand layouts (panels of kMr columns and of one kernel width), and each
-// tile of the lower triangle then runs the micro-kernel on those panels: packing inside each
-// tile's product would pack every block once per tile of its row and column. Each tile's sums
-// run over k in blocks of kKc in order, as gemm_block_impl's do, so the result is the same.
+#ifdef KL_SIMD_X86
+// The columns of X (nrows x p, X(k, j) = X[k * sr + j * sc]) in blocks of `tile`, each packed
+// once for all the tile products that use it, in both operand layouts: panels of kMr columns
+// (negated when asked: a product subtracted) and panels of the kernel's width, slice by slice
+// of kKc rows. Packing inside each tile's product would pack every block once per tile of its
+// row and once per tile of its column.
+template <class T>
+struct PackedBlocks {
+  std::ptrdiff_t nr = 0, tile = 0, p = 0, nrows = 0, nt = 0, ns = 0;
+  std::vector<std::ptrdiff_t> offa, offb;
+  std::unique_ptr<T[]> Pa, Pb;
+
+  PackedBlocks(SimdLevel level, const T* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
+               std::ptrdiff_t nrows_, std::ptrdiff_t p_, std::ptrdiff_t tile_, bool negate_a,
+               int threads)
+      : nr((level == SimdLevel::avx512 ? 128 : 64) / static_cast<std::ptrdiff_t>(sizeof(T))),
+        tile(tile_), p(p_), nrows(nrows_), nt((p_ + tile_ - 1) / tile_),
+        ns((nrows_ + kKc - 1) / kKc) {
+    offa.assign(static_cast<std::size_t>(nt + 1), 0);
+    offb = offa;
+    for (std::ptrdiff_t b = 0; b < nt; ++b) {
+      offa[static_cast<std::size_t>(b + 1)] = offa[static_cast<std::size_t>(b)] + rows_a(b) * nrows;
+      offb[static_cast<std::size_t>(b + 1)] = offb[static_cast<std::size_t>(b)] + cols_b(b) * nrows;
+    }
+    Pa.reset(new T[static_cast<std::size_t>(offa.back())]);
+    Pb.reset(new T[static_cast<std::size_t>(offb.back())]);
+    const long npack = static_cast<long>(nt * ns);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (npack > 1)
+#else
+    (void)threads;
+#endif
+    for (long t = 0; t < npack; ++t) {
+      const std::ptrdiff_t b = t / ns, k0 = (t % ns) * kKc, kc = std::min(kKc, nrows - k0);
+      T* pa = Pa.get() + offa[static_cast<std::size_t>(b)] + rows_a(b) * k0;
+      pack(X, sc, sr, b * tile, width(b), k0, kc, kMr, pa);
+      if (negate_a)
+        for (std::ptrdiff_t i = 0, e = rows_a(b) * kc; i < e; ++i) pa[i] = -pa[i];
+      pack(X, sc, sr, b * tile, width(b), k0, kc, static_cast<int>(nr),
+           Pb.get() + offb[static_cast<std::size_t>(b)] + cols_b(b) * k0);
+    }
+  }
+  std::ptrdiff_t width(std::ptrdiff_t b) const { return std::min(tile, p - b * tile); }
+  std::ptrdiff_t rows_a(std::ptrdiff_t b) const { return (width(b) + kMr - 1) / kMr * kMr; }
+  std::ptrdiff_t cols_b(std::ptrdiff_t b) const { return (width(b) + nr - 1) / nr * nr; }
+  std::ptrdiff_t slice(std::ptrdiff_t s) const { return std::min(kKc, nrows - s * kKc); }
+  const T* a_panels(std::ptrdiff_t b, std::ptrdiff_t s) const {
+    return Pa.get() + offa[static_cast<std::size_t>(b)] + rows_a(b) * s * kKc;
+  }
+  const T* b_panels(std::ptrdiff_t b, std::ptrdiff_t s) const {
+    return Pb.get() + offb[static_cast<std::size_t>(b)] + cols_b(b) * s * kKc;
+  }
+
+  // The product of block a (rows of C, A layout) and block b (columns of C, B layout) over
+  // slice s into the row-major C (leading dimension ldc): micro-tiles that are whole inside
+  // `rows` x `cols` are summed in place (stored when `first`), the others added through a
+  // small buffer. For each element, the same sums in the same order as gemm_block_impl.
+  void product(SimdLevel level, std::ptrdiff_t a, std::ptrdiff_t b, std::ptrdiff_t s, T* C,
+               std::ptrdiff_t ldc, std::ptrdiff_t rows, std::ptrdiff_t cols, bool first) const {
+    const std::ptrdiff_t kc = slice(s), panels_a = rows_a(a) / kMr, panels_b = cols_b(b) / nr;
+    const T* Ak = a_panels(a, s);
+    const T* Bk = b_panels(b, s);
+    const std::ptrdiff_t group = kMc / kMr;  // A panels swept by each B panel (kept in L2)
+    T edge[kMr * 32];
+    for (std::ptrdiff_t r0 = 0; r0 < panels_a; r0 += group) {
+      const std::ptrdiff_t r1 = std::min(panels_a, r0 + group);
+      for (std::ptrdiff_t q = 0; q < panels_b; ++q) {
+        const T* Bq = Bk + q * kc * nr;
+        const std::ptrdiff_t nj = std::min(nr, cols - q * nr);
+        for (std::ptrdiff_t r = r0; r < r1; ++r) {
+          const std::ptrdiff_t ni = std::min<std::ptrdiff_t>(kMr, rows - r * kMr);
+          if (ni <= 0 || nj <= 0) continue;
+          const bool full = ni == kMr && nj == nr;
+          T* Cr = full ? C + r * kMr * ldc + q * nr : edge;
+          const std::ptrdiff_t ld = full ? ldc : nr;
+          if (level == SimdLevel::avx512)
+            kernel_avx512(kc, Ak + r * kc * kMr, Bq, Cr, ld, first || !full);
+          else
+            kernel_avx2(kc, Ak + r * kc * kMr, Bq, Cr, ld, first || !full);
+          if (full) continue;
+          for (std::ptrdiff_t i = 0; i < ni; ++i) {
+            T* ci = C + (r * kMr + i) * ldc + q * nr;
+            for (std::ptrdiff_t j = 0; j < nj; ++j) ci[j] = first ? edge[i * nr + j] : ci[j] + edge[i * nr + j];
+          }
+        }
+      }
+    }
+  }
+};
+#endif
+
+// The vectorised path of add_crossprod_lower: each tile of the lower triangle sums its
+// product over the slices in order into a float tile, then adds it to G.
 template <class T>
 void add_crossprod_lower_packed(SimdLevel level, const T* X, std::ptrdiff_t sr,
                                 std::ptrdiff_t sc, std::ptrdiff_t nrows, std::ptrdiff_t p,
                                 std::ptrdiff_t tile, MatRef G, int threads) {
 #ifdef KL_SIMD_X86
-  const std::ptrdiff_t nr = (level == SimdLevel::avx512 ? 128 : 64) / static_cast<std::ptrdiff_t>(sizeof(T));
-  const std::ptrdiff_t nt = (p + tile - 1) / tile, ns = (nrows + kKc - 1) / kKc;
-  const auto width = [&](std::ptrdiff_t b) { return std::min(tile, p - b * tile); };
-  const auto rows_a = [&](std::ptrdiff_t b) { return (width(b) + kMr - 1) / kMr * kMr; };
-  const auto cols_b = [&](std::ptrdiff_t b) { return (width(b) + nr - 1) / nr * nr; };
-  // Block b's panels of slice s (rows s * kKc ...) start at off[b] + (padded width) * s * kKc.
-  std::vector<std::ptrdiff_t> offa(static_cast<std::size_t>(nt + 1), 0), offb = offa;
-  for (std::ptrdiff_t b = 0; b < nt; ++b) {
-    offa[static_cast<std::size_t>(b + 1)] = offa[static_cast<std::size_t>(b)] + rows_a(b) * nrows;
-    offb[static_cast<std::size_t>(b + 1)] = offb[static_cast<std::size_t>(b)] + cols_b(b) * nrows;
-  }
-  std::unique_ptr<T[]> Pa(new T[static_cast<std::size_t>(offa.back())]);
-  std::unique_ptr<T[]> Pb(new T[static_cast<std::size_t>(offb.back())]);
-  const long npack = static_cast<long>(nt * ns);
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (npack > 1)
-#endif
-  for (long t = 0; t < npack; ++t) {
-    const std::ptrdiff_t b = t / ns, k0 = (t % ns) * kKc, kc = std::min(kKc, nrows - k0);
-    pack(X, sc, sr, b * tile, width(b), k0, kc, kMr,
-         Pa.get() + offa[static_cast<std::size_t>(b)] + rows_a(b) * k0);
-    pack(X, sc, sr, b * tile, width(b), k0, kc, static_cast<int>(nr),
-         Pb.get() + offb[static_cast<std::size_t>(b)] + cols_b(b) * k0);
-  }
+  const PackedBlocks<T> P(level, X, sr, sc, nrows, p, tile, false, threads);
   std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> tiles;
-  for (std::ptrdiff_t a = 0; a < nt; ++a)
+  for (std::ptrdiff_t a = 0; a < P.nt; ++a)
     for (std::ptrdiff_t b = 0; b <= a; ++b) tiles.emplace_back(a, b);
   const long ntasks = static_cast<long>(tiles.size());
-  const std::ptrdiff_t group = kMc / kMr;  // A panels swept by each B panel (kept in L2)
 #ifdef _OPENMP
 #pragma omp parallel num_threads(clamp_threads(threads)) if (ntasks > 1)
 #endif
   {
-    // the tile's sums, row-major, padded to whole micro-tiles
-    std::unique_ptr<T[]> C(new T[static_cast<std::size_t>(rows_a(0) * cols_b(0))]);
+    std::unique_ptr<T[]> C(new T[static_cast<std::size_t>(P.rows_a(0) * P.cols_b(0))]);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
     for (long t = 0; t < ntasks; ++t) {
       const std::ptrdiff_t a = tiles[static_cast<std::size_t>(t)].first;
       const std::ptrdiff_t b = tiles[static_cast<std::size_t>(t)].second;
-      const std::ptrdiff_t ma = rows_a(a), nb = cols_b(b), ldc = nb;
-      const std::ptrdiff_t panels_a = ma / kMr, panels_b = nb / nr;
-      for (std::ptrdiff_t s = 0; s < ns; ++s) {
-        const std::ptrdiff_t k0 = s * kKc, kc = std::min(kKc, nrows - k0);
-        const T* Ak = Pa.get() + offa[static_cast<std::size_t>(a)] + ma * k0;
-        const T* Bk = Pb.get() + offb[static_cast<std::size_t>(b)] + nb * k0;
-        for (std::ptrdiff_t r0 = 0; r0 < panels_a; r0 += group) {
-          const std::ptrdiff_t r1 = std::min(panels_a, r0 + group);
-          for (std::ptrdiff_t q = 0; q < panels_b; ++q) {
-            const T* Bq = Bk + q * kc * nr;
-            for (std::ptrdiff_t r = r0; r < r1; ++r) {
-              T* Cr = C.get() + r * kMr * ldc + q * nr;
-              if (level == SimdLevel::avx512)
-                kernel_avx512(kc, Ak + r * kc * kMr, Bq, Cr, ldc, s == 0);
-              else
-                kernel_avx2(kc, Ak + r * kc * kMr, Bq, Cr, ldc, s == 0);
-            }
-          }
-        }
-      }
-      const std::ptrdiff_t wi = width(a), wj = width(b), i0 = a * tile, j0 = b * tile;
+      const std::ptrdiff_t wi = P.width(a), wj = P.width(b), ldc = P.cols_b(b);
+      for (std::ptrdiff_t s = 0; s < P.ns; ++s)
+        P.product(level, a, b, s, C.get(), ldc, wi, wj, s == 0);
+      const std::ptrdiff_t i0 = a * tile, j0 = b * tile;
       for (std::ptrdiff_t j = 0; j < wj; ++j)
         for (std::ptrdiff_t i = 0; i < wi; ++i)
           G(i0 + i, j0 + j) += static_cast<double>(C[static_cast<std::size_t>(i * ldc + j)]);
@@ -602,6 +648,59 @@ void add_crossprod_lower_packed(SimdLevel level, const T* X, std::ptrdiff_t sr,
 #else
   (void)level; (void)X; (void)sr; (void)sc; (void)nrows; (void)p; (void)tile; (void)G;
   (void)threads;
+#endif
+}
+
+// The trailing update of a blocked Cholesky step: A22 -= A21 A21' on the lower triangle of
+// tiles (tiles on the diagonal: their lower triangle), A21 = A(r0:N, c0:c0 + kb) of the
+// column-major A (leading dimension ld), A22 = A(r0:N, r0:N). Tiles off the diagonal are
+// updated in place slice by slice, the diagonal ones through a tile summed over all slices;
+// both as the product subtracted in crossprod_cols_sub and crossprod_cols then did.
+template <class T>
+void cholesky_update_impl(SimdLevel level, T* A, std::ptrdiff_t ld, std::ptrdiff_t N,
+                          std::ptrdiff_t c0, std::ptrdiff_t kb, std::ptrdiff_t r0,
+                          std::ptrdiff_t tile, int threads) {
+  if (level == SimdLevel::none || level > simd_level())
+    throw Error("cholesky_update: this processor lacks the requested instructions");
+#ifdef KL_SIMD_X86
+  const std::ptrdiff_t rest = N - r0;
+  if (rest <= 0 || kb <= 0) return;
+  // A21' as a row-major kb x rest matrix: element (k, i) = A(r0 + i, c0 + k)
+  const PackedBlocks<T> P(level, A + r0 + c0 * ld, ld, 1, kb, rest, tile, true, threads);
+  // rows ja of C are columns of A22 (block b, A layout), columns are its rows (block a)
+  std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> tiles;
+  for (std::ptrdiff_t a = 0; a < P.nt; ++a)
+    for (std::ptrdiff_t b = 0; b <= a; ++b) tiles.emplace_back(a, b);
+  const long ntasks = static_cast<long>(tiles.size());
+#ifdef _OPENMP
+#pragma omp parallel num_threads(clamp_threads(threads)) if (ntasks > 1)
+#endif
+  {
+    std::unique_ptr<T[]> C(new T[static_cast<std::size_t>(P.rows_a(0) * P.cols_b(0))]);
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (long t = 0; t < ntasks; ++t) {
+      const std::ptrdiff_t a = tiles[static_cast<std::size_t>(t)].first;
+      const std::ptrdiff_t b = tiles[static_cast<std::size_t>(t)].second;
+      const std::ptrdiff_t wi = P.width(a), wj = P.width(b);
+      const std::ptrdiff_t i0 = r0 + a * tile, j0 = r0 + b * tile;
+      if (a != b) {
+        // C(r, c) = A(i0 + c, j0 + r): row r of C is column j0 + r of A
+        for (std::ptrdiff_t s = 0; s < P.ns; ++s)
+          P.product(level, b, a, s, A + i0 + j0 * ld, ld, wj, wi, false);
+        continue;
+      }
+      const std::ptrdiff_t ldc = P.cols_b(a);
+      for (std::ptrdiff_t s = 0; s < P.ns; ++s)
+        P.product(level, b, a, s, C.get(), ldc, wj, wi, s == 0);
+      for (std::ptrdiff_t j = 0; j < wj; ++j)
+        for (std::ptrdiff_t i = j; i < wi; ++i)
+          A[(i0 + i) + (j0 + j) * ld] += C[static_cast<std::size_t>(j * ldc + i)];
+    }
+  }
+#else
+  (void)A; (void)ld; (void)N; (void)c0; (void)kb; (void)r0; (void)tile; (void)threads;
 #endif
 }
 
@@ -658,6 +757,18 @@ void add_crossprod_lower(SimdLevel level, const double* X, std::ptrdiff_t sr, st
                          std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile, MatRef G,
                          int threads) {
   add_crossprod_lower_impl(level, X, sr, sc, nrows, p, tile, G, threads);
+}
+
+void cholesky_update(SimdLevel level, double* A, std::ptrdiff_t ld, std::ptrdiff_t N,
+                     std::ptrdiff_t c0, std::ptrdiff_t kb, std::ptrdiff_t r0, std::ptrdiff_t tile,
+                     int threads) {
+  cholesky_update_impl(level, A, ld, N, c0, kb, r0, tile, threads);
+}
+
+void cholesky_update(SimdLevel level, float* A, std::ptrdiff_t ld, std::ptrdiff_t N,
+                     std::ptrdiff_t c0, std::ptrdiff_t kb, std::ptrdiff_t r0, std::ptrdiff_t tile,
+                     int threads) {
+  cholesky_update_impl(level, A, ld, N, c0, kb, r0, tile, threads);
 }
 
 void gemm_block(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,

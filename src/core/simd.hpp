@@ -96,6 +96,16 @@ void gemm_parallel(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptr
                    std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, double* C, std::ptrdiff_t ldc,
                    int threads);
 
+// A(r0:N, r0:N) -= A21 A21' on the lower triangle of tiles of side `tile` (their lower
+// triangle on the diagonal), A21 = A(r0:N, c0:c0 + kb), for a column-major A with leading
+// dimension ld: the trailing update of a blocked Cholesky step, in parallel over tiles.
+void cholesky_update(SimdLevel level, double* A, std::ptrdiff_t ld, std::ptrdiff_t N,
+                     std::ptrdiff_t c0, std::ptrdiff_t kb, std::ptrdiff_t r0, std::ptrdiff_t tile,
+                     int threads);
+void cholesky_update(SimdLevel level, float* A, std::ptrdiff_t ld, std::ptrdiff_t N,
+                     std::ptrdiff_t c0, std::ptrdiff_t kb, std::ptrdiff_t r0, std::ptrdiff_t tile,
+                     int threads);
+
 // G += X'X on the lower triangle of tiles of side `tile` (tiles on the diagonal are added
 // whole), for X (nrows x p) with X(k, j) = X[k * sr + j * sc], in parallel over tiles. Through
 // the widest vectorised kernel up to `level`, or Eigen for none; sums in T, added in double.
