@@ -23,6 +23,7 @@ bool cholesky_lower_impl(Eigen::Ref<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dyna
 #ifndef _OPENMP
   (void)nthreads;
 #endif
+  std::vector<T> store;  // the packed panel of each step's trailing update
   for (Eigen::Index k0 = 0; k0 < N; k0 += kCholBlock) {
     cb.check();
     const Eigen::Index kb = std::min(kCholBlock, N - k0), k1 = k0 + kb, rest = N - k1;
@@ -59,7 +60,7 @@ bool cholesky_lower_impl(Eigen::Ref<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dyna
     // Trailing update: A22 <- A22 - A21 A21' on the lower triangle of tiles (through Eigen
     // without the vectorised kernels).
     if (level != SimdLevel::none) {
-      cholesky_update(level, A.data(), ld, N, k0, kb, k1, kCholTile, nthreads);
+      cholesky_update(level, A.data(), ld, N, k0, kb, k1, kCholTile, nthreads, store);
       cb.report(1.0 - std::pow(static_cast<double>(rest) / static_cast<double>(N), 3));
       continue;
     }

@@ -58,12 +58,13 @@ Mat gram_impl(const Src& s, int threads, SimdLevel max_level, const Callbacks& c
   Vec colsum = Vec::Zero(p);
   const SimdLevel level =
       std::is_same<T, float>::value ? std::min(max_level, simd_level()) : SimdLevel::none;
+  std::vector<T> store;  // packed rows, kept from chunk to chunk
   for (Eigen::Index c = 0; c < nchunks; ++c) {
     cb.check();
     const Eigen::Index r0 = c * kGramChunk, len = std::min(kGramChunk, n - r0);
     const auto Xc = s.block(r0, len);
     add_crossprod_lower(level, s.data(r0), s.row_stride(), s.col_stride(), len, p, kGramTile,
-                        G.topLeftCorner(p, p), threads);
+                        G.topLeftCorner(p, p), threads, &store);
     for (Eigen::Index i = 0; i < len; ++i) colsum += Xc.row(i).transpose().template cast<double>();
     cb.report(static_cast<double>(c + 1) / static_cast<double>(nchunks));
   }

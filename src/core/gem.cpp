@@ -66,6 +66,7 @@ ClassMoments class_moments(const CMatRef& x, const IVec& y, int K, int threads,
   // cross-product kernel (Eigen's product on the same tiles when the processor has none).
   Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> G;
   const SimdLevel level = simd_level();
+  std::vector<double> store;  // packed rows, kept from chunk to chunk
   for (int m = 0; m < K; ++m) {
     const auto& r = rows[static_cast<std::size_t>(m)];
     const Eigen::Index nm = static_cast<Eigen::Index>(r.size());
@@ -105,7 +106,7 @@ ClassMoments class_moments(const CMatRef& x, const IVec& y, int K, int threads,
       }
       for (Eigen::Index t = 0; t < len; ++t) out.mean.col(m) += G.row(t).transpose();
       // Lower triangle of tiles, one tile per task; each tile's sums have a fixed order.
-      add_crossprod_lower(level, G.data(), d, 1, len, d, kTile, C, threads);
+      add_crossprod_lower(level, G.data(), d, 1, len, d, kTile, C, threads, &store);
       ++done_chunks;
       cb.report(static_cast<double>(done_chunks) / static_cast<double>(total_chunks));
     }

@@ -532,11 +532,14 @@ template <class T>
 struct PackedBlocks {
   std::ptrdiff_t nr = 0, tile = 0, p = 0, nrows = 0, nt = 0, ns = 0;
   std::vector<std::ptrdiff_t> offa, offb;
-  std::unique_ptr<T[]> Pa, Pb;
+  T* Pa = nullptr;
+  T* Pb = nullptr;
 
+  // The panels are held in `store`, grown as needed and kept by the caller for the next call
+  // (a fresh allocation of this size is new pages, which the system clears each time).
   PackedBlocks(SimdLevel level, const T* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
                std::ptrdiff_t nrows_, std::ptrdiff_t p_, std::ptrdiff_t tile_, bool negate_a,
-               int threads)
+               int threads, std::vector<T>& store)
       : nr((level == SimdLevel::avx512 ? 128 : 64) / static_cast<std::ptrdiff_t>(sizeof(T))),
         tile(tile_), p(p_), nrows(nrows_), nt((p_ + tile_ - 1) / tile_),
         ns((nrows_ + kKc - 1) / kKc) {
@@ -546,8 +549,10 @@ struct PackedBlocks {
       offa[static_cast<std::size_t>(b + 1)] = offa[static_cast<std::size_t>(b)] + rows_a(b) * nrows;
       offb[static_cast<std::size_t>(b + 1)] = offb[static_cast<std::size_t>(b)] + cols_b(b) * nrows;
     }
-    Pa.reset(new T[static_cast<std::size_t>(offa.back())]);
-    Pb.reset(new T[static_cast<std::size_t>(offb.back())]);
+    const std::size_t need = static_cast<std::size_t>(offa.back() + offb.back());
+    if (store.size() < need) store.resize(need);
+    Pa = store.data();
+    Pb = store.data() + offa.back();
     const long npack = static_cast<long>(nt * ns);
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (npack > 1)
@@ -556,12 +561,12 @@ struct PackedBlocks {
 #endif
     for (long t = 0; t < npack; ++t) {
       const std::ptrdiff_t b = t / ns, k0 = (t % ns) * kKc, kc = std::min(kKc, nrows - k0);
-      T* pa = Pa.get() + offa[static_cast<std::size_t>(b)] + rows_a(b) * k0;
+      T* pa = Pa + offa[static_cast<std::size_t>(b)] + rows_a(b) * k0;
       pack(X, sc, sr, b * tile, width(b), k0, kc, kMr, pa);
       if (negate_a)
         for (std::ptrdiff_t i = 0, e = rows_a(b) * kc; i < e; ++i) pa[i] = -pa[i];
       pack(X, sc, sr, b * tile, width(b), k0, kc, static_cast<int>(nr),
-           Pb.get() + offb[static_cast<std::size_t>(b)] + cols_b(b) * k0);
+           Pb + offb[static_cast<std::size_t>(b)] + cols_b(b) * k0);
     }
   }
   std::ptrdiff_t width(std::ptrdiff_t b) const { return std::min(tile, p - b * tile); }
@@ -569,10 +574,10 @@ struct PackedBlocks {
   std::ptrdiff_t cols_b(std::ptrdiff_t b) const { return (width(b) + nr - 1) / nr * nr; }
   std::ptrdiff_t slice(std::ptrdiff_t s) const { return std::min(kKc, nrows - s * kKc); }
   const T* a_panels(std::ptrdiff_t b, std::ptrdiff_t s) const {
-    return Pa.get() + offa[static_cast<std::size_t>(b)] + rows_a(b) * s * kKc;
+    return Pa + offa[static_cast<std::size_t>(b)] + rows_a(b) * s * kKc;
   }
   const T* b_panels(std::ptrdiff_t b, std::ptrdiff_t s) const {
-    return Pb.get() + offb[static_cast<std::size_t>(b)] + cols_b(b) * s * kKc;
+    return Pb + offb[static_cast<std::size_t>(b)] + cols_b(b) * s * kKc;
   }
 
   // The product of block a (rows of C, A layout) and block b (columns of C, B layout) over
@@ -618,9 +623,10 @@ struct PackedBlocks {
 template <class T>
 void add_crossprod_lower_packed(SimdLevel level, const T* X, std::ptrdiff_t sr,
                                 std::ptrdiff_t sc, std::ptrdiff_t nrows, std::ptrdiff_t p,
-                                std::ptrdiff_t tile, MatRef G, int threads) {
+                                std::ptrdiff_t tile, MatRef G, int threads,
+                                std::vector<T>& store) {
 #ifdef KL_SIMD_X86
-  const PackedBlocks<T> P(level, X, sr, sc, nrows, p, tile, false, threads);
+  const PackedBlocks<T> P(level, X, sr, sc, nrows, p, tile, false, threads, store);
   std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> tiles;
   for (std::ptrdiff_t a = 0; a < P.nt; ++a)
     for (std::ptrdiff_t b = 0; b <= a; ++b) tiles.emplace_back(a, b);
@@ -647,7 +653,7 @@ void add_crossprod_lower_packed(SimdLevel level, const T* X, std::ptrdiff_t sr,
   }
 #else
   (void)level; (void)X; (void)sr; (void)sc; (void)nrows; (void)p; (void)tile; (void)G;
-  (void)threads;
+  (void)threads; (void)store;
 #endif
 }
 
@@ -659,14 +665,14 @@ void add_crossprod_lower_packed(SimdLevel level, const T* X, std::ptrdiff_t sr,
 template <class T>
 void cholesky_update_impl(SimdLevel level, T* A, std::ptrdiff_t ld, std::ptrdiff_t N,
                           std::ptrdiff_t c0, std::ptrdiff_t kb, std::ptrdiff_t r0,
-                          std::ptrdiff_t tile, int threads) {
+                          std::ptrdiff_t tile, int threads, std::vector<T>& store) {
   if (level == SimdLevel::none || level > simd_level())
     throw Error("cholesky_update: this processor lacks the requested instructions");
 #ifdef KL_SIMD_X86
   const std::ptrdiff_t rest = N - r0;
   if (rest <= 0 || kb <= 0) return;
   // A21' as a row-major kb x rest matrix: element (k, i) = A(r0 + i, c0 + k)
-  const PackedBlocks<T> P(level, A + r0 + c0 * ld, ld, 1, kb, rest, tile, true, threads);
+  const PackedBlocks<T> P(level, A + r0 + c0 * ld, ld, 1, kb, rest, tile, true, threads, store);
   // rows ja of C are columns of A22 (block b, A layout), columns are its rows (block a)
   std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> tiles;
   for (std::ptrdiff_t a = 0; a < P.nt; ++a)
@@ -701,17 +707,19 @@ void cholesky_update_impl(SimdLevel level, T* A, std::ptrdiff_t ld, std::ptrdiff
   }
 #else
   (void)A; (void)ld; (void)N; (void)c0; (void)kb; (void)r0; (void)tile; (void)threads;
+  (void)store;
 #endif
 }
 
 template <class T>
 void add_crossprod_lower_impl(SimdLevel level, const T* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
                               std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile,
-                              MatRef G, int threads) {
+                              MatRef G, int threads, std::vector<T>* store) {
   if (level > simd_level())
     throw Error("add_crossprod_lower: this processor lacks the requested instructions");
   if (level != SimdLevel::none && nrows > 0 && p > 0) {
-    add_crossprod_lower_packed(level, X, sr, sc, nrows, p, tile, G, threads);
+    std::vector<T> own;
+    add_crossprod_lower_packed(level, X, sr, sc, nrows, p, tile, G, threads, store ? *store : own);
     return;
   }
   using MT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
@@ -749,26 +757,26 @@ void add_crossprod_lower_impl(SimdLevel level, const T* X, std::ptrdiff_t sr, st
 
 void add_crossprod_lower(SimdLevel level, const float* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
                          std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile, MatRef G,
-                         int threads) {
-  add_crossprod_lower_impl(level, X, sr, sc, nrows, p, tile, G, threads);
+                         int threads, std::vector<float>* store) {
+  add_crossprod_lower_impl(level, X, sr, sc, nrows, p, tile, G, threads, store);
 }
 
 void add_crossprod_lower(SimdLevel level, const double* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
                          std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile, MatRef G,
-                         int threads) {
-  add_crossprod_lower_impl(level, X, sr, sc, nrows, p, tile, G, threads);
+                         int threads, std::vector<double>* store) {
+  add_crossprod_lower_impl(level, X, sr, sc, nrows, p, tile, G, threads, store);
 }
 
 void cholesky_update(SimdLevel level, double* A, std::ptrdiff_t ld, std::ptrdiff_t N,
                      std::ptrdiff_t c0, std::ptrdiff_t kb, std::ptrdiff_t r0, std::ptrdiff_t tile,
-                     int threads) {
-  cholesky_update_impl(level, A, ld, N, c0, kb, r0, tile, threads);
+                     int threads, std::vector<double>& store) {
+  cholesky_update_impl(level, A, ld, N, c0, kb, r0, tile, threads, store);
 }
 
 void cholesky_update(SimdLevel level, float* A, std::ptrdiff_t ld, std::ptrdiff_t N,
                      std::ptrdiff_t c0, std::ptrdiff_t kb, std::ptrdiff_t r0, std::ptrdiff_t tile,
-                     int threads) {
-  cholesky_update_impl(level, A, ld, N, c0, kb, r0, tile, threads);
+                     int threads, std::vector<float>& store) {
+  cholesky_update_impl(level, A, ld, N, c0, kb, r0, tile, threads, store);
 }
 
 void gemm_block(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,

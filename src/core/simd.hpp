@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "common.hpp"
 
@@ -98,22 +99,25 @@ void gemm_parallel(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptr
 
 // A(r0:N, r0:N) -= A21 A21' on the lower triangle of tiles of side `tile` (their lower
 // triangle on the diagonal), A21 = A(r0:N, c0:c0 + kb), for a column-major A with leading
-// dimension ld: the trailing update of a blocked Cholesky step, in parallel over tiles.
+// dimension ld: the trailing update of a blocked Cholesky step, in parallel over tiles. The
+// packed panel is held in `store`, which the caller keeps from step to step.
 void cholesky_update(SimdLevel level, double* A, std::ptrdiff_t ld, std::ptrdiff_t N,
                      std::ptrdiff_t c0, std::ptrdiff_t kb, std::ptrdiff_t r0, std::ptrdiff_t tile,
-                     int threads);
+                     int threads, std::vector<double>& store);
 void cholesky_update(SimdLevel level, float* A, std::ptrdiff_t ld, std::ptrdiff_t N,
                      std::ptrdiff_t c0, std::ptrdiff_t kb, std::ptrdiff_t r0, std::ptrdiff_t tile,
-                     int threads);
+                     int threads, std::vector<float>& store);
 
 // G += X'X on the lower triangle of tiles of side `tile` (tiles on the diagonal are added
 // whole), for X (nrows x p) with X(k, j) = X[k * sr + j * sc], in parallel over tiles. Through
 // the widest vectorised kernel up to `level`, or Eigen for none; sums in T, added in double.
+// The vectorised path packs X into `store` when given (a caller that adds many blocks of rows
+// keeps it from call to call), else into its own buffer.
 void add_crossprod_lower(SimdLevel level, const float* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
                          std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile, MatRef G,
-                         int threads);
+                         int threads, std::vector<float>* store = nullptr);
 void add_crossprod_lower(SimdLevel level, const double* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
                          std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile, MatRef G,
-                         int threads);
+                         int threads, std::vector<double>* store = nullptr);
 
 }  // namespace kl
