@@ -22,6 +22,7 @@
 #   kernel_svm: cost in 2^(0, 3, 6) x gamma in (1, 4, 16) / ncol(x) tuned by 3-fold kl_tune on
 #     at most 5000 training rows (inputs in [0, 1]), then fitted on all training rows
 #     (the fit time includes the tuning).
+# A fit under 2 s is timed as the median of 5 (the model is the first's).
 # Appends one row per set and method to bench/results/gem_defaults.csv.
 suppressMessages(library(kernlearn))
 args <- commandArgs(trailingOnly = TRUE)
@@ -68,6 +69,22 @@ machine <- local({
           field("model"), threads)
 })
 
+# Fits with set.seed(1) before each; a fit under 2 s is repeated (5 fits in all) and its time
+# is the median, since single sub-second timings on a shared machine vary by tens of percent.
+# Returns the first fit, with the time as its attribute "seconds".
+timed <- function(fit) {
+  once <- function() {
+    set.seed(1)
+    t0 <- clock()
+    f <- fit()
+    list(f = f, secs = clock() - t0)
+  }
+  first <- once()
+  secs <- first$secs
+  if (secs < 2) secs <- stats::median(c(secs, vapply(1:4, function(i) once()$secs, numeric(1))))
+  structure(list(first$f), seconds = secs)
+}
+
 record <- function(set, method, err, secs, note) {
   note <- paste0(note, if (nzchar(note)) "; " else "", machine)
   row <- data.frame(set = set, method = method, test_error = round(100 * err, 3),
@@ -84,10 +101,9 @@ for (s in sets) {
   cat(sprintf("== %s: %d training rows, %d test rows, %d features, %d classes\n", s, n,
               nrow(sp$xt), ncol(sp$x), nlevels(sp$y)))
   if ("gem" %in% methods) {
-    set.seed(1)
-    t0 <- clock()
-    f <- gem(sp$x, sp$y)
-    secs <- clock() - t0
+    tf <- timed(function() gem(sp$x, sp$y))
+    f <- tf[[1]]
+    secs <- attr(tf, "seconds")
     h <- f$members[[1]]$head
     rs <- f$params$ridge_search
     record(s, "gem (defaults)", mean(predict(f, sp$xt) != sp$yt), secs,
@@ -103,10 +119,9 @@ for (s in sets) {
     rm(f)
   }
   if ("gem_logistic" %in% methods && (named || s != "mnist")) {
-    set.seed(1)
-    t0 <- clock()
-    f <- gem(sp$x, sp$y, head = "logistic")
-    secs <- clock() - t0
+    tf <- timed(function() gem(sp$x, sp$y, head = "logistic"))
+    f <- tf[[1]]
+    secs <- attr(tf, "seconds")
     h <- f$members[[1]]$head
     record(s, "gem (logistic head)", mean(predict(f, sp$xt) != sp$yt), secs,
            sprintf("lambda %s chosen from %d values; %d + %d iterations%s",
@@ -115,10 +130,9 @@ for (s in sets) {
     rm(f)
   }
   if ("gem_previous" %in% methods) {
-    set.seed(1)
-    t0 <- clock()
-    f <- suppressWarnings(gem(sp$x, sp$y, head = "logistic", lambda = 1e-4))
-    secs <- clock() - t0
+    tf <- timed(function() suppressWarnings(gem(sp$x, sp$y, head = "logistic", lambda = 1e-4)))
+    f <- tf[[1]]
+    secs <- attr(tf, "seconds")
     h <- f$members[[1]]$head
     record(s, "gem (previous defaults: logistic, lambda 1e-4)", mean(predict(f, sp$xt) != sp$yt),
            secs, sprintf("%d + %d iterations%s; %d features", h$sub_iterations, h$iterations,
@@ -126,10 +140,9 @@ for (s in sets) {
     rm(f)
   }
   if ("dikl" %in% methods) {
-    set.seed(1)
-    t0 <- clock()
-    f <- dikl(sp$x, sp$y)
-    secs <- clock() - t0
+    tf <- timed(function() dikl(sp$x, sp$y))
+    f <- tf[[1]]
+    secs <- attr(tf, "seconds")
     record(s, "dikl (defaults)", mean(predict(f, sp$xt) != sp$yt), secs,
            sprintf("%s head, cost %s; %d epochs (%s)", f$head$type,
                    format(signif(f$params$cost, 3)), f$training$epochs, f$training$stop))
@@ -138,11 +151,11 @@ for (s in sets) {
   if ("glmnet" %in% methods) {
     keep <- apply(sp$x, 2, function(v) max(v) > min(v))
     big <- n > 20000L
-    set.seed(1)
-    t0 <- clock()
-    g <- glmnet::cv.glmnet(sp$x[, keep], sp$y, family = "multinomial", alpha = 0,
-                           nfolds = if (big) 3 else 5, nlambda = if (big) 30 else 100)
-    secs <- clock() - t0
+    tf <- timed(function() glmnet::cv.glmnet(sp$x[, keep], sp$y, family = "multinomial",
+                                             alpha = 0, nfolds = if (big) 3 else 5,
+                                             nlambda = if (big) 30 else 100))
+    g <- tf[[1]]
+    secs <- attr(tf, "seconds")
     p <- factor(predict(g, sp$xt[, keep], type = "class", s = "lambda.min"),
                 levels = levels(sp$y))
     record(s, "cv.glmnet multinomial ridge", mean(p != sp$yt), secs,
@@ -151,25 +164,28 @@ for (s in sets) {
     rm(g)
   }
   if ("ranger" %in% methods) {
-    set.seed(1)
-    t0 <- clock()
-    r <- ranger::ranger(x = sp$x, y = sp$y, num.threads = threads)
-    secs <- clock() - t0
+    tf <- timed(function() ranger::ranger(x = sp$x, y = sp$y, num.threads = threads))
+    r <- tf[[1]]
+    secs <- attr(tf, "seconds")
     p <- predict(r, sp$xt, num.threads = threads)$predictions
     record(s, "ranger (500 trees)", mean(p != sp$yt), secs, "")
     rm(r)
   }
   if ("svm" %in% methods) {
-    set.seed(1)
-    t0 <- clock()
-    sub <- if (n > 5000L) sort(sample(n, 5000L)) else seq_len(n)
     d <- ncol(sp$x)
-    tu <- kl_tune(kernel_svm, sp$x[sub, , drop = FALSE], sp$y[sub],
-                  grid = list(cost = 2^c(0, 3, 6), gamma = c(1, 4, 16) / d), folds = 3,
-                  refit = FALSE)
-    best <- tu$best
-    f <- kernel_svm(sp$x, sp$y, cost = best$cost, gamma = best$gamma, fitted = FALSE)
-    secs <- clock() - t0
+    tf <- timed(function() {
+      sub <- if (n > 5000L) sort(sample(n, 5000L)) else seq_len(n)
+      tu <- kl_tune(kernel_svm, sp$x[sub, , drop = FALSE], sp$y[sub],
+                    grid = list(cost = 2^c(0, 3, 6), gamma = c(1, 4, 16) / d), folds = 3,
+                    refit = FALSE)
+      best <- tu$best
+      list(f = kernel_svm(sp$x, sp$y, cost = best$cost, gamma = best$gamma, fitted = FALSE),
+           best = best, sub = sub)
+    })
+    f <- tf[[1]]$f
+    best <- tf[[1]]$best
+    sub <- tf[[1]]$sub
+    secs <- attr(tf, "seconds")
     record(s, "kernel_svm (tuned)", mean(predict(f, sp$xt) != sp$yt), secs,
            sprintf("cost %s, gamma %s (3-fold CV on %d rows)", format(best$cost),
                    format(signif(best$gamma, 3)), length(sub)))
