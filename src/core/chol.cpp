@@ -133,6 +133,9 @@ T dot(const T* x, const T* y, std::ptrdiff_t n) {
   return n > 0 ? Eigen::Map<const V>(x, n).dot(Eigen::Map<const V>(y, n)) : T(0);
 }
 
+// Fewer right-hand sides than this are solved column by column of L.
+const std::ptrdiff_t kBlockedRhs = 4;
+
 template <class T>
 Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> cholesky_solve_impl(
     const Eigen::Ref<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>>& L,
@@ -147,6 +150,27 @@ Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> cholesky_solve_impl(
   MT X = B;
   const std::ptrdiff_t ldx = X.outerStride();
   T* x = X.data();
+  if (m < kBlockedRhs) {
+    // Few right-hand sides: column by column of L, each read once per substitution (the
+    // blocked products below would pack blocks of L that they then use only m times).
+    for (std::ptrdiff_t k = 0; k < n; ++k) {
+      const T* col = l + k * ldl;  // L(k:n, k) from col[k]
+      for (std::ptrdiff_t j = 0; j < m; ++j) {
+        T* z = x + j * ldx;
+        const T zk = z[k] / col[k];
+        z[k] = zk;
+        sub_scaled(z + k + 1, col + k + 1, zk, n - k - 1);
+      }
+    }
+    for (std::ptrdiff_t k = n - 1; k >= 0; --k) {
+      const T* col = l + k * ldl;
+      for (std::ptrdiff_t j = 0; j < m; ++j) {
+        T* z = x + j * ldx;
+        z[k] = (z[k] - dot(col + k + 1, z + k + 1, n - k - 1)) / col[k];
+      }
+    }
+    return X;
+  }
   const int nt = clamp_threads(threads);
   // rows [i0, i0 + h) of the block share the product among the threads in fixed halves
   const auto split = [&](std::ptrdiff_t h, const auto& f) {

@@ -131,4 +131,11 @@ test_that("the products and solves of calibrated least squares agree with R and 
   Xf <- kernlearn:::cpp_cholesky_solve(L, B, 2L, single = TRUE)
   expect_identical(kernlearn:::cpp_cholesky_solve(L, B, 1L, single = TRUE), Xf)
   expect_lt(max(abs(Xf - X2)) / max(abs(X2)), 1e-5)
+  # with fewer than 4 right-hand sides, the unblocked substitution
+  B3 <- B[, 1:3]
+  X3 <- kernlearn:::cpp_cholesky_solve(L, B3, 2L)
+  expect_equal(X3, solve(A, B3), tolerance = 1e-10)
+  expect_identical(kernlearn:::cpp_cholesky_solve(L, B3, 1L), X3)
+  X1 <- kernlearn:::cpp_cholesky_solve(L, B[, 1, drop = FALSE], 2L, single = TRUE)
+  expect_lt(max(abs(X1 - X2[, 1])) / max(abs(X2[, 1])), 1e-5)
 })
