@@ -580,6 +580,30 @@ struct PackedBlocks {
     return Pb + offb[static_cast<std::size_t>(b)] + cols_b(b) * s * kKc;
   }
 
+  // f(a, b, C) for each tile (a, b), b <= a, of the lower triangle of blocks, in parallel
+  // over tiles; C is a buffer of the calling thread, big enough for any tile's product.
+  template <class F>
+  void for_lower_tiles(int threads, const F& f) const {
+    std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> tiles;
+    for (std::ptrdiff_t a = 0; a < nt; ++a)
+      for (std::ptrdiff_t b = 0; b <= a; ++b) tiles.emplace_back(a, b);
+    const long ntasks = static_cast<long>(tiles.size());
+#ifdef _OPENMP
+#pragma omp parallel num_threads(clamp_threads(threads)) if (ntasks > 1)
+#else
+    (void)threads;
+#endif
+    {
+      std::unique_ptr<T[]> C(new T[static_cast<std::size_t>(rows_a(0) * cols_b(0))]);
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+      for (long t = 0; t < ntasks; ++t)
+        f(tiles[static_cast<std::size_t>(t)].first, tiles[static_cast<std::size_t>(t)].second,
+          C.get());
+    }
+  }
+
   // The product of block a (rows of C, A layout) and block b (columns of C, B layout) over
   // slice s into the row-major C (leading dimension ldc): micro-tiles that are whole inside
   // `rows` x `cols` are summed in place (stored when `first`), the others added through a
@@ -627,30 +651,14 @@ void add_crossprod_lower_packed(SimdLevel level, const T* X, std::ptrdiff_t sr,
                                 std::vector<T>& store) {
 #ifdef KL_SIMD_X86
   const PackedBlocks<T> P(level, X, sr, sc, nrows, p, tile, false, threads, store);
-  std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> tiles;
-  for (std::ptrdiff_t a = 0; a < P.nt; ++a)
-    for (std::ptrdiff_t b = 0; b <= a; ++b) tiles.emplace_back(a, b);
-  const long ntasks = static_cast<long>(tiles.size());
-#ifdef _OPENMP
-#pragma omp parallel num_threads(clamp_threads(threads)) if (ntasks > 1)
-#endif
-  {
-    std::unique_ptr<T[]> C(new T[static_cast<std::size_t>(P.rows_a(0) * P.cols_b(0))]);
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
-    for (long t = 0; t < ntasks; ++t) {
-      const std::ptrdiff_t a = tiles[static_cast<std::size_t>(t)].first;
-      const std::ptrdiff_t b = tiles[static_cast<std::size_t>(t)].second;
-      const std::ptrdiff_t wi = P.width(a), wj = P.width(b), ldc = P.cols_b(b);
-      for (std::ptrdiff_t s = 0; s < P.ns; ++s)
-        P.product(level, a, b, s, C.get(), ldc, wi, wj, s == 0);
-      const std::ptrdiff_t i0 = a * tile, j0 = b * tile;
-      for (std::ptrdiff_t j = 0; j < wj; ++j)
-        for (std::ptrdiff_t i = 0; i < wi; ++i)
-          G(i0 + i, j0 + j) += static_cast<double>(C[static_cast<std::size_t>(i * ldc + j)]);
-    }
-  }
+  P.for_lower_tiles(threads, [&](std::ptrdiff_t a, std::ptrdiff_t b, T* C) {
+    const std::ptrdiff_t wi = P.width(a), wj = P.width(b), ldc = P.cols_b(b);
+    for (std::ptrdiff_t s = 0; s < P.ns; ++s) P.product(level, a, b, s, C, ldc, wi, wj, s == 0);
+    const std::ptrdiff_t i0 = a * tile, j0 = b * tile;
+    for (std::ptrdiff_t j = 0; j < wj; ++j)
+      for (std::ptrdiff_t i = 0; i < wi; ++i)
+        G(i0 + i, j0 + j) += static_cast<double>(C[static_cast<std::size_t>(i * ldc + j)]);
+  });
 #else
   (void)level; (void)X; (void)sr; (void)sc; (void)nrows; (void)p; (void)tile; (void)G;
   (void)threads; (void)store;
@@ -661,7 +669,7 @@ void add_crossprod_lower_packed(SimdLevel level, const T* X, std::ptrdiff_t sr,
 // tiles (tiles on the diagonal: their lower triangle), A21 = A(r0:N, c0:c0 + kb) of the
 // column-major A (leading dimension ld), A22 = A(r0:N, r0:N). Tiles off the diagonal are
 // updated in place slice by slice, the diagonal ones through a tile summed over all slices;
-// both as the product subtracted in crossprod_cols_sub and crossprod_cols then did.
+// both with the sums, in the same order, of a product of the blocks subtracted.
 template <class T>
 void cholesky_update_impl(SimdLevel level, T* A, std::ptrdiff_t ld, std::ptrdiff_t N,
                           std::ptrdiff_t c0, std::ptrdiff_t kb, std::ptrdiff_t r0,
@@ -673,38 +681,22 @@ void cholesky_update_impl(SimdLevel level, T* A, std::ptrdiff_t ld, std::ptrdiff
   if (rest <= 0 || kb <= 0) return;
   // A21' as a row-major kb x rest matrix: element (k, i) = A(r0 + i, c0 + k)
   const PackedBlocks<T> P(level, A + r0 + c0 * ld, ld, 1, kb, rest, tile, true, threads, store);
-  // rows ja of C are columns of A22 (block b, A layout), columns are its rows (block a)
-  std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> tiles;
-  for (std::ptrdiff_t a = 0; a < P.nt; ++a)
-    for (std::ptrdiff_t b = 0; b <= a; ++b) tiles.emplace_back(a, b);
-  const long ntasks = static_cast<long>(tiles.size());
-#ifdef _OPENMP
-#pragma omp parallel num_threads(clamp_threads(threads)) if (ntasks > 1)
-#endif
-  {
-    std::unique_ptr<T[]> C(new T[static_cast<std::size_t>(P.rows_a(0) * P.cols_b(0))]);
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
-    for (long t = 0; t < ntasks; ++t) {
-      const std::ptrdiff_t a = tiles[static_cast<std::size_t>(t)].first;
-      const std::ptrdiff_t b = tiles[static_cast<std::size_t>(t)].second;
-      const std::ptrdiff_t wi = P.width(a), wj = P.width(b);
-      const std::ptrdiff_t i0 = r0 + a * tile, j0 = r0 + b * tile;
-      if (a != b) {
-        // C(r, c) = A(i0 + c, j0 + r): row r of C is column j0 + r of A
-        for (std::ptrdiff_t s = 0; s < P.ns; ++s)
-          P.product(level, b, a, s, A + i0 + j0 * ld, ld, wj, wi, false);
-        continue;
-      }
-      const std::ptrdiff_t ldc = P.cols_b(a);
+  // rows of C are columns of A22 (block b, A layout), its columns rows of A22 (block a)
+  P.for_lower_tiles(threads, [&](std::ptrdiff_t a, std::ptrdiff_t b, T* C) {
+    const std::ptrdiff_t wi = P.width(a), wj = P.width(b);
+    const std::ptrdiff_t i0 = r0 + a * tile, j0 = r0 + b * tile;
+    if (a != b) {
+      // C(r, c) = A(i0 + c, j0 + r): row r of C is column j0 + r of A
       for (std::ptrdiff_t s = 0; s < P.ns; ++s)
-        P.product(level, b, a, s, C.get(), ldc, wj, wi, s == 0);
-      for (std::ptrdiff_t j = 0; j < wj; ++j)
-        for (std::ptrdiff_t i = j; i < wi; ++i)
-          A[(i0 + i) + (j0 + j) * ld] += C[static_cast<std::size_t>(j * ldc + i)];
+        P.product(level, b, a, s, A + i0 + j0 * ld, ld, wj, wi, false);
+      return;
     }
-  }
+    const std::ptrdiff_t ldc = P.cols_b(a);
+    for (std::ptrdiff_t s = 0; s < P.ns; ++s) P.product(level, b, a, s, C, ldc, wj, wi, s == 0);
+    for (std::ptrdiff_t j = 0; j < wj; ++j)
+      for (std::ptrdiff_t i = j; i < wi; ++i)
+        A[(i0 + i) + (j0 + j) * ld] += C[static_cast<std::size_t>(j * ldc + i)];
+  });
 #else
   (void)A; (void)ld; (void)N; (void)c0; (void)kb; (void)r0; (void)tile; (void)threads;
   (void)store;
@@ -786,39 +778,11 @@ void gemm_block(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdif
   gemm_block_impl(level, m, n, kdim, A, as_i, as_k, B, bs_k, bs_j, C, cs_i, cs_j);
 }
 
-void crossprod_cols(SimdLevel level, const float* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows,
-                    std::ptrdiff_t ca, std::ptrdiff_t wa, std::ptrdiff_t cb, std::ptrdiff_t wb,
-                    float* C, std::ptrdiff_t ldc) {
-  gemm_block_impl(level, wa, wb, nrows, X + ca, std::ptrdiff_t(1), ldx, X + cb, ldx,
-                  std::ptrdiff_t(1), C, ldc, std::ptrdiff_t(1));
-}
-
-void crossprod_cols(SimdLevel level, const double* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows,
-                    std::ptrdiff_t ca, std::ptrdiff_t wa, std::ptrdiff_t cb, std::ptrdiff_t wb,
-                    double* C, std::ptrdiff_t ldc) {
-  gemm_block_impl(level, wa, wb, nrows, X + ca, std::ptrdiff_t(1), ldx, X + cb, ldx,
-                  std::ptrdiff_t(1), C, ldc, std::ptrdiff_t(1));
-}
-
 void gemm_block_sub(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
                     const double* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const double* B,
                     std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, double* C, std::ptrdiff_t cs_i,
                     std::ptrdiff_t cs_j) {
   gemm_block_impl(level, m, n, kdim, A, as_i, as_k, B, bs_k, bs_j, C, cs_i, cs_j, true);
-}
-
-void crossprod_cols_sub(SimdLevel level, const double* X, std::ptrdiff_t ldx,
-                        std::ptrdiff_t nrows, std::ptrdiff_t ca, std::ptrdiff_t wa,
-                        std::ptrdiff_t cb, std::ptrdiff_t wb, double* C, std::ptrdiff_t ldc) {
-  gemm_block_impl(level, wa, wb, nrows, X + ca, std::ptrdiff_t(1), ldx, X + cb, ldx,
-                  std::ptrdiff_t(1), C, ldc, std::ptrdiff_t(1), true);
-}
-
-void crossprod_cols_sub(SimdLevel level, const float* X, std::ptrdiff_t ldx,
-                        std::ptrdiff_t nrows, std::ptrdiff_t ca, std::ptrdiff_t wa,
-                        std::ptrdiff_t cb, std::ptrdiff_t wb, float* C, std::ptrdiff_t ldc) {
-  gemm_block_impl(level, wa, wb, nrows, X + ca, std::ptrdiff_t(1), ldx, X + cb, ldx,
-                  std::ptrdiff_t(1), C, ldc, std::ptrdiff_t(1), true);
 }
 
 void gemm_block_sub(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,

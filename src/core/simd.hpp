@@ -50,28 +50,6 @@ void rows_times_f32(SimdLevel level, const float* X, std::ptrdiff_t ldx, std::pt
 void rows_crossprod_f32(SimdLevel level, const float* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows,
                         std::ptrdiff_t p, const float* R, std::ptrdiff_t K, float* C);
 
-// C = A'B for column blocks of one row-major matrix X (nrows rows, leading dimension ldx):
-// C(i, j) = sum_k X(k, ca + i) X(k, cb + j), i < wa, j < wb. C is row-major with leading
-// dimension ldc >= wb and is overwritten. The summation order over k is fixed by the kernel,
-// so results do not depend on threads. `level` must not exceed simd_level() and must not be
-// none. A column-major matrix L with leading dimension ld is the row-major X = L' with
-// ldx = ld, so the same call gives blocks of L L'.
-void crossprod_cols(SimdLevel level, const float* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows,
-                    std::ptrdiff_t ca, std::ptrdiff_t wa, std::ptrdiff_t cb, std::ptrdiff_t wb,
-                    float* C, std::ptrdiff_t ldc);
-void crossprod_cols(SimdLevel level, const double* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows,
-                    std::ptrdiff_t ca, std::ptrdiff_t wa, std::ptrdiff_t cb, std::ptrdiff_t wb,
-                    double* C, std::ptrdiff_t ldc);
-
-// The same products subtracted: C(i, j) -= sum_k X(k, ca + i) X(k, cb + j), with the
-// rounding of computing the product and then subtracting it.
-void crossprod_cols_sub(SimdLevel level, const double* X, std::ptrdiff_t ldx,
-                        std::ptrdiff_t nrows, std::ptrdiff_t ca, std::ptrdiff_t wa,
-                        std::ptrdiff_t cb, std::ptrdiff_t wb, double* C, std::ptrdiff_t ldc);
-void crossprod_cols_sub(SimdLevel level, const float* X, std::ptrdiff_t ldx,
-                        std::ptrdiff_t nrows, std::ptrdiff_t ca, std::ptrdiff_t wa,
-                        std::ptrdiff_t cb, std::ptrdiff_t wb, float* C, std::ptrdiff_t ldc);
-
 // C = A B for strided operands, on the calling thread: A(i, k) = A[i * as_i + k * as_k]
 // (m x kdim), B(k, j) = B[k * bs_k + j * bs_j] (kdim x n); C(i, j) = C[i * cs_i + j * cs_j]
 // is overwritten. With kdim = 0, C is set to zero. Same conditions on `level`.
