@@ -57,8 +57,8 @@ bool cholesky_lower_impl(Eigen::Ref<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dyna
         L11.transpose().template solveInPlace<Eigen::OnTheRight>(panel);
       }
     }
-    // Trailing update: A22 <- A22 - A21 A21' on the lower triangle of tiles (through Eigen
-    // without the vectorised kernels).
+    // Trailing update: A22 <- A22 - A21 A21' on the lower triangle of tiles, through the
+    // packed vectorised kernels, or through Eigen's products on a processor without them.
     if (level != SimdLevel::none) {
       cholesky_update(level, A.data(), ld, N, k0, kb, k1, kCholTile, nthreads, store);
       cb.report(1.0 - std::pow(static_cast<double>(rest) / static_cast<double>(N), 3));
