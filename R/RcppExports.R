@@ -29,6 +29,10 @@ cpp_gem_features <- function(x, V, base, degree, keep_input, ones, standardize, 
     .Call(`_kernlearn_cpp_gem_features`, x, V, base, degree, keep_input, ones, standardize, center, scale, threads, progress, rff_W, rff_b)
 }
 
+cpp_gem_features_single <- function(x, V, base, degree, keep_input, ones, threads, rff_W = NULL, rff_b = NULL) {
+    .Call(`_kernlearn_cpp_gem_features_single`, x, V, base, degree, keep_input, ones, threads, rff_W, rff_b)
+}
+
 cpp_rff_map <- function(x, W, b, threads) {
     .Call(`_kernlearn_cpp_rff_map`, x, W, b, threads)
 }

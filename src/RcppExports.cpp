@@ -167,6 +167,25 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_gem_features_single
+Rcpp::NumericMatrix cpp_gem_features_single(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> V, int base, int degree, bool keep_input, bool ones, int threads, SEXP rff_W, SEXP rff_b);
+RcppExport SEXP _kernlearn_cpp_gem_features_single(SEXP xSEXP, SEXP VSEXP, SEXP baseSEXP, SEXP degreeSEXP, SEXP keep_inputSEXP, SEXP onesSEXP, SEXP threadsSEXP, SEXP rff_WSEXP, SEXP rff_bSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type V(VSEXP);
+    Rcpp::traits::input_parameter< int >::type base(baseSEXP);
+    Rcpp::traits::input_parameter< int >::type degree(degreeSEXP);
+    Rcpp::traits::input_parameter< bool >::type keep_input(keep_inputSEXP);
+    Rcpp::traits::input_parameter< bool >::type ones(onesSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type rff_W(rff_WSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type rff_b(rff_bSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_gem_features_single(x, V, base, degree, keep_input, ones, threads, rff_W, rff_b));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_rff_map
 Rcpp::NumericMatrix cpp_rff_map(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> W, const Eigen::Map<Eigen::VectorXd> b, int threads);
 RcppExport SEXP _kernlearn_cpp_rff_map(SEXP xSEXP, SEXP WSEXP, SEXP bSEXP, SEXP threadsSEXP) {
@@ -862,6 +881,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_dikl_features", (DL_FUNC) &_kernlearn_cpp_dikl_features, 8},
     {"_kernlearn_cpp_gem_directions", (DL_FUNC) &_kernlearn_cpp_gem_directions, 16},
     {"_kernlearn_cpp_gem_features", (DL_FUNC) &_kernlearn_cpp_gem_features, 13},
+    {"_kernlearn_cpp_gem_features_single", (DL_FUNC) &_kernlearn_cpp_gem_features_single, 9},
     {"_kernlearn_cpp_rff_map", (DL_FUNC) &_kernlearn_cpp_rff_map, 4},
     {"_kernlearn_cpp_linear_predictor", (DL_FUNC) &_kernlearn_cpp_linear_predictor, 4},
     {"_kernlearn_cpp_gem_fit", (DL_FUNC) &_kernlearn_cpp_gem_fit, 18},

@@ -122,6 +122,26 @@ Rcpp::NumericMatrix cpp_gem_features(const Eigen::Map<Eigen::MatrixXd> x,
   });
 }
 
+// The feature map in single precision, as the head computes it for large designs (row-major,
+// each element the double-precision value rounded), returned as a double matrix.
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_gem_features_single(const Eigen::Map<Eigen::MatrixXd> x,
+                                            const Eigen::Map<Eigen::MatrixXd> V, int base,
+                                            int degree, bool keep_input, bool ones, int threads,
+                                            SEXP rff_W = R_NilValue, SEXP rff_b = R_NilValue) {
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    const kl::InputMap map = input_map(rff_W, rff_b, x.cols());
+    kl::RowMajorF32 F;
+    klr::with_eigen_threads(1, [&]() {
+      kl::gem_features_f32(x, V, base, degree, keep_input, ones, F, threads, kl::Callbacks(), map);
+    });
+    Rcpp::NumericMatrix out(static_cast<int>(F.n), static_cast<int>(F.p));
+    for (Eigen::Index j = 0; j < F.p; ++j)
+      for (Eigen::Index i = 0; i < F.n; ++i) out(i, j) = F.row(i)[j];
+    return out;
+  });
+}
+
 // Random Fourier features sqrt(2 / D) cos(x W + b), rows in parallel.
 // [[Rcpp::export]]
 Rcpp::NumericMatrix cpp_rff_map(const Eigen::Map<Eigen::MatrixXd> x,

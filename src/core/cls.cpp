@@ -324,17 +324,18 @@ ClsFit cls_fit_from_gram(const Src& s, const IVec& y, int K, const ClsOptions& o
 
 // The same with the system factored in single precision (for the values a penalty search
 // tries): the right-hand sides are rounded to single precision for the solves. Returns false,
-// leaving f alone, when that factorisation fails.
+// leaving f alone, when that factorisation fails. A is the caller's storage for the factor,
+// kept from one value to the next.
 template <class Src>
 bool cls_fit_from_gram_single(const Src& s, const IVec& y, int K, const ClsOptions& opt,
-                              const Mat& G, ClsFit& f, const Callbacks& cb) {
+                              const Mat& G, Eigen::MatrixXf& A, ClsFit& f, const Callbacks& cb) {
   const Eigen::Index n = s.rows(), q = G.rows();
   check_cls_args(n, y, K, opt.lambda);
   const int threads = clamp_threads(opt.threads);
   const double rn = std::sqrt(static_cast<double>(n));
   const double chol_share = 0.5;
   const auto t1 = Clock::now();
-  Eigen::MatrixXf A(q, q);
+  A.resize(q, q);
   for (Eigen::Index j = 0; j < q; ++j) {
     for (Eigen::Index i = 0; i < j; ++i) A(i, j) = 0.0f;  // not referenced; set all the same
     A(j, j) = static_cast<float>(0.5 * G(j, j) + opt.lambda * rn);
@@ -431,6 +432,7 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
   // Fits at grid value i and scores it on the held-out rows; false when the system is not
   // positive definite at that penalty (smaller penalties would not be either).
   std::vector<char> singular(static_cast<std::size_t>(m), 0);
+  Eigen::MatrixXf factor;  // the single-precision factor, its storage kept across values
   const auto evaluate = [&](int i) {
     if (singular[static_cast<std::size_t>(i)]) return false;
     if (err[static_cast<std::size_t>(i)] >= 0) return true;
@@ -438,7 +440,8 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
     o.lambda = grid[static_cast<std::size_t>(i)];
     ClsFit f;
     const bool single = static_cast<double>(G.rows()) >= opt.single_factor_min &&
-                        cls_fit_from_gram_single(train, yt, K, o, G, f, cb.stage(0.4, 0.4));
+                        cls_fit_from_gram_single(train, yt, K, o, G, factor, f,
+                                                 cb.stage(0.4, 0.4));
     if (!single) {
       try {
         f = cls_fit_from_gram(train, yt, K, o, G, cb.stage(0.4, 0.4));
@@ -524,6 +527,7 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
     f.seconds_search = seconds_between(t0, Clock::now()) - sg;
     return f;
   }
+  factor.resize(0, 0);
   G += Gv;
   Gv.resize(0, 0);
   ClsOptions o = opt;

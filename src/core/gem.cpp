@@ -9,6 +9,9 @@
 #include <numeric>
 #include <string>
 #include <utility>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "rng.hpp"
 #include "simd.hpp"
@@ -479,17 +482,74 @@ void gem_features_f32(const CMatRef& x, const CMatRef& V, int base, int degree, 
                       bool ones, RowMajorF32& out, int threads, const Callbacks& cb,
                       const InputMap& map) {
   check_feature_args(x, V, degree, map);
-  const Eigen::Index n = x.rows(), dz = map.out_dim(x.cols());
-  const Eigen::Index p = gem_feature_count(dz, V.cols(), degree, keep_input, ones);
+  const Eigen::Index n = x.rows(), dz = map.out_dim(x.cols()), F = V.cols();
+  const Eigen::Index p = gem_feature_count(dz, F, degree, keep_input, ones);
+  const Eigen::Index raw = (keep_input ? dz : 0) + 2 * F, off = ones ? 1 : 0;
   out.n = n;
   out.p = p;
-  out.data.assign(static_cast<std::size_t>(n * p), 0.0f);
-  blocks_in_rounds(n, 256, threads, cb, [&](Eigen::Index r0, Eigen::Index len) {
-    Mat tmp(len, p);
-    mapped_feature_block(x.middleRows(r0, len), map, V, base, degree, keep_input, ones, tmp);
-    Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> dst(
-        out.row(r0), len, p);
-    dst = tmp.cast<float>();
+  // Not zeroed: every element is written below, each row block's pages first by the thread
+  // that fills them.
+  out.data.resize(static_cast<std::size_t>(n * p));
+  const int nt = clamp_threads(threads);
+  // Large blocks repack V less often; small inputs still get several blocks to share out.
+  const Eigen::Index block = n >= 8192 ? 1024 : 256;
+  // Per thread: the projections of a block (row-major) and one row's features of degree 1 and
+  // its current power, all in double, as the double-precision map computes them.
+  std::vector<Mat> proj(static_cast<std::size_t>(nt));
+  std::vector<Vec> first(static_cast<std::size_t>(nt)), power(static_cast<std::size_t>(nt));
+  const SimdLevel level = simd_level();
+  blocks_in_rounds(n, block, nt, cb, [&](Eigen::Index r0, Eigen::Index len) {
+    int tid = 0;
+#ifdef _OPENMP
+    tid = omp_get_thread_num();
+#endif
+    Mat& P = proj[static_cast<std::size_t>(tid)];
+    Vec& r = first[static_cast<std::size_t>(tid)];
+    Vec& q = power[static_cast<std::size_t>(tid)];
+    if (P.size() != F * block) P.resize(F, block);  // column t: the projections of row t
+    if (r.size() != raw) {
+      r.resize(raw);
+      q.resize(raw);
+    }
+    Mat zb;
+    if (map.active()) {
+      zb.resize(len, map.D);
+      map.apply(x.middleRows(r0, len), zb);
+    }
+    const CMatRef xb = map.active() ? CMatRef(zb) : x.middleRows(r0, len);
+    if (F > 0 && level != SimdLevel::none)  // P(j, t) = sum_k xb(t, k) V(k, j)
+      gemm_block(level, len, F, dz, xb.data(), 1, xb.outerStride(), V.data(), 1,
+                 V.outerStride(), P.data(), F, 1);
+    else if (F > 0)
+      P.leftCols(len).noalias() = (xb * V).transpose();
+    for (Eigen::Index t = 0; t < len; ++t) {
+      float* o = out.row(r0 + t);
+      if (ones) o[0] = 1.0f;
+      Eigen::Index c = 0;
+      if (keep_input)
+        for (; c < dz; ++c) r[c] = xb(t, c);
+      const double* pt = P.data() + t * F;
+      for (Eigen::Index f = 0; f < F; ++f) {
+        const double v = pt[f];
+        if (base == 0) {
+          r[c + f] = std::sqrt(1.0 + std::max(v, 0.0)) - 1.0;
+          r[c + F + f] = std::sqrt(1.0 + std::max(-v, 0.0)) - 1.0;
+        } else {
+          r[c + f] = std::sqrt(std::max(v, 0.0));
+          r[c + F + f] = std::sqrt(std::max(-v, 0.0));
+        }
+      }
+      float* dst = o + off;
+      for (Eigen::Index j = 0; j < raw; ++j) dst[j] = static_cast<float>(r[j]);
+      if (degree > 1) q = r;
+      for (int a = 2; a <= degree; ++a) {
+        dst += raw;
+        for (Eigen::Index j = 0; j < raw; ++j) {
+          q[j] *= r[j];
+          dst[j] = static_cast<float>(q[j]);
+        }
+      }
+    }
   });
 }
 

@@ -6,6 +6,10 @@
 // order, so results do not depend on the thread count.
 #pragma once
 
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common.hpp"
@@ -13,8 +17,30 @@
 
 namespace kl {
 
+// An allocator whose value-initialisation leaves numbers uninitialised: resize() of a large
+// matrix that is then filled in parallel does not first zero it on one thread.
+template <class T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  DefaultInitAllocator() = default;
+  template <class U>
+  DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* ptr) noexcept(std::is_nothrow_default_constructible<U>::value) {
+    ::new (static_cast<void*>(ptr)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* ptr, Args&&... args) {
+    ::new (static_cast<void*>(ptr)) U(std::forward<Args>(args)...);
+  }
+};
+
 struct RowMajorF32 {
-  std::vector<float> data;  // n x p, row i at data[i * p]
+  // n x p, row i at data[i * p]; resize() leaves new elements uninitialised
+  std::vector<float, DefaultInitAllocator<float>> data;
   Eigen::Index n = 0, p = 0;
   const float* row(Eigen::Index i) const { return data.data() + i * p; }
   float* row(Eigen::Index i) { return data.data() + i * p; }

@@ -177,6 +177,33 @@ test_that("the feature maps match their definitions", {
   expect_equal(fs$members[[1]]$center, fit$members[[1]]$center, tolerance = 1e-6)
 })
 
+test_that("single-precision features are the double-precision ones rounded, row by row", {
+  set.seed(5)
+  d <- 6
+  # 8200 rows: blocks of 1024 rows and a short last one; 700 rows: blocks of 256
+  for (n in c(700L, 8200L)) {
+    x <- matrix(rnorm(n * d), n, d)
+    V <- matrix(rnorm(d * 7), d, 7)
+    W <- matrix(rnorm(d * 9), d, 9)
+    b <- runif(9, 0, 2 * pi)
+    for (base in 0:1) for (degree in c(1L, 3L)) for (ki in c(FALSE, TRUE)) {
+      for (rff in c(FALSE, TRUE)) {
+        Vm <- if (rff) matrix(rnorm(9 * 7), 9, 7) else V
+        Wm <- if (rff) W else NULL
+        bm <- if (rff) b else NULL
+        Fd <- kernlearn:::cpp_gem_features(x, Vm, base, degree, ki, TRUE, FALSE, NULL, NULL,
+                                           2L, NULL, Wm, bm)
+        Fs <- kernlearn:::cpp_gem_features_single(x, Vm, base, degree, ki, TRUE, 2L, Wm, bm)
+        expect_identical(dim(Fs), dim(Fd))
+        # rounding to the nearest float: within half a unit in the last place
+        expect_true(all(abs(Fs - Fd) <= 2^-24 * abs(Fd)))
+        expect_identical(Fs, kernlearn:::cpp_gem_features_single(x, Vm, base, degree, ki, TRUE,
+                                                                 1L, Wm, bm))
+      }
+    }
+  }
+})
+
 test_that("the classifier is the penalised logistic regression on the features", {
   dat <- gem_toy(n = 400, d = 4)
   fit <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "logistic", lambda = 1e-2, tol = 1e-9, maxit = 2000)
