@@ -115,8 +115,10 @@
 #' otherwise a local search that starts at 1 and walks towards larger
 #' penalties while the validation result improves: it stops after two values
 #' in a row that improve neither the Brier score nor the error rate (the error
-#' rate can still fall where the Brier score is flat), or after one such value
-#' with 5000 held-out rows or more. Unless that walk lowered the Brier score,
+#' rate can still fall where the Brier score is flat; a lower error rate counts
+#' only where the Brier score is within 0.5 percent of its lowest so far, since
+#' the choice is by the Brier score), or after one such value with 5000
+#' held-out rows or more. Unless that walk lowered the Brier score,
 #' it then walks towards smaller penalties in the same way. For the values
 #' tried, the system is factored and solved in single precision (about 1.5
 #' times faster to factor, half the memory read by each solve), falling back

@@ -44,6 +44,10 @@ struct SourceF64 {
 };
 
 const Eigen::Index kLargeValidation = 5000;  // held-out rows from which one miss ends the walk
+// The walk follows a lower held-out error rate only where the squared distance is within this
+// share of its best so far: there it can be flat while the error falls, and a value further
+// above it cannot be chosen.
+const double kFlatLoss = 0.005;
 const Eigen::Index kGramChunk = 2048;  // rows per accumulation step of the Gram matrix
 const Eigen::Index kGramTile = 512;    // columns of a Gram tile
 
@@ -486,7 +490,8 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
     // Local search on the grid: from `start`, walk in the direction that improves until two
     // values in a row improve neither order (one worse value on a few hundred held-out rows
     // is often noise, and the error rate can improve where the squared distance is flat);
-    // with many held-out rows, one such value ends the walk.
+    // with many held-out rows, one such value ends the walk. A lower error rate counts only
+    // where the squared distance is within kFlatLoss of its best.
     const int patience = nv >= kLargeValidation ? 1 : 2;
     if (!evaluate(start)) {
       // singular at the start: the larger penalties, up to the first that is not
@@ -503,7 +508,9 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
       while (i >= 0 && i < m) {
         cb.check();
         if (!evaluate(i)) break;
-        const bool gain_err = by_error(i, best_err), gain_loss = by_loss(i, best);
+        const bool flat = loss[static_cast<std::size_t>(i)] <=
+                          (1.0 + kFlatLoss) * loss[static_cast<std::size_t>(best)];
+        const bool gain_err = flat && by_error(i, best_err), gain_loss = by_loss(i, best);
         if (gain_err) best_err = i;
         if (gain_loss) best = i;
         if (gain_loss) lowered = true;

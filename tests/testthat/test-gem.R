@@ -581,11 +581,12 @@ test_that("kl_tune can tune gem", {
 
 # The local walk of calibrated least squares replayed from the values it recorded: from the
 # start, towards larger penalties first, values that improve neither the error rate (ties by
-# the squared distance) nor the squared distance count as misses; `patience` misses in a row
-# end a direction, and the other direction is walked unless the first lowered the squared
-# distance. (A value not recorded would be a singular system, which ends a direction too; the
-# data below have none on the way.)
-replay_cls_walk <- function(s, grid, start, patience) {
+# the squared distance; counted only where the squared distance is within a share `flat` of
+# its best) nor the squared distance count as misses; `patience` misses in a row end a
+# direction, and the other direction is walked unless the first lowered the squared distance.
+# (A value not recorded would be a singular system, which ends a direction too; the data below
+# have none on the way.)
+replay_cls_walk <- function(s, grid, start, patience, flat = 0.005) {
   idx <- match(signif(s$lambda, 10), signif(grid, 10))
   e <- l <- rep(NA_real_, length(grid))
   e[idx] <- s$error
@@ -599,7 +600,8 @@ replay_cls_walk <- function(s, grid, start, patience) {
     while (i >= 1L && i <= length(grid)) {
       asked <- c(asked, i)
       if (is.na(e[i])) break
-      gain_err <- e[i] < e[best_err] || (e[i] == e[best_err] && l[i] < l[best_err])
+      gain_err <- l[i] <= (1 + flat) * l[best] &&
+        (e[i] < e[best_err] || (e[i] == e[best_err] && l[i] < l[best_err]))
       gain_loss <- l[i] < l[best]
       if (gain_err) best_err <- i
       if (gain_loss) {
@@ -632,6 +634,12 @@ test_that("the penalty walk stops after two misses, or one with many held-out ro
     expect_identical(r$asked, r$recorded)
     expect_equal(fit$params$lambda, r$best)
     expect_gte(nrow(s), 3L)
+    if (n == 600L) {
+      # here the error rate falls where the squared distance is well above its best; a walk
+      # that followed it there would have asked for other values
+      r0 <- replay_cls_walk(s, grid, start = match(1, grid), patience = 2L, flat = Inf)
+      expect_false(identical(r0$asked, r$recorded))
+    }
   }
 })
 
