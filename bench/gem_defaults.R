@@ -112,9 +112,12 @@ for (s in sets) {
                    if (is.null(rs)) "" else
                      sprintf(" chosen from %s (%s s%s; refit %s s)",
                              paste(rs$ridge, collapse = ", "), paste(rs$seconds, collapse = " + "),
-                             if (isTRUE(attr(rs, "directions") > 0))
-                               sprintf(", at most %d directions per pair", attr(rs, "directions"))
-                             else "", format(attr(rs, "refit_seconds"))),
+                             paste0(if (isTRUE(attr(rs, "directions") > 0))
+                                      sprintf(", at most %d directions per pair",
+                                              attr(rs, "directions")),
+                                    if (isTRUE(attr(rs, "rows") < n))
+                                      sprintf(", on %d rows", attr(rs, "rows"))),
+                             format(attr(rs, "refit_seconds"))),
                    f$members[[1]]$p))
     rm(f)
   }

@@ -270,7 +270,8 @@ std::vector<Eigen::Index> rows_from_r(SEXP rows) {
 // A whole GEM model (kl::gem_fit): x the prepared inputs, y the classes (0-based). `layers`:
 // one list per layer with ridge, relative, top, threshold, method, base, degree, keep_input,
 // ones and optionally keep_max (the most directions kept per pair; where it keeps out a
-// direction, the fit is a comparison: its cls head stops after the search). `members`: one
+// direction, the fit is a comparison: its cls head stops after the search) and search_only
+// (TRUE: the cls head stops after the search in any case). `members`: one
 // list per ensemble member with num, den (0-based class pairs), validation (1-based held-out
 // rows or NULL), seeds (one pair of integers per layer), warm (1-based warm-start rows or
 // NULL) and W, b (the random Fourier map or NULL). `lambda`: the penalty, or the grid
@@ -297,6 +298,9 @@ Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector 
       if (L.containsElementNamed("keep_max")) s.dir.keep_max = Rcpp::as<int>(L["keep_max"]);
       // a layer with a cap on its directions belongs to a comparison fit
       if (s.dir.keep_max > 0) opt.search_only_when_capped = true;
+      // a comparison fit on a sample of the rows: only its penalty search is used
+      if (L.containsElementNamed("search_only") && Rcpp::as<bool>(L["search_only"]))
+        opt.search_only = true;
       s.dir.method = method;
       s.dir.tol = eigen_tol;
       s.base = Rcpp::as<int>(L["base"]);

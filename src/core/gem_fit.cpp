@@ -158,6 +158,7 @@ GemMemberFit fit_member(const CMatRef& x, const IVec& y, int K, const GemMemberI
   const bool search = ho.lambda.size() > 1;
   if (search && !split) throw Error("gem: a penalty search needs held-out rows");
   ho.n_train = search ? n_train : 0;
+  if (opt.search_only && search) ho.search_only = true;
   if (opt.search_only_when_capped && search && last.dir.keep_max > 0) {
     const Eigen::Index cap = last.dir.keep_max;
     for (const GemPair& g : lf.pairs)

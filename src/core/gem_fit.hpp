@@ -34,6 +34,9 @@ struct GemFitOptions {
   // A fit whose last layer's keep_max keeps out a direction that passed the threshold is a
   // comparison fit: with this set, its calibrated least-squares head stops after the search.
   bool search_only_when_capped = false;
+  // A comparison fit on a sample of the rows: its calibrated least-squares head always stops
+  // after the search.
+  bool search_only = false;
   double single_cells = 2.5e7;  // feature matrices with more entries are held in single precision
   double memory_limit = std::numeric_limits<double>::infinity();  // bytes
 };

@@ -947,6 +947,62 @@ test_that("with top above 5, the ridges are compared with at most 5 directions p
   expect_identical(g2$members[[1]]$layers[[1]]$spectra, L2$spectra)
 })
 
+test_that("with many rows, the ridges are compared on a stratified sample of them", {
+  dat <- gem_toy(n = 600, d = 5, seed = 8)
+  old <- options(kernlearn.gem_compare_rows = 200)
+  on.exit(options(old))
+  set.seed(5)
+  rows <- kernlearn:::.gem_compare_sample(dat$y, 200)
+  # every class in proportion
+  expect_equal(as.vector(table(dat$y[rows])), round(as.vector(table(dat$y)) * 200 / 600))
+  expect_false(anyDuplicated(rows) > 0)
+  set.seed(5)
+  f <- gem(dat$x, dat$y, top = 3, threshold = 0, fitted = FALSE, scale = FALSE)
+  rs <- f$params$ridge_search
+  expect_identical(attr(rs, "rows"), length(rows))
+  expect_gt(attr(rs, "refit_seconds"), 0)
+  expect_equal(f$params$ridge, rs$ridge[which.min(rs$loss)])
+  expect_output(print(f), sprintf("on %d of the 600 rows", length(rows)))
+  # each row is the search of the fit with that ridge on the sampled rows, from the random
+  # state after the sample was drawn (inputs not rescaled: the sample keeps the scaling of all
+  # rows)
+  for (i in 1:2) {
+    set.seed(5)
+    rows <- kernlearn:::.gem_compare_sample(dat$y, 200)
+    g <- gem(dat$x[rows, ], dat$y[rows], top = 3, threshold = 0, fitted = FALSE, scale = FALSE,
+             ridge = rs$ridge[i])
+    s <- g$members[[1]]$head$search
+    expect_equal(rs$lambda[i], g$params$lambda)
+    expect_equal(rs$loss[i], s$loss[s$lambda == g$params$lambda])
+  }
+  # the model is the fit on all rows with the kept ridge, from the seed the call started with
+  set.seed(5)
+  g <- gem(dat$x, dat$y, top = 3, threshold = 0, fitted = FALSE, scale = FALSE,
+           ridge = f$params$ridge)
+  expect_identical(predict(g, dat$x, type = "prob"), predict(f, dat$x, type = "prob"))
+  expect_identical(g$members[[1]]$head$search, f$members[[1]]$head$search)
+  # the comparison fits stop after their penalty search
+  rec <- new.env()
+  ns <- asNamespace("kernlearn")
+  suppressMessages(trace(".gem_fit", where = ns, print = FALSE,
+                         exit = bquote(assign(sprintf("f%d", length(ls(.(rec))) + 1L),
+                                              returnValue(), envir = .(rec)))))
+  set.seed(5)
+  tryCatch(gem(dat$x, dat$y, top = 3, threshold = 0, fitted = FALSE, scale = FALSE),
+           finally = suppressMessages(untrace(".gem_fit", where = ns)))
+  expect_identical(sort(ls(rec)), c("f1", "f2", "f3"))
+  for (nm in c("f1", "f2")) expect_true(rec[[nm]]$members[[1]]$head$search_only)
+  expect_null(rec$f3$members[[1]]$head$search_only)
+  # with no more rows than the option, all rows are compared
+  options(kernlearn.gem_compare_rows = 600)
+  set.seed(5)
+  expect_identical(attr(gem(dat$x, dat$y, top = 3, threshold = 0,
+                            fitted = FALSE)$params$ridge_search, "rows"), 600L)
+  options(kernlearn.gem_compare_rows = 5)
+  expect_error(gem(dat$x, dat$y, top = 3, threshold = 0),
+               "option 'kernlearn.gem_compare_rows' must be a number of at least 100")
+})
+
 test_that("when no class has two rows, nothing is held out and the default penalty is used", {
   set.seed(2)
   x <- matrix(rnorm(60 * 3), 60, 3)
