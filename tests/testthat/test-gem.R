@@ -847,6 +847,18 @@ test_that("the penalty search may factor in single precision and chooses as in d
   expect_equal(srch[[2]]$loss, srch[[1]]$loss, tolerance = 1e-6)
 })
 
+# Evaluates expr with every internal fit of gem() (.gem_fit) recorded: list(value, fits), the
+# fits named f1, f2, ... in the order they were made.
+record_gem_fits <- function(expr) {
+  rec <- new.env()
+  ns <- asNamespace("kernlearn")
+  suppressMessages(trace(".gem_fit", where = ns, print = FALSE,
+                         exit = bquote(assign(sprintf("f%d", length(ls(.(rec))) + 1L),
+                                              returnValue(), envir = .(rec)))))
+  value <- tryCatch(expr, finally = suppressMessages(untrace(".gem_fit", where = ns)))
+  list(value = value, fits = mget(sort(ls(rec)), envir = rec))
+}
+
 # Row i of a ridge comparison holds the chosen penalty and its held-out score of the fit with
 # that ridge given (seed 5, threshold 0, `top` directions per pair); returns that fit.
 expect_ridge_row <- function(rs, i, dat, top) {
@@ -914,15 +926,11 @@ test_that("with top above 5, the ridges are compared with at most 5 directions p
   expect_identical(g$members[[1]]$layers[[1]]$V, L$V)
   # the capped comparison fits stop after their search (no head is fitted on all rows); the
   # third fit is the full one
-  rec <- new.env()
-  ns <- asNamespace("kernlearn")
-  suppressMessages(trace(".gem_fit", where = ns, print = FALSE,
-                         exit = bquote(assign(sprintf("f%d", length(ls(.(rec))) + 1L),
-                                              returnValue(), envir = .(rec)))))
   set.seed(5)
-  f3 <- tryCatch(gem(dat$x, dat$y, top = 8, threshold = 0, fitted = FALSE),
-                 finally = suppressMessages(untrace(".gem_fit", where = ns)))
-  expect_identical(sort(ls(rec)), c("f1", "f2", "f3"))
+  rr <- record_gem_fits(gem(dat$x, dat$y, top = 8, threshold = 0, fitted = FALSE))
+  f3 <- rr$value
+  rec <- rr$fits
+  expect_identical(names(rec), c("f1", "f2", "f3"))
   for (nm in c("f1", "f2")) {
     h <- rec[[nm]]$members[[1]]$head
     expect_true(h$search_only)
@@ -982,15 +990,10 @@ test_that("with many rows, the ridges are compared on a stratified sample of the
   expect_identical(predict(g, dat$x, type = "prob"), predict(f, dat$x, type = "prob"))
   expect_identical(g$members[[1]]$head$search, f$members[[1]]$head$search)
   # the comparison fits stop after their penalty search
-  rec <- new.env()
-  ns <- asNamespace("kernlearn")
-  suppressMessages(trace(".gem_fit", where = ns, print = FALSE,
-                         exit = bquote(assign(sprintf("f%d", length(ls(.(rec))) + 1L),
-                                              returnValue(), envir = .(rec)))))
   set.seed(5)
-  tryCatch(gem(dat$x, dat$y, top = 3, threshold = 0, fitted = FALSE, scale = FALSE),
-           finally = suppressMessages(untrace(".gem_fit", where = ns)))
-  expect_identical(sort(ls(rec)), c("f1", "f2", "f3"))
+  rec <- record_gem_fits(gem(dat$x, dat$y, top = 3, threshold = 0, fitted = FALSE,
+                             scale = FALSE))$fits
+  expect_identical(names(rec), c("f1", "f2", "f3"))
   for (nm in c("f1", "f2")) expect_true(rec[[nm]]$members[[1]]$head$search_only)
   expect_null(rec$f3$members[[1]]$head$search_only)
   # with no more rows than the option, all rows are compared
