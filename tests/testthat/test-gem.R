@@ -630,7 +630,13 @@ test_that("the penalty walk stops after two misses, or one with many held-out ro
     s <- fit$members[[1]]$head$search
     nv <- attr(s, "validation_rows")
     expect_equal(nv >= 5000, n > 5000)
-    r <- replay_cls_walk(s, grid, start = match(1, grid), patience = if (nv >= 5000) 1L else 2L)
+    # the walk starts at 1, or, after a ridge comparison on a sample of the rows (26000 rows),
+    # at the penalty the sample chose for the kept ridge
+    rs <- fit$params$ridge_search
+    expect_equal(attr(rs, "rows") < n, n > 20000)
+    start <- if (attr(rs, "rows") < n) match(rs$lambda[rs$ridge == fit$params$ridge], grid)
+             else match(1, grid)
+    r <- replay_cls_walk(s, grid, start = start, patience = if (nv >= 5000) 1L else 2L)
     expect_identical(r$asked, r$recorded)
     expect_equal(fit$params$lambda, r$best)
     expect_gte(nrow(s), 3L)
@@ -983,12 +989,29 @@ test_that("with many rows, the ridges are compared on a stratified sample of the
     expect_equal(rs$lambda[i], g$params$lambda)
     expect_equal(rs$loss[i], s$loss[s$lambda == g$params$lambda])
   }
-  # the model is the fit on all rows with the kept ridge, from the seed the call started with
+  # the model is the fit on all rows with the kept ridge, from the seed the call started with,
+  # its penalty search starting at the penalty the sample chose (4 here; the fit with the ridge
+  # given starts at 1): the values both searches tried scored the same, and both chose the same
+  kept <- match(f$params$ridge, rs$ridge)
+  sf <- f$members[[1]]$head$search
+  expect_identical(sf$lambda[1], rs$lambda[kept])
+  expect_false(rs$lambda[kept] == 1)
   set.seed(5)
   g <- gem(dat$x, dat$y, top = 3, threshold = 0, fitted = FALSE, scale = FALSE,
            ridge = f$params$ridge)
+  sg <- g$members[[1]]$head$search
+  expect_identical(sg$lambda[1], 1)
+  both <- intersect(sf$lambda, sg$lambda)
+  expect_gt(length(both), 2L)
+  expect_identical(sf$error[match(both, sf$lambda)], sg$error[match(both, sg$lambda)])
+  expect_identical(sf$loss[match(both, sf$lambda)], sg$loss[match(both, sg$lambda)])
+  expect_identical(f$params$lambda, g$params$lambda)
   expect_identical(predict(g, dat$x, type = "prob"), predict(f, dat$x, type = "prob"))
-  expect_identical(g$members[[1]]$head$search, f$members[[1]]$head$search)
+  # the first value tried: the one asked for when the grid has it, else 1, else the first
+  grid <- 4^(-7:8)
+  expect_identical(kernlearn:::.gem_search_start(grid, 16), 9L)
+  expect_identical(kernlearn:::.gem_search_start(grid, 3), 7L)
+  expect_identical(kernlearn:::.gem_search_start(c(0.5, 2), 3), 0L)
   # the comparison fits stop after their penalty search
   set.seed(5)
   rec <- record_gem_fits(gem(dat$x, dat$y, top = 3, threshold = 0, fitted = FALSE,
