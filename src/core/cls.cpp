@@ -51,6 +51,62 @@ const double kFlatLoss = 0.005;
 const Eigen::Index kGramChunk = 2048;  // rows per accumulation step of the Gram matrix
 const Eigen::Index kGramTile = 512;    // columns of a Gram tile
 
+// The column sums of the rows of s, each summed over the rows in order in double, in parallel
+// over blocks of columns.
+template <class Src>
+Vec column_sums(const Src& s, int threads) {
+  const Eigen::Index n = s.rows(), p = s.cols(), rs = s.row_stride(), cs = s.col_stride();
+  const auto* X = s.data(0);
+  Vec out = Vec::Zero(p);
+  double* o = out.data();
+  const Eigen::Index b = 256;
+  const long nb = static_cast<long>((p + b - 1) / b);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (nb > 1)
+#else
+  (void)threads;
+#endif
+  for (long t = 0; t < nb; ++t) {
+    const Eigen::Index j0 = t * b, j1 = std::min(p, j0 + b);
+    if (cs == 1) {
+      for (Eigen::Index i = 0; i < n; ++i) {
+        const auto* xi = X + i * rs;
+        for (Eigen::Index j = j0; j < j1; ++j) o[j] += static_cast<double>(xi[j]);
+      }
+    } else {
+      for (Eigen::Index j = j0; j < j1; ++j) {
+        const auto* xj = X + j * cs;
+        double acc = 0.0;
+        for (Eigen::Index i = 0; i < n; ++i) acc += static_cast<double>(xj[i * rs]);
+        o[j] = acc;
+      }
+    }
+  }
+  return out;
+}
+
+// The strict upper triangle of the leading p x p block of G set from its lower triangle, in
+// square blocks (read and written within the cache), in parallel over block columns.
+void mirror_lower(Mat& G, Eigen::Index p, int threads) {
+  const Eigen::Index b = 64;
+  const long nb = static_cast<long>((p + b - 1) / b);
+  double* g = G.data();
+  const Eigen::Index ld = G.rows();
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (nb > 1)
+#else
+  (void)threads;
+#endif
+  for (long jb = nb - 1; jb >= 0; --jb) {  // the long block columns first
+    const Eigen::Index j0 = jb * b, j1 = std::min(p, j0 + b);
+    for (Eigen::Index i0 = 0; i0 < j1; i0 += b) {
+      const Eigen::Index i1 = std::min(j1, i0 + b);
+      for (Eigen::Index j = j0; j < j1; ++j)
+        for (Eigen::Index i = i0; i < std::min(i1, j); ++i) g[i + j * ld] = g[j + i * ld];
+    }
+  }
+}
+
 // Single-precision tiles go through the widest vectorised kernel of simd.hpp up to
 // `max_level` that the processor has; otherwise (and for double input) through Eigen.
 template <class Src>
@@ -59,21 +115,18 @@ Mat gram_impl(const Src& s, int threads, SimdLevel max_level, const Callbacks& c
   const Eigen::Index n = s.rows(), p = s.cols();
   Mat G = Mat::Zero(p + 1, p + 1);
   const Eigen::Index nchunks = (n + kGramChunk - 1) / kGramChunk;
-  Vec colsum = Vec::Zero(p);
   const SimdLevel level =
       std::is_same<T, float>::value ? std::min(max_level, simd_level()) : SimdLevel::none;
   std::vector<T> store;  // packed rows, kept from chunk to chunk
   for (Eigen::Index c = 0; c < nchunks; ++c) {
     cb.check();
     const Eigen::Index r0 = c * kGramChunk, len = std::min(kGramChunk, n - r0);
-    const auto Xc = s.block(r0, len);
     add_crossprod_lower(level, s.data(r0), s.row_stride(), s.col_stride(), len, p, kGramTile,
                         G.topLeftCorner(p, p), threads, &store);
-    for (Eigen::Index i = 0; i < len; ++i) colsum += Xc.row(i).transpose().template cast<double>();
     cb.report(static_cast<double>(c + 1) / static_cast<double>(nchunks));
   }
-  for (Eigen::Index j = 1; j < p; ++j)
-    G.col(j).head(j) = G.row(j).head(j).transpose();
+  mirror_lower(G, p, threads);
+  const Vec colsum = column_sums(s, threads);
   G.col(p).head(p) = colsum;
   G.row(p).head(p) = colsum.transpose();
   G(p, p) = static_cast<double>(n);

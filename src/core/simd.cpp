@@ -726,7 +726,9 @@ void add_crossprod_lower_impl(SimdLevel level, const T* X, std::ptrdiff_t sr, st
   (void)threads;
 #endif
   {
-    const EigenSerial eigen_serial(!(ntasks > 1));
+    // the tiles are the parallel work: each product on its thread alone, so that its blocking
+    // (and the order of its sums) does not depend on the thread count
+    const EigenSerial eigen_serial(true);
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (ntasks > 1)
 #endif
@@ -805,7 +807,9 @@ void gemm_parallel(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptr
   const std::ptrdiff_t tm = (m + tile - 1) / tile, tn = (n + tile - 1) / tile;
   const long ntasks = static_cast<long>(tm * tn);
   {
-    const EigenSerial eigen_serial(!(ntasks > 1));
+    // the tiles are the parallel work: each product on its thread alone, so that its blocking
+    // (and the order of its sums) does not depend on the thread count
+    const EigenSerial eigen_serial(true);
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (ntasks > 1)
 #endif
