@@ -117,6 +117,22 @@ cpp_hgk_objective <- function(x1, y1, x2, y2, kernel, theta, gamma, lambda, vari
     .Call(`_kernlearn_cpp_hgk_objective`, x1, y1, x2, y2, kernel, theta, gamma, lambda, variant, alpha, bias, gradient, threads)
 }
 
+cpp_all_finite <- function(x, threads) {
+    .Call(`_kernlearn_cpp_all_finite`, x, threads)
+}
+
+cpp_column_range <- function(x, threads) {
+    .Call(`_kernlearn_cpp_column_range`, x, threads)
+}
+
+cpp_column_mean_sd <- function(x, threads) {
+    .Call(`_kernlearn_cpp_column_mean_sd`, x, threads)
+}
+
+cpp_scale_columns <- function(x, center, scale, threads) {
+    .Call(`_kernlearn_cpp_scale_columns`, x, center, scale, threads)
+}
+
 cpp_kernel_matrix <- function(x, z, kernel, threads, backend) {
     .Call(`_kernlearn_cpp_kernel_matrix`, x, z, kernel, threads, backend)
 }

@@ -147,14 +147,24 @@
 #' random state (unless no pair had more than 5 directions above
 #' \code{threshold}: then its comparison fit is the full fit). With more than
 #' 20000 rows (option \code{kernlearn.gem_compare_rows}), the comparison fits
-#' use 20000 of them, sampled within each class in proportion, and the kept
-#' ridge is fitted on all rows from the random state the call started with,
-#' its penalty search starting at the penalty the sample chose for it. The
-#' model is then the one \code{gem()} gives with that ridge given whenever the
-#' two searches end at the same penalty (on MNIST the sample ranked the ridges
-#' as all rows did and chose the penalty all rows choose, 16; each comparison
-#' fit took 13 to 15 s instead of 25 s, and the search from 16 tried 3 values
-#' instead of 4; shuttle, 43500 rows, kept its ridge too). The
+#' use 20000 of them, sampled within each class in proportion (and compute
+#' only the directions they keep), and the kept ridge is fitted on all rows
+#' from the random state the call started with. With calibrated least squares,
+#' a single model and at most 16 times as many rows as the sample, that fit
+#' takes the penalty the sample chose for the ridge: the rows a search would
+#' hold out are kept out of the directions as in a search, and the head is
+#' fitted on all rows with that penalty, as a search on all rows that chose it
+#' would fit it (the sample's search is then the one kept and printed). The
+#' penalty is \code{lambda} \eqn{\sqrt{n}}{sqrt(n)}: whether the best total
+#' penalty stays the same as the rows grow or grows in proportion to them, the
+#' best \code{lambda} moves by at most a factor \eqn{\sqrt{n/m}}{sqrt(n / m)}
+#' between a sample of \eqn{m} rows and all \eqn{n}, at most 4 there, one
+#' step of the grid. Otherwise the penalty search on all rows starts at the
+#' sample's choice. On MNIST the sample ranked the ridges as all rows did and
+#' chose the penalty a search on all rows chooses, 16, so the model is the
+#' one \code{gem()} gives with that ridge given (to rounding); each comparison
+#' fit took about 10 s instead of 25 s, and the whole fit 125 s instead of
+#' 164 s with the search on all rows. The
 #' comparison is in \code{fit$params$ridge_search} (attributes
 #' \code{directions}, the cap, \code{rows}, the rows compared on, and
 #' \code{refit_seconds}) and is printed. Neither ridge was better on every
@@ -163,8 +173,8 @@
 #' against 137) and dna (3.6\% against 5.4\%). The capped comparison ranked
 #' the two ridges as the comparison of the full models did on all of them, and
 #' chose the better one on all but satimage (where it chose 0.5: 11.2\% against
-#' 10.0\%). On MNIST it costs 15 s per ridge against 104 s and 174 s for the
-#' full fits. Give \code{ridge} to fit once.
+#' 10.0\%). On MNIST it costs about 10 s per ridge against 104 s and 174 s
+#' for the full fits. Give \code{ridge} to fit once.
 #'
 #' \strong{Default head.} Calibrated least squares with a chosen penalty is
 #' the default because, on the multiclass benchmarks of the package
@@ -350,6 +360,14 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
   v
 }
 
+# After a ridge comparison on a sample, calibrated least squares on all rows takes the penalty
+# the sample chose when there are at most this many times as many rows as in the sample. The
+# penalty is lambda sqrt(n): whether the best total penalty stays the same as n grows or grows
+# with n, the best lambda moves by at most a factor sqrt(n / m) between m and n rows, here at
+# most 4, one step of the grid. With more rows, the search on all rows starts at the sample's
+# choice.
+.gem_sample_reach <- 16
+
 # About m of the rows, sampled within each class in proportion; a class of at most 10 rows is
 # kept whole, a larger one keeps at least 10.
 .gem_compare_sample <- function(y, m) {
@@ -375,11 +393,13 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
 .gem_fit_ridge <- function(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree,
                            keep_input, head, lambda, depth, first_layer, rff, ensemble,
                            standardize, max_pairs, maxit, tol, eigen_method, threads, call) {
-  fit_with <- function(r, keep_max = 0L, data = inp, search_only = FALSE, lambda_start = 1) {
-    f <- .gem_fit(data, r, ridge_type, top, threshold, pairs, nonlinearity, degree, keep_input,
+  fit_with <- function(r, keep_max = 0L, data = inp, search_only = FALSE, lambda_start = 1,
+                       sample_search = NULL, top_fit = top) {
+    f <- .gem_fit(data, r, ridge_type, top_fit, threshold, pairs, nonlinearity, degree, keep_input,
                   head, lambda, depth, first_layer, rff, ensemble, standardize, max_pairs, maxit,
                   tol, eigen_method, threads, call, keep_max = keep_max,
-                  search_only = search_only, lambda_start = lambda_start)
+                  search_only = search_only, lambda_start = lambda_start,
+                  sample_search = sample_search)
     f$params$ridge <- r
     f
   }
@@ -409,7 +429,10 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
     assign(".Random.seed", cstate, envir = globalenv())
     t0 <- proc.time()[["elapsed"]]
     # each candidate's warnings are held back; only the kept fit's are given
-    fits[[i]] <- withCallingHandlers(fit_with(.gem_ridge_candidates[i], cap, cinp, sampled),
+    # on a sample, the comparison fit is never the model, so only the directions it keeps are
+    # computed (the eigensolver's cost grows with the number asked for)
+    fits[[i]] <- withCallingHandlers(fit_with(.gem_ridge_candidates[i], cap, cinp, sampled,
+                                              top_fit = if (sampled && cap > 0L) cap else top),
                                      warning = function(w) {
       warns[[i]] <<- c(warns[[i]], list(w))
       invokeRestart("muffleWarning")
@@ -436,13 +459,24 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
                        lambda = vapply(at, `[[`, numeric(1), "lambda"),
                        error = err, loss = loss, seconds = round(secs, 3))
   if (refit_needed(fits[[best]])) {
+    # after a comparison on a sample, calibrated least squares takes the penalty the sample
+    # chose for the kept ridge when all rows are at most .gem_sample_reach times the sample
+    # (a single model), else its local search starts there
+    take <- sampled && identical(fits[[best]]$params$head, "cls") &&
+      length(fits[[best]]$members) == 1L &&
+      length(inp$y) <= .gem_sample_reach * length(cinp$y)
+    from <- NULL
+    if (take) {
+      from <- fits[[best]]$members[[1L]]$head$search
+      attr(from, "validation") <- rows[attr(from, "validation")]
+      attr(from, "sample_rows") <- length(cinp$y)
+      attr(from, "chosen") <- search$lambda[best]
+    }
     fits <- NULL
     assign(".Random.seed", state, envir = globalenv())
     t0 <- proc.time()[["elapsed"]]
-    # after a comparison on a sample, the local penalty search of calibrated least squares
-    # starts at the penalty the sample chose for this ridge
     fit <- fit_with(.gem_ridge_candidates[best],
-                    lambda_start = if (sampled) search$lambda[best] else 1)
+                    lambda_start = if (sampled) search$lambda[best] else 1, sample_search = from)
     refit <- proc.time()[["elapsed"]] - t0
   } else {
     fit <- .gem_uncap(fits[[best]])
@@ -581,7 +615,7 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
 .gem_fit <- function(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree,
                      keep_input, head, lambda, depth, first_layer, rff, ensemble, standardize,
                      max_pairs, maxit, tol, eigen_method, threads, call, keep_max = 0L,
-                     search_only = FALSE, lambda_start = 1) {
+                     search_only = FALSE, lambda_start = 1, sample_search = NULL) {
   caller <- "gem()"
   if (inp$task != "classification")
     stop(sprintf("%s: GEM is a classifier; 'y' must be a factor of class labels", caller),
@@ -597,6 +631,11 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
   if (is.null(maxit)) maxit <- if (cls) 25 else 500
   if (is.null(tol)) tol <- if (cls) 0.002 else 1e-6
   if (!is.null(lambda)) .check_number(lambda, "lambda", lower = 0)
+  # a penalty chosen on a sample of the rows (sample_search: that search): the rows are held
+  # out as for a search on all rows and the directions learned from the others, then the head
+  # is fitted on all rows with that penalty, as a search on all rows that chose it would
+  on_sample <- !is.null(sample_search)
+  if (on_sample) lambda <- attr(sample_search, "chosen")
   .check_number(ensemble, "ensemble", lower = 1, upper = 1000, integer = TRUE)
   .check_number(max_pairs, "max_pairs", lower = 1, integer = TRUE)
   .check_number(maxit, "maxit", lower = 0, upper = 1e7, integer = TRUE)
@@ -662,7 +701,7 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
     # Without lambda, the penalty is chosen on a stratified held-out part of the rows; the
     # directions are learned from the other rows only (so that the held-out rows are unseen by
     # the features), and the head is refitted on all rows with the chosen penalty.
-    val <- if (is.null(lambda)) .kl_validation_rows(inp$y) else NULL
+    val <- if (is.null(lambda) || on_sample) .kl_validation_rows(inp$y) else NULL
     train <- if (is.null(val)) seq_len(n) else setdiff(seq_len(n), val)
     if (layers[[1L]]$ridge == 0 && nrow(pm)) {
       d <- if (is.null(rmap)) ncol(x) else ncol(rmap$W)
@@ -701,10 +740,12 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
     lev, caller)
   members <- lapply(seq_len(ensemble), function(m)
     .gem_member_from_core(fits[[m]], inputs[[m]], layers, head, maxit, tol, n, lev, caller))
+  if (on_sample) members[[1L]]$head$search <- sample_search
   structure(list(members = members, levels = lev, task = "classification", spec = inp$spec,
                  n = nrow(x), params = list(head = head,
                                             lambda = members[[1L]]$head$lambda,
-                                            lambda_chosen = is.null(lambda), maxit = maxit,
+                                            lambda_chosen = is.null(lambda) || on_sample,
+                                            maxit = maxit,
                                             tol = tol, depth = depth, ensemble = ensemble,
                                             standardize = standardize, pairs = if (is.character(pairs)) pairs else "matrix"),
                  call = call),
@@ -1063,9 +1104,11 @@ print.gem <- function(x, ...) {
   vals <- if (identical(x$params$head, "cls"))
     sprintf("%s -> %.4f (%.2f%%)", lams, tried$loss, 100 * tried$error) else
     sprintf("%s -> %.2f%%", lams, 100 * tried$error)
-  sprintf(" (chosen%s from %d values by %s on %d held-out rows, fitted on %d: %s)", lam,
-          nrow(s), how, as.integer(attr(s, "validation_rows")), as.integer(attr(s, "train_rows")),
-          paste(vals, collapse = ", "))
+  sample <- if (is.null(attr(s, "sample_rows"))) "" else
+    sprintf(" of a sample of %d rows", as.integer(attr(s, "sample_rows")))
+  sprintf(" (chosen%s from %d values by %s on %d held-out rows%s, fitted on %d: %s)", lam,
+          nrow(s), how, as.integer(attr(s, "validation_rows")), sample,
+          as.integer(attr(s, "train_rows")), paste(vals, collapse = ", "))
 }
 
 #' @export

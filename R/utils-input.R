@@ -163,8 +163,8 @@
     stop(sprintf("%s: '%s' is empty (%d x %d)", caller, name, nrow(x), ncol(x)), call. = FALSE)
   storage.mode(x) <- "double"
   if (is.null(colnames(x))) colnames(x) <- paste0("V", seq_len(ncol(x)))
-  bad <- !is.finite(x)
-  if (any(bad)) {
+  if (!cpp_all_finite(x, .kl_threads(NULL))) {
+    bad <- !is.finite(x)
     cols <- which(colSums(bad) > 0)
     rows <- which(rowSums(bad) > 0)
     stop(sprintf("%s: '%s' has missing or infinite values in column(s) %s (row(s) %s)",
@@ -297,13 +297,22 @@
 .kl_finish_input <- function(x, y, caller, spec, scale = TRUE) {
   if (nrow(x) == 0L) stop(sprintf("%s: no rows", caller), call. = FALSE)
   mode <- .kl_scale_mode(scale, caller)
+  # one pass over the columns each: the values of apply(x, 2, min) and max, or of colMeans(x)
+  # and apply(x, 2, sd)
   if (mode == "minmax") {
-    mn <- apply(x, 2L, min)
-    rg <- apply(x, 2L, max) - mn
+    r <- cpp_column_range(x, .kl_threads(NULL))
+    mn <- r[1L, ]
+    rg <- r[2L, ] - mn
     sc <- ifelse(rg > 0, 1 / rg, 0)
   } else if (mode == "standardize") {
-    mn <- colMeans(x)
-    sdv <- if (nrow(x) > 1L) apply(x, 2L, stats::sd) else rep(0, ncol(x))
+    if (nrow(x) > 1L) {
+      r <- cpp_column_mean_sd(x, .kl_threads(NULL))
+      mn <- r[1L, ]
+      sdv <- r[2L, ]
+    } else {
+      mn <- colMeans(x)
+      sdv <- rep(0, ncol(x))
+    }
     sc <- ifelse(sdv > 0, 1 / sdv, 0)
   } else {
     mn <- rep(0, ncol(x))
@@ -325,8 +334,9 @@
 }
 
 .scale_apply <- function(x, spec) {
-  x <- sweep(x, 2L, spec$min, `-`, check.margin = FALSE)
-  x <- sweep(x, 2L, spec$scale, `*`, check.margin = FALSE)
+  # (x - min) * scale column by column, as two sweep()s give it, in one pass
+  if (!is.double(x)) storage.mode(x) <- "double"
+  x <- cpp_scale_columns(x, as.double(spec$min), as.double(spec$scale), .kl_threads(NULL))
   dimnames(x) <- list(NULL, spec$features)
   x
 }

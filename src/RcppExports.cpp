@@ -529,6 +529,56 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_all_finite
+bool cpp_all_finite(Rcpp::NumericMatrix x, int threads);
+RcppExport SEXP _kernlearn_cpp_all_finite(SEXP xSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::NumericMatrix >::type x(xSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_all_finite(x, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_column_range
+Rcpp::NumericMatrix cpp_column_range(Rcpp::NumericMatrix x, int threads);
+RcppExport SEXP _kernlearn_cpp_column_range(SEXP xSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::NumericMatrix >::type x(xSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_column_range(x, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_column_mean_sd
+Rcpp::NumericMatrix cpp_column_mean_sd(Rcpp::NumericMatrix x, int threads);
+RcppExport SEXP _kernlearn_cpp_column_mean_sd(SEXP xSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::NumericMatrix >::type x(xSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_column_mean_sd(x, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_scale_columns
+Rcpp::NumericMatrix cpp_scale_columns(Rcpp::NumericMatrix x, Rcpp::NumericVector center, Rcpp::NumericVector scale, int threads);
+RcppExport SEXP _kernlearn_cpp_scale_columns(SEXP xSEXP, SEXP centerSEXP, SEXP scaleSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::NumericMatrix >::type x(xSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type center(centerSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type scale(scaleSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_scale_columns(x, center, scale, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_kernel_matrix
 Rcpp::NumericMatrix cpp_kernel_matrix(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> z, Rcpp::List kernel, int threads, Rcpp::List backend);
 RcppExport SEXP _kernlearn_cpp_kernel_matrix(SEXP xSEXP, SEXP zSEXP, SEXP kernelSEXP, SEXP threadsSEXP, SEXP backendSEXP) {
@@ -903,6 +953,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_linear_svm_predict", (DL_FUNC) &_kernlearn_cpp_linear_svm_predict, 3},
     {"_kernlearn_cpp_hgk_learn", (DL_FUNC) &_kernlearn_cpp_hgk_learn, 8},
     {"_kernlearn_cpp_hgk_objective", (DL_FUNC) &_kernlearn_cpp_hgk_objective, 13},
+    {"_kernlearn_cpp_all_finite", (DL_FUNC) &_kernlearn_cpp_all_finite, 2},
+    {"_kernlearn_cpp_column_range", (DL_FUNC) &_kernlearn_cpp_column_range, 2},
+    {"_kernlearn_cpp_column_mean_sd", (DL_FUNC) &_kernlearn_cpp_column_mean_sd, 2},
+    {"_kernlearn_cpp_scale_columns", (DL_FUNC) &_kernlearn_cpp_scale_columns, 4},
     {"_kernlearn_cpp_kernel_matrix", (DL_FUNC) &_kernlearn_cpp_kernel_matrix, 5},
     {"_kernlearn_cpp_kernel_matrix_naive", (DL_FUNC) &_kernlearn_cpp_kernel_matrix_naive, 3},
     {"_kernlearn_cpp_kernel_derivatives", (DL_FUNC) &_kernlearn_cpp_kernel_derivatives, 5},

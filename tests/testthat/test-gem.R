@@ -623,6 +623,9 @@ replay_cls_walk <- function(s, grid, start, patience, flat = 0.005) {
 
 test_that("the penalty walk stops after two misses, or one with many held-out rows", {
   grid <- 4^(-7:8)
+  # all rows compared (no sample), so that the search of the model is the walk on all rows
+  old <- options(kernlearn.gem_compare_rows = 26000)
+  on.exit(options(old))
   for (n in c(600L, 26000L)) {
     dat <- gem_toy(n = n, d = 5, seed = 2)
     set.seed(2)
@@ -630,13 +633,8 @@ test_that("the penalty walk stops after two misses, or one with many held-out ro
     s <- fit$members[[1]]$head$search
     nv <- attr(s, "validation_rows")
     expect_equal(nv >= 5000, n > 5000)
-    # the walk starts at 1, or, after a ridge comparison on a sample of the rows (26000 rows),
-    # at the penalty the sample chose for the kept ridge
-    rs <- fit$params$ridge_search
-    expect_equal(attr(rs, "rows") < n, n > 20000)
-    start <- if (attr(rs, "rows") < n) match(rs$lambda[rs$ridge == fit$params$ridge], grid)
-             else match(1, grid)
-    r <- replay_cls_walk(s, grid, start = start, patience = if (nv >= 5000) 1L else 2L)
+    expect_identical(attr(fit$params$ridge_search, "rows"), n)
+    r <- replay_cls_walk(s, grid, start = match(1, grid), patience = if (nv >= 5000) 1L else 2L)
     expect_identical(r$asked, r$recorded)
     expect_equal(fit$params$lambda, r$best)
     expect_gte(nrow(s), 3L)
@@ -989,24 +987,59 @@ test_that("with many rows, the ridges are compared on a stratified sample of the
     expect_equal(rs$lambda[i], g$params$lambda)
     expect_equal(rs$loss[i], s$loss[s$lambda == g$params$lambda])
   }
-  # the model is the fit on all rows with the kept ridge, from the seed the call started with,
-  # its penalty search starting at the penalty the sample chose (4 here; the fit with the ridge
-  # given starts at 1): the values both searches tried scored the same, and both chose the same
+  # with at most 16 times the sample's rows, the model takes the penalty the sample chose for
+  # the kept ridge (4 here): the fit on all rows with that ridge, from the seed the call started
+  # with, its directions learned without the rows a search would hold out, its head fitted on
+  # all rows with that penalty; its search is the sample's, and print() says so
   kept <- match(f$params$ridge, rs$ridge)
   sf <- f$members[[1]]$head$search
-  expect_identical(sf$lambda[1], rs$lambda[kept])
+  expect_identical(f$params$lambda, rs$lambda[kept])
+  expect_identical(f$members[[1]]$head$lambda, rs$lambda[kept])
+  expect_true(f$params$lambda_chosen)
   expect_false(rs$lambda[kept] == 1)
+  expect_identical(attr(sf, "sample_rows"), length(rows))
+  expect_equal(sf$loss[sf$lambda == f$params$lambda], rs$loss[kept])
+  expect_true(all(attr(sf, "validation") %in% rows))
+  expect_equal(length(attr(sf, "validation")), attr(sf, "validation_rows"))
+  expect_output(print(f), sprintf("chosen from %d values by .* held-out rows of a sample of %d rows",
+                                  nrow(sf), length(rows)))
+  # the directions are those of the search on all rows with that ridge given (the same rows
+  # held out, the same seeds), which starts at 1 (and here, its 120 held-out rows against the
+  # sample's 40, chooses 1)
   set.seed(5)
   g <- gem(dat$x, dat$y, top = 3, threshold = 0, fitted = FALSE, scale = FALSE,
            ridge = f$params$ridge)
+  expect_identical(g$members[[1]]$head$search$lambda[1], 1)
+  expect_identical(f$members[[1]]$layers[[1]]$V, g$members[[1]]$layers[[1]]$V)
+  # and the head is calibrated least squares on all rows of the model's features with the
+  # sample's penalty
+  Z <- features(f, dat$x)
+  h <- gem(Z, dat$y, pairs = "none", degree = 1, standardize = FALSE, scale = FALSE,
+           head = "cls", lambda = f$params$lambda, fitted = FALSE)
+  expect_equal(predict(h, Z, type = "prob"), predict(f, dat$x, type = "prob"),
+               tolerance = 1e-5, ignore_attr = TRUE)
+  # with more than 16 times the sample's rows, the search on all rows starts at the sample's
+  # choice instead; the values both searches tried scored the same
+  options(kernlearn.gem_compare_rows = 100)
+  big <- gem_toy(n = 2000, d = 5, seed = 8)
+  set.seed(5)
+  f <- gem(big$x, big$y, top = 3, threshold = 0, fitted = FALSE, scale = FALSE)
+  rs <- f$params$ridge_search
+  expect_lt(attr(rs, "rows") * 16, 2000)
+  kept <- match(f$params$ridge, rs$ridge)
+  sf <- f$members[[1]]$head$search
+  expect_null(attr(sf, "sample_rows"))
+  expect_identical(sf$lambda[1], rs$lambda[kept])
+  set.seed(5)
+  g <- gem(big$x, big$y, top = 3, threshold = 0, fitted = FALSE, scale = FALSE,
+           ridge = f$params$ridge)
   sg <- g$members[[1]]$head$search
-  expect_identical(sg$lambda[1], 1)
   both <- intersect(sf$lambda, sg$lambda)
-  expect_gt(length(both), 2L)
+  expect_gt(length(both), 0L)
   expect_identical(sf$error[match(both, sf$lambda)], sg$error[match(both, sg$lambda)])
   expect_identical(sf$loss[match(both, sf$lambda)], sg$loss[match(both, sg$lambda)])
-  expect_identical(f$params$lambda, g$params$lambda)
-  expect_identical(predict(g, dat$x, type = "prob"), predict(f, dat$x, type = "prob"))
+  expect_identical(f$params$lambda, sf$lambda[which.min(sf$loss)])
+  options(kernlearn.gem_compare_rows = 200)
   # the first value tried: the one asked for when the grid has it, else 1, else the first
   grid <- 4^(-7:8)
   expect_identical(kernlearn:::.gem_search_start(grid, 16), 9L)

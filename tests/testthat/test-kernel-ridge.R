@@ -179,3 +179,38 @@ test_that("kernel_ridge scales inputs as asked: minmax, standardize or none", {
   expect_output(print(kernel_ridge(x, mtcars$mpg)), "scaled to \\[0, 1\\]")
   expect_error(kernel_ridge(x, mtcars$mpg, scale = NA), "'scale' must be one of")
 })
+
+test_that("the one-pass column statistics and scaling give exactly base R's values", {
+  set.seed(31)
+  x <- cbind(matrix(rnorm(5003 * 6, mean = 1e4, sd = 3), 5003), 7, runif(5003) * -1e-8,
+             rep(c(-2, 5), length.out = 5003))
+  for (th in 1:2) {
+    r <- kernlearn:::cpp_column_range(x, th)
+    expect_identical(r[1, ], apply(x, 2L, min))
+    expect_identical(r[2, ], apply(x, 2L, max))
+    ms <- kernlearn:::cpp_column_mean_sd(x, th)
+    expect_identical(ms[1, ], colMeans(x))
+    expect_identical(ms[2, ], apply(x, 2L, stats::sd))
+    cen <- colMeans(x)
+    sc <- ifelse(ms[2, ] > 0, 1 / ms[2, ], 0)
+    ref <- sweep(sweep(x, 2L, cen, `-`, check.margin = FALSE), 2L, sc, `*`,
+                 check.margin = FALSE)
+    expect_identical(kernlearn:::cpp_scale_columns(x, cen, sc, th), unname(ref))
+    expect_true(kernlearn:::cpp_all_finite(x, th))
+  }
+  for (bad in c(NA, NaN, Inf, -Inf)) {
+    y <- x
+    y[4000, 7] <- bad
+    expect_false(kernlearn:::cpp_all_finite(y, 2))
+  }
+  # two rows, one column, integers stored as doubles
+  z <- matrix(c(3, 8), 2)
+  expect_identical(kernlearn:::cpp_column_mean_sd(z, 1)[2, ], stats::sd(c(3, 8)))
+  expect_error(kernlearn:::cpp_column_mean_sd(z[1, , drop = FALSE], 1), "fewer than two rows")
+  # an integer matrix is scaled as its double values (predict-time path)
+  spec <- list(min = c(1, 2), scale = c(0.5, 0.25), features = c("a", "b"))
+  xi <- matrix(1:6, 3)
+  expect_identical(kernlearn:::.scale_apply(xi, spec),
+                   matrix(c((1:3 - 1) * 0.5, (4:6 - 2) * 0.25), 3,
+                          dimnames = list(NULL, c("a", "b"))))
+})
