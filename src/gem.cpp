@@ -211,6 +211,7 @@ Rcpp::List head_to_r(const kl::GemHeadFit& f, bool standardize) {
         Rcpp::Named("scale") = scale, Rcpp::Named("change") = Rcpp::wrap(c.change),
         Rcpp::Named("train_error") = Rcpp::wrap(c.train_error),
         Rcpp::Named("iterations") = c.iterations, Rcpp::Named("converged") = c.converged,
+        Rcpp::Named("single_factor") = c.single_factor,
         Rcpp::Named("p") = static_cast<double>(f.p), Rcpp::Named("single") = f.single,
         Rcpp::Named("lambda") = f.lambda, Rcpp::Named("search") = search,
         Rcpp::Named("search_only") = f.search_only,
@@ -275,7 +276,9 @@ std::vector<Eigen::Index> rows_from_r(SEXP rows) {
 // list per ensemble member with num, den (0-based class pairs), validation (1-based held-out
 // rows or NULL), seeds (one pair of integers per layer), warm (1-based warm-start rows or
 // NULL) and W, b (the random Fourier map or NULL). `lambda`: the penalty, or the grid
-// searched (then cls starts at `start`, 0-based). memory_limit: bytes (NA: no limit).
+// searched (then cls starts at `start`, 0-based). single_factor, single_final: the smallest
+// cls systems (in columns) factored in single precision in the search and in the final fit.
+// memory_limit: bytes (NA: no limit).
 // Returns one list per member: layers (per layer: spectra, kept, vectors of every pair,
 // dense, applications, V), head (the classifier; for cls with the training scores in the
 // member's row order: the held-out rows last) and timing.
@@ -284,7 +287,8 @@ Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector 
                        Rcpp::List layers, Rcpp::List members, int head,
                        Rcpp::NumericVector lambda, int start, int maxit, double tol,
                        bool standardize, double single_cells, double single_factor,
-                       double memory_limit, int method, double eigen_tol, int threads,
+                       double single_final, double memory_limit, int method,
+                       double eigen_tol, int threads,
                        SEXP progress = R_NilValue) {
   return klr::guard([&]() -> Rcpp::List {
     kl::GemFitOptions opt;
@@ -318,6 +322,7 @@ Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector 
     opt.head.threads = kl::clamp_threads(threads);
     opt.single_cells = single_cells;
     opt.head.single_factor_min = single_factor;
+    opt.head.single_final_min = single_final;
     if (!ISNAN(memory_limit)) opt.memory_limit = memory_limit;
     std::vector<kl::GemMemberInput> in(static_cast<std::size_t>(members.size()));
     for (R_xlen_t m = 0; m < members.size(); ++m) {

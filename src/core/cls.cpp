@@ -113,7 +113,17 @@ template <class Src>
 Mat gram_impl(const Src& s, int threads, SimdLevel max_level, const Callbacks& cb) {
   using T = typename Src::Scalar;
   const Eigen::Index n = s.rows(), p = s.cols();
-  Mat G = Mat::Zero(p + 1, p + 1);
+  Mat G(p + 1, p + 1);
+  {
+    // zeroed in parallel, column by column: most of the cost of a large new matrix is the
+    // first touch of its pages
+    double* g = G.data();
+    const Eigen::Index q = p + 1;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(clamp_threads(threads)) if (q > 256)
+#endif
+    for (Eigen::Index j = 0; j < q; ++j) std::fill(g + j * q, g + (j + 1) * q, 0.0);
+  }
   const Eigen::Index nchunks = (n + kGramChunk - 1) / kGramChunk;
   const SimdLevel level =
       std::is_same<T, float>::value ? std::min(max_level, simd_level()) : SimdLevel::none;
@@ -393,6 +403,10 @@ bool cls_fit_from_gram_single(const Src& s, const IVec& y, int K, const ClsOptio
   const double chol_share = 0.5;
   const auto t1 = Clock::now();
   A.resize(q, q);
+  // column by column in parallel (each thread first touches the columns it writes)
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads) if (q > 256)
+#endif
   for (Eigen::Index j = 0; j < q; ++j) {
     for (Eigen::Index i = 0; i < j; ++i) A(i, j) = 0.0f;  // not referenced; set all the same
     A(j, j) = static_cast<float>(0.5 * G(j, j) + opt.lambda * rn);
@@ -414,6 +428,23 @@ bool cls_fit_from_gram_single(const Src& s, const IVec& y, int K, const ClsOptio
   return true;
 }
 
+// The final fit from the Gram matrix G of its rows: in single precision when the system has at
+// least opt.single_final_min columns and that factorisation succeeds, else in double (G is
+// then factored in place).
+template <class Src>
+ClsFit cls_fit_final(const Src& s, const IVec& y, int K, const ClsOptions& opt, Mat G,
+                     const Callbacks& cb) {
+  if (static_cast<double>(G.rows()) >= opt.single_final_min) {
+    Eigen::MatrixXf factor;
+    ClsFit f;
+    if (cls_fit_from_gram_single(s, y, K, opt, G, factor, f, cb)) {
+      f.single_factor = true;
+      return f;
+    }
+  }
+  return cls_fit_from_gram(s, y, K, opt, std::move(G), cb);
+}
+
 template <class Src>
 ClsFit cls_fit_impl(const Src& s, const IVec& y, int K, const ClsOptions& opt,
                     const Callbacks& cb) {
@@ -423,7 +454,7 @@ ClsFit cls_fit_impl(const Src& s, const IVec& y, int K, const ClsOptions& opt,
   const auto t0 = Clock::now();
   Mat G = gram_impl(s, clamp_threads(opt.threads), SimdLevel::avx512, cb.stage(0.0, gram_share));
   const double sg = seconds_between(t0, Clock::now());
-  ClsFit f = cls_fit_from_gram(s, y, K, opt, std::move(G), cb.stage(gram_share, 1.0));
+  ClsFit f = cls_fit_final(s, y, K, opt, std::move(G), cb.stage(gram_share, 1.0));
   f.seconds_gram = sg;
   return f;
 }
@@ -592,7 +623,7 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
   Gv.resize(0, 0);
   ClsOptions o = opt;
   o.lambda = search.chosen;
-  ClsFit f = cls_fit_from_gram(all, y, K, o, std::move(G), cb.stage(0.4, 1.0));
+  ClsFit f = cls_fit_final(all, y, K, o, std::move(G), cb.stage(0.4, 1.0));
   f.seconds_gram = sg;
   f.seconds_search = seconds_between(t0, Clock::now()) - sg - f.seconds_factor - f.seconds_steps;
   return f;

@@ -15,6 +15,7 @@
 // New rows replay the same sequence with the stored W0, C_t and D_t.
 #pragma once
 
+#include <limits>
 #include <vector>
 
 #include "common.hpp"
@@ -35,8 +36,13 @@ struct ClsOptions {
   int threads = 1;
   // Penalty search: systems with at least this many columns (features + 1) are factored in
   // single precision for the values tried (falling back to double where that factorisation
-  // fails); the final fit is always factored in double.
+  // fails); the final fit follows single_final_min.
   double single_factor_min = 0;
+  // The final fit (with or without a search): systems with at least this many columns are
+  // factored and solved in single precision, falling back to double where that factorisation
+  // fails. The Gram matrix is summed in single precision within blocks of rows, so its entries
+  // carry relative errors near single precision's already.
+  double single_final_min = std::numeric_limits<double>::infinity();
   // Penalty search: stop once the penalty is chosen, without the final fit on all rows (the
   // fit returned is empty; the search is filled in).
   bool search_only = false;
@@ -50,6 +56,7 @@ struct ClsFit {
   Vec train_error;         // per step: training error rate of the scores
   int iterations = 0;
   bool converged = false;
+  bool single_factor = false;  // factored and solved in single precision
   Mat scores;              // the final scores of the rows fitted (n x K), as cls_scores gives
                            // them for those rows
   // Wall time by stage; with a penalty search, seconds_search is the time of the fits on the

@@ -178,6 +178,7 @@ GemHeadFit gem_head_fit(const CMatRef& z, const CMatRef& V, int base, int degree
     co.tol = opt.tol;
     co.threads = threads;
     co.single_factor_min = opt.single_factor_min;
+    co.single_final_min = opt.single_final_min;
     co.search_only = opt.search_only && search;
     out.search_only = co.search_only;
     if (search) {

@@ -26,6 +26,7 @@ struct GemHeadOptions {
   bool standardize = true;
   bool single = false;          // hold the features in single precision
   double single_factor_min = 0;  // cls search: see ClsOptions::single_factor_min
+  double single_final_min = std::numeric_limits<double>::infinity();  // see ClsOptions
   bool search_only = false;     // cls search: see ClsOptions::search_only
   int threads = 1;
   // Logistic head without a search: a fit on these rows starts the full fit (empty: none).

@@ -851,6 +851,54 @@ test_that("the penalty search may factor in single precision and chooses as in d
   expect_equal(srch[[2]]$loss, srch[[1]]$loss, tolerance = 1e-6)
 })
 
+test_that("the final fit factors large systems in single precision, else in double", {
+  dat <- gem_toy(n = 900, d = 6, seed = 5)
+  fit_with <- function(m, ...) {
+    old <- options(kernlearn.gem_single_final = m)
+    on.exit(options(old))
+    set.seed(3)
+    gem(dat$x, dat$y, top = 3, threshold = 0, ...)
+  }
+  # small systems (the default threshold is 4096 columns): double precision
+  dbl <- fit_with(NULL, lambda = 2)
+  expect_false(dbl$members[[1]]$head$single_factor)
+  expect_identical(predict(fit_with(Inf, lambda = 2), dat$x, type = "decision"),
+                   predict(dbl, dat$x, type = "decision"))
+  # forced on this one: the same model to single-precision rounding, its fitted values those of
+  # its own steps
+  sgl <- fit_with(0, lambda = 2)
+  expect_true(sgl$members[[1]]$head$single_factor)
+  expect_false(identical(predict(sgl, dat$x, type = "decision"),
+                         predict(dbl, dat$x, type = "decision")))
+  expect_equal(predict(sgl, dat$x, type = "decision"), predict(dbl, dat$x, type = "decision"),
+               tolerance = 1e-4)
+  expect_identical(fitted(sgl), predict(sgl, dat$x))
+  expect_identical(sgl$members[[1]]$head$iterations, dbl$members[[1]]$head$iterations)
+  # after a penalty search too
+  s2 <- fit_with(0)
+  s1 <- fit_with(Inf)
+  expect_true(s2$members[[1]]$head$single_factor)
+  expect_identical(s2$params$lambda, s1$params$lambda)
+  expect_identical(s2$members[[1]]$head$search, s1$members[[1]]$head$search)
+  expect_equal(predict(s2, dat$x, type = "prob"), predict(s1, dat$x, type = "prob"),
+               tolerance = 1e-4)
+  # nearly collinear columns, unscaled, no penalty to speak of: the single-precision factor
+  # fails its pivot check and the fit falls back to double precision
+  dat <- gem_toy(n = 4000, d = 4, seed = 7)
+  set.seed(9)
+  x <- unname(cbind(dat$x, dat$x[, 1:2] + 1e-4 * rnorm(8000)))
+  col <- lapply(c(0, Inf), function(m) {
+    old <- options(kernlearn.gem_single_final = m)
+    on.exit(options(old))
+    set.seed(3)
+    gem(x, dat$y, top = 2, threshold = 0, scale = FALSE, standardize = FALSE,
+        lambda = 4^-6, fitted = FALSE)
+  })
+  expect_false(col[[1]]$members[[1]]$head$single_factor)
+  expect_identical(predict(col[[1]], x, type = "decision"),
+                   predict(col[[2]], x, type = "decision"))
+})
+
 # Evaluates expr with every internal fit of gem() (.gem_fit) recorded: list(value, fits), the
 # fits named f1, f2, ... in the order they were made.
 record_gem_fits <- function(expr) {
