@@ -109,8 +109,10 @@ for (s in sets) {
     h <- f$members[[1]]$head
     rs <- f$params$ridge_search
     record(s, "gem (defaults)", mean(predict(f, sp$xt) != sp$yt), secs,
-           sprintf("%s head, lambda %s chosen from %d values; ridge %s%s; %d features",
-                   h$type, format(signif(h$lambda, 6)), NROW(h$search), format(f$params$ridge),
+           sprintf("%s head, lambda %s chosen from %d values%s; ridge %s%s; %d features",
+                   h$type, format(signif(h$lambda, 6)), NROW(h$search),
+                   if (is.null(attr(h$search, "sample_rows"))) "" else " on the sample",
+                   format(f$params$ridge),
                    if (is.null(rs)) "" else
                      sprintf(" chosen from %s (%s s%s; refit %s s)",
                              paste(rs$ridge, collapse = ", "), paste(rs$seconds, collapse = " + "),
