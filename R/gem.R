@@ -258,8 +258,12 @@
 #'   the class \code{pairs}, the directions \code{V} (one column per kept
 #'   eigenvector), the eigenvalue \code{spectra} per pair and the feature-map
 #'   settings; the random Fourier map \code{rff}; the feature standardisation;
-#'   and the classifier \code{head}), \code{levels}, the input specification and
-#'   the call.
+#'   and the classifier \code{head}), \code{levels}, the input specification,
+#'   \code{active} (the input columns the model uses, \code{NULL} for all: columns
+#'   that are zero on every row after scaling, such as constant columns with
+#'   \code{scale = TRUE}, contribute nothing and are left out of the fit and of
+#'   new data, except with \code{rff}; a relative \code{ridge} stays relative
+#'   to all the columns, so the model is the same) and the call.
 #' @references
 #' Karampatziakis, N. and Mineiro, P. (2014). Discriminative features via
 #' generalized eigenvectors. ICML.
@@ -308,10 +312,12 @@ gem.formula <- function(formula, data, ridge = NULL, ridge_type = c("relative", 
                            na.action, "gem()", parent.frame())
   .check_flag(scale, "scale", caller)
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
-  fit <- .gem_fit_ridge(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree,
+  dz <- if (is.null(rff)) .gem_drop_zero_columns(inp) else list(inp = inp, active = NULL)
+  fit <- .gem_fit_ridge(dz$inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree,
                         keep_input, head, lambda, depth, first_layer, rff, ensemble,
                         standardize, max_pairs, maxit, tol, eigen_method, threads,
                         .kl_call(match.call(), "gem"))
+  fit$active <- dz$active
   .gem_keep_fitted(fit, fitted, data, inp$y, threads)
 }
 
@@ -342,11 +348,36 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
     y <- factor(y)
   }
   inp <- .kl_input_xy(x, y, caller, scale = scale)
-  fit <- .gem_fit_ridge(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree,
+  dz <- if (is.null(rff)) .gem_drop_zero_columns(inp) else list(inp = inp, active = NULL)
+  fit <- .gem_fit_ridge(dz$inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree,
                         keep_input, head, lambda, depth, first_layer, rff, ensemble,
                         standardize, max_pairs, maxit, tol, eigen_method, threads,
                         .kl_call(match.call(), "gem"))
+  fit$active <- dz$active
   .gem_keep_fitted(fit, fitted, x, inp$y, threads)
+}
+
+# Columns that are zero on every row after scaling (under the default scalings, every constant
+# column) contribute nothing to the model: nothing to the class moments, a zero coordinate in
+# every direction, and input features that standardise to 0 with a zero coefficient. They are
+# left out of the fit, which costs less (MNIST: 181 of 784 pixels), and out of new data
+# (.gem_newdata); a relative ridge keeps its value per column of the whole input (see
+# .gem_fit). Not with a random Fourier map, whose draws depend on the number of columns.
+# Returns the input without them (and columns_all, the number of columns with them) and
+# `active`, the columns kept (NULL: all).
+.gem_drop_zero_columns <- function(inp) {
+  r <- cpp_column_range(inp$x, .kl_threads(NULL))
+  keep <- which(r[1L, ] != 0 | r[2L, ] != 0)
+  if (length(keep) == ncol(inp$x) || !length(keep)) return(list(inp = inp, active = NULL))
+  inp$columns_all <- ncol(inp$x)
+  inp$x <- inp$x[, keep, drop = FALSE]
+  list(inp = inp, active = keep)
+}
+
+# New data prepared as the fit's input: scaled, without the columns the fit left out.
+.gem_newdata <- function(object, newdata, caller) {
+  x <- .kl_newdata(object$spec, newdata, caller)
+  if (is.null(object$active)) x else x[, object$active, drop = FALSE]
 }
 
 # The ridges compared when `ridge` is not given and the penalty is chosen by validation: 0.1
@@ -672,6 +703,10 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
   } else if (length(first_layer)) {
     stop(sprintf("%s: 'first_layer' applies only with depth = 2", caller), call. = FALSE)
   }
+  # Without the input's zero columns, a relative ridge (ridge x trace / columns) is rescaled so
+  # that the first layer's eigenproblems are those of the whole input.
+  if (!is.null(inp$columns_all) && layers[[1L]]$ridge_type == "relative")
+    layers[[1L]]$ridge_core <- layers[[1L]]$ridge * ncol(inp$x) / inp$columns_all
   if (!is.null(rff)) {
     if (!is.list(rff) || is.null(rff$dim) || is.null(rff$gamma) ||
         length(setdiff(names(rff), c("dim", "gamma"))))
@@ -803,7 +838,8 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
 
 # The settings of a layer as the core reads them.
 .gem_layer_core <- function(L) {
-  list(ridge = L$ridge, relative = L$ridge_type == "relative", top = L$top,
+  list(ridge = if (is.null(L$ridge_core)) L$ridge else L$ridge_core,
+       relative = L$ridge_type == "relative", top = L$top,
        threshold = L$threshold, keep_max = if (is.null(L$keep_max)) 0L else L$keep_max,
        search_only = isTRUE(L$search_only),
        base = .gem_base_code(L$nonlinearity), degree = L$degree, keep_input = L$keep_input,
@@ -1003,10 +1039,10 @@ features.gem <- function(object, newdata, member = 1, threads = NULL, ...) {
   caller <- "features()"
   .no_dots(..., caller = caller)
   .check_number(member, "member", lower = 1, upper = length(object$members), integer = TRUE)
-  x <- .kl_newdata(object$spec, newdata, caller)
+  x <- .gem_newdata(object, newdata, caller)
   mem <- object$members[[member]]
   Z <- .gem_member_features(mem, x, .kl_threads(threads), object$params$standardize)
-  colnames(Z) <- .gem_feature_names(mem, object$spec$features)
+  colnames(Z) <- .gem_feature_names(mem, colnames(x))
   rownames(Z) <- rownames(newdata)
   Z
 }
@@ -1037,7 +1073,7 @@ predict.gem <- function(object, newdata, type = "class", threads = NULL, ...) {
   type <- .kl_predict_type(type, "classification", caller)
   if (missing(newdata) || is.null(newdata)) return(.kl_predict_fitted(object, type, caller))
   threads <- .kl_threads(threads)
-  x <- .kl_newdata(object$spec, newdata, caller)
+  x <- .gem_newdata(object, newdata, caller)
   lev <- object$levels
   n <- nrow(x)
   logp <- matrix(0, n, length(lev))

@@ -391,6 +391,36 @@ test_that("the calibrated least-squares head: ensembles, warnings and bad input"
                    lambda = 0, scale = FALSE), "not positive definite; use lambda > 0")
 })
 
+test_that("columns that are zero after scaling are left out of the fit and of new data", {
+  dat <- gem_toy(n = 300, d = 4)
+  x <- cbind(dat$x[, 1:2], z = 0, k = 3, dat$x[, 3:4])
+  set.seed(1)
+  f <- gem(x, dat$y, top = 2, threshold = 0, lambda = 1)
+  expect_identical(f$active, c(1L, 2L, 5L, 6L))
+  expect_identical(nrow(f$members[[1]]$layers[[1]]$V), 4L)
+  # the same model as without those columns (the same random state), its relative ridge
+  # (ridge x trace / columns) per column of the whole input
+  expect_identical(f$params$ridge, 0.1)
+  set.seed(1)
+  g <- gem(x[, -(3:4)], dat$y, top = 2, threshold = 0, lambda = 1, ridge = 0.1 * 4 / 6)
+  expect_null(g$active)
+  expect_identical(predict(f, x, type = "prob"), predict(g, x[, -(3:4)], type = "prob"))
+  expect_identical(fitted(f), predict(f, x))
+  # new values in those columns change nothing (their scale is 0, as before)
+  x2 <- x
+  x2[, "k"] <- rnorm(300)
+  expect_identical(predict(f, x2, type = "prob"), predict(f, x, type = "prob"))
+  Z <- features(f, x)
+  expect_identical(colnames(Z), colnames(features(g, x[, -(3:4)])))
+  expect_false(any(grepl("^(z|k)", colnames(Z))))
+  # the formula interface, and a logistic head
+  d <- data.frame(x, y = dat$y)
+  set.seed(1)
+  h <- gem(y ~ ., data = d, top = 2, threshold = 0, head = "logistic", lambda = 1e-2)
+  expect_identical(h$active, c(1L, 2L, 5L, 6L))
+  expect_identical(fitted(h), predict(h, d))
+})
+
 test_that("gem separates classes that differ only in their second moments", {
   cv <- covariance_toy()
   x <- cv$x
@@ -738,7 +768,9 @@ test_that("a small overfitting-prone set gets a larger penalty than a large one"
 
 test_that("an error the core raises about a class names the class by its level", {
   dat <- gem_toy(n = 300, d = 4)
-  x <- cbind(dat$x, 0)  # a constant column: every second-moment matrix is singular
+  # a repeated column: every second-moment matrix is singular (a zero column would be left out
+  # of the fit)
+  x <- cbind(dat$x, dat$x[, 2])
   y <- factor(dat$y, labels = c("alpha", "beta", "gamma"))
   err <- tryCatch(gem(x, y, ridge = 0, top = 2, threshold = 0, scale = FALSE, lambda = 1),
                   error = function(e) conditionMessage(e))
