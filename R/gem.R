@@ -360,7 +360,7 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
 # Columns that are zero on every row after scaling (under the default scalings, every constant
 # column) contribute nothing to the model: nothing to the class moments, a zero coordinate in
 # every direction, and input features that standardise to 0 with a zero coefficient. They are
-# left out of the fit, which costs less (MNIST: 181 of 784 pixels), and out of new data
+# left out of the fit, which costs less (MNIST: 67 of 784 pixels), and out of new data
 # (.gem_newdata); a relative ridge keeps its value per column of the whole input (see
 # .gem_fit). Not with a random Fourier map, whose draws depend on the number of columns.
 # Returns the input without them (and columns_all, the number of columns with them) and
