@@ -48,7 +48,12 @@ const Eigen::Index kLargeValidation = 5000;  // held-out rows from which one mis
 // share of its best so far: there it can be flat while the error falls, and a value further
 // above it cannot be chosen.
 const double kFlatLoss = 0.005;
-const Eigen::Index kGramChunk = 2048;  // rows per accumulation step of the Gram matrix
+const Eigen::Index kGramSum = 2048;  // rows whose products are summed in single precision
+// Rows packed at a time for the Gram matrix: up to this many blocks of kGramSum rows, while
+// the packed copy (about 8 bytes per row and column) stays within kGramPackBytes. Each tile of
+// G is then read and written once per kGramSum rows, but from the cache after the first.
+const Eigen::Index kGramMaxSums = 4;
+const double kGramPackBytes = 512.0 * 1024 * 1024;
 const Eigen::Index kGramTile = 512;    // columns of a Gram tile
 
 // The column sums of the rows of s, each summed over the rows in order in double, in parallel
@@ -124,15 +129,21 @@ Mat gram_impl(const Src& s, int threads, SimdLevel max_level, const Callbacks& c
 #endif
     for (Eigen::Index j = 0; j < q; ++j) std::fill(g + j * q, g + (j + 1) * q, 0.0);
   }
-  const Eigen::Index nchunks = (n + kGramChunk - 1) / kGramChunk;
+  const Eigen::Index sums = std::max<Eigen::Index>(
+      1, std::min<Eigen::Index>(kGramMaxSums,
+                                static_cast<Eigen::Index>(kGramPackBytes /
+                                                          (8.0 * static_cast<double>(p) *
+                                                           static_cast<double>(kGramSum)))));
+  const Eigen::Index chunk = sums * kGramSum;
+  const Eigen::Index nchunks = (n + chunk - 1) / chunk;
   const SimdLevel level =
       std::is_same<T, float>::value ? std::min(max_level, simd_level()) : SimdLevel::none;
   std::vector<T> store;  // packed rows, kept from chunk to chunk
   for (Eigen::Index c = 0; c < nchunks; ++c) {
     cb.check();
-    const Eigen::Index r0 = c * kGramChunk, len = std::min(kGramChunk, n - r0);
+    const Eigen::Index r0 = c * chunk, len = std::min(chunk, n - r0);
     add_crossprod_lower(level, s.data(r0), s.row_stride(), s.col_stride(), len, p, kGramTile,
-                        G.topLeftCorner(p, p), threads, &store);
+                        G.topLeftCorner(p, p), threads, &store, kGramSum);
     cb.report(static_cast<double>(c + 1) / static_cast<double>(nchunks));
   }
   mirror_lower(G, p, threads);

@@ -608,8 +608,11 @@ struct PackedBlocks {
   // slice s into the row-major C (leading dimension ldc): micro-tiles that are whole inside
   // `rows` x `cols` are summed in place (stored when `first`), the others added through a
   // small buffer. For each element, the same sums in the same order as gemm_block_impl.
+  // With `upper`, micro-tiles wholly below the diagonal of C are left out (a tile on the
+  // diagonal of a symmetric product, of which only the upper triangle of C is used).
   void product(SimdLevel level, std::ptrdiff_t a, std::ptrdiff_t b, std::ptrdiff_t s, T* C,
-               std::ptrdiff_t ldc, std::ptrdiff_t rows, std::ptrdiff_t cols, bool first) const {
+               std::ptrdiff_t ldc, std::ptrdiff_t rows, std::ptrdiff_t cols, bool first,
+               bool upper = false) const {
     const std::ptrdiff_t kc = slice(s), panels_a = rows_a(a) / kMr, panels_b = cols_b(b) / nr;
     const T* Ak = a_panels(a, s);
     const T* Bk = b_panels(b, s);
@@ -623,6 +626,7 @@ struct PackedBlocks {
         for (std::ptrdiff_t r = r0; r < r1; ++r) {
           const std::ptrdiff_t ni = std::min<std::ptrdiff_t>(kMr, rows - r * kMr);
           if (ni <= 0 || nj <= 0) continue;
+          if (upper && q * nr + nr <= r * kMr) continue;
           const bool full = ni == kMr && nj == nr;
           T* Cr = full ? C + r * kMr * ldc + q * nr : edge;
           const std::ptrdiff_t ld = full ? ldc : nr;
@@ -642,26 +646,38 @@ struct PackedBlocks {
 };
 #endif
 
-// The vectorised path of add_crossprod_lower: each tile of the lower triangle sums its
-// product over the slices in order into a float tile, then adds it to G.
+// The vectorised path of add_crossprod_lower: each tile (a, b) of the lower triangle sums its
+// product over the slices of each group of `group` slices in order into a tile of T, held
+// transposed (row j, column i: the column of G it is added to is contiguous), and adds it to
+// G before the next group, which then finds that part of G in the cache. Tiles on the
+// diagonal leave out the micro-tiles above it.
 template <class T>
 void add_crossprod_lower_packed(SimdLevel level, const T* X, std::ptrdiff_t sr,
                                 std::ptrdiff_t sc, std::ptrdiff_t nrows, std::ptrdiff_t p,
                                 std::ptrdiff_t tile, MatRef G, int threads,
-                                std::vector<T>& store) {
+                                std::vector<T>& store, std::ptrdiff_t group) {
 #ifdef KL_SIMD_X86
   const PackedBlocks<T> P(level, X, sr, sc, nrows, p, tile, false, threads, store);
   P.for_lower_tiles(threads, [&](std::ptrdiff_t a, std::ptrdiff_t b, T* C) {
-    const std::ptrdiff_t wi = P.width(a), wj = P.width(b), ldc = P.cols_b(b);
-    for (std::ptrdiff_t s = 0; s < P.ns; ++s) P.product(level, a, b, s, C, ldc, wi, wj, s == 0);
+    const std::ptrdiff_t wi = P.width(a), wj = P.width(b), ldc = P.cols_b(a);
     const std::ptrdiff_t i0 = a * tile, j0 = b * tile;
-    for (std::ptrdiff_t j = 0; j < wj; ++j)
-      for (std::ptrdiff_t i = 0; i < wi; ++i)
-        G(i0 + i, j0 + j) += static_cast<double>(C[static_cast<std::size_t>(i * ldc + j)]);
+    const bool diagonal = a == b;
+    for (std::ptrdiff_t s0 = 0; s0 < P.ns; s0 += group) {
+      const std::ptrdiff_t s1 = std::min(P.ns, s0 + group);
+      // C(j, i) = sum_k X(k, j0 + j) X(k, i0 + i): the same products and sums as with the
+      // roles of the blocks the other way round
+      for (std::ptrdiff_t s = s0; s < s1; ++s)
+        P.product(level, b, a, s, C, ldc, wj, wi, s == s0, diagonal);
+      for (std::ptrdiff_t j = 0; j < wj; ++j) {
+        double* g = &G(i0, j0 + j);
+        const T* c = C + j * ldc;
+        for (std::ptrdiff_t i = diagonal ? j : 0; i < wi; ++i) g[i] += static_cast<double>(c[i]);
+      }
+    }
   });
 #else
   (void)level; (void)X; (void)sr; (void)sc; (void)nrows; (void)p; (void)tile; (void)G;
-  (void)threads; (void)store;
+  (void)threads; (void)store; (void)group;
 #endif
 }
 
@@ -692,7 +708,8 @@ void cholesky_update_impl(SimdLevel level, T* A, std::ptrdiff_t ld, std::ptrdiff
       return;
     }
     const std::ptrdiff_t ldc = P.cols_b(a);
-    for (std::ptrdiff_t s = 0; s < P.ns; ++s) P.product(level, b, a, s, C, ldc, wj, wi, s == 0);
+    for (std::ptrdiff_t s = 0; s < P.ns; ++s)
+      P.product(level, b, a, s, C, ldc, wj, wi, s == 0, true);
     for (std::ptrdiff_t j = 0; j < wj; ++j)
       for (std::ptrdiff_t i = j; i < wi; ++i)
         A[(i0 + i) + (j0 + j) * ld] += C[static_cast<std::size_t>(j * ldc + i)];
@@ -706,12 +723,23 @@ void cholesky_update_impl(SimdLevel level, T* A, std::ptrdiff_t ld, std::ptrdiff
 template <class T>
 void add_crossprod_lower_impl(SimdLevel level, const T* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
                               std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile,
-                              MatRef G, int threads, std::vector<T>* store) {
+                              MatRef G, int threads, std::vector<T>* store,
+                              std::ptrdiff_t sum_rows) {
   if (level > simd_level())
     throw Error("add_crossprod_lower: this processor lacks the requested instructions");
+  if (sum_rows <= 0 || sum_rows > nrows) sum_rows = nrows;
   if (level != SimdLevel::none && nrows > 0 && p > 0) {
+    if (sum_rows % kKc != 0 && sum_rows != nrows)
+      throw Error("add_crossprod_lower: rows per sum must be a multiple of the slice");
     std::vector<T> own;
-    add_crossprod_lower_packed(level, X, sr, sc, nrows, p, tile, G, threads, store ? *store : own);
+    add_crossprod_lower_packed(level, X, sr, sc, nrows, p, tile, G, threads, store ? *store : own,
+                               std::max<std::ptrdiff_t>(1, (sum_rows + kKc - 1) / kKc));
+    return;
+  }
+  if (sum_rows < nrows) {
+    for (std::ptrdiff_t r0 = 0; r0 < nrows; r0 += sum_rows)
+      add_crossprod_lower_impl(level, X + r0 * sr, sr, sc, std::min(sum_rows, nrows - r0), p,
+                               tile, G, threads, store, sum_rows);
     return;
   }
   using MT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
@@ -751,14 +779,14 @@ void add_crossprod_lower_impl(SimdLevel level, const T* X, std::ptrdiff_t sr, st
 
 void add_crossprod_lower(SimdLevel level, const float* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
                          std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile, MatRef G,
-                         int threads, std::vector<float>* store) {
-  add_crossprod_lower_impl(level, X, sr, sc, nrows, p, tile, G, threads, store);
+                         int threads, std::vector<float>* store, std::ptrdiff_t sum_rows) {
+  add_crossprod_lower_impl(level, X, sr, sc, nrows, p, tile, G, threads, store, sum_rows);
 }
 
 void add_crossprod_lower(SimdLevel level, const double* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
                          std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile, MatRef G,
-                         int threads, std::vector<double>* store) {
-  add_crossprod_lower_impl(level, X, sr, sc, nrows, p, tile, G, threads, store);
+                         int threads, std::vector<double>* store, std::ptrdiff_t sum_rows) {
+  add_crossprod_lower_impl(level, X, sr, sc, nrows, p, tile, G, threads, store, sum_rows);
 }
 
 void cholesky_update(SimdLevel level, double* A, std::ptrdiff_t ld, std::ptrdiff_t N,

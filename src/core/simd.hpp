@@ -86,16 +86,22 @@ void cholesky_update(SimdLevel level, float* A, std::ptrdiff_t ld, std::ptrdiff_
                      std::ptrdiff_t c0, std::ptrdiff_t kb, std::ptrdiff_t r0, std::ptrdiff_t tile,
                      int threads, std::vector<float>& store);
 
-// G += X'X on the lower triangle of tiles of side `tile` (tiles on the diagonal are added
-// whole), for X (nrows x p) with X(k, j) = X[k * sr + j * sc], in parallel over tiles. Through
-// the widest vectorised kernel up to `level`, or Eigen for none; sums in T, added in double.
-// The vectorised path packs X into `store` when given (a caller that adds many blocks of rows
-// keeps it from call to call), else into its own buffer.
+// G += X'X on the lower triangle, for X (nrows x p) with X(k, j) = X[k * sr + j * sc], in
+// parallel over tiles of side `tile`; entries of G above the diagonal are left unspecified
+// (callers mirror the lower triangle). Through the widest vectorised kernel up to `level`, or
+// Eigen for none. The products of each block of `sum_rows` rows (all rows when 0; with a
+// vectorised kernel a multiple of 256) are summed in T, then added to G in double, block by
+// block in order: the result does not depend on how a caller splits its rows into calls
+// whose sizes are multiples of sum_rows. The vectorised path packs X into `store` when given
+// (a caller that adds many blocks of rows keeps it from call to call), else into its own
+// buffer.
 void add_crossprod_lower(SimdLevel level, const float* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
                          std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile, MatRef G,
-                         int threads, std::vector<float>* store = nullptr);
+                         int threads, std::vector<float>* store = nullptr,
+                         std::ptrdiff_t sum_rows = 0);
 void add_crossprod_lower(SimdLevel level, const double* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
                          std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile, MatRef G,
-                         int threads, std::vector<double>* store = nullptr);
+                         int threads, std::vector<double>* store = nullptr,
+                         std::ptrdiff_t sum_rows = 0);
 
 }  // namespace kl

@@ -332,6 +332,15 @@ test_that("the calibrated least-squares head: single precision, threads, Gram an
   expect_identical(kernlearn:::cpp_gram_with_intercept(X, FALSE, 1),
                    kernlearn:::cpp_gram_with_intercept(X, FALSE, 2))
   expect_lt(max(abs(kernlearn:::cpp_gram_with_intercept(X, TRUE, 2) - G)) / max(abs(G)), 1e-5)
+  # in single precision, the products of each block of 2048 rows are summed in single
+  # precision and the blocks added in double: exactly the sum of the blocks' own Gram matrices
+  X2 <- matrix(rnorm(4400 * 70), 4400, 70)
+  blocks <- split(seq_len(4400), (seq_len(4400) - 1) %/% 2048)
+  for (simd in 0:2) {
+    Gb <- Reduce(`+`, lapply(blocks, function(i)
+      kernlearn:::cpp_gram_with_intercept(X2[i, , drop = FALSE], TRUE, 2, simd)[1:70, 1:70]))
+    expect_identical(kernlearn:::cpp_gram_with_intercept(X2, TRUE, 2, simd)[1:70, 1:70], Gb)
+  }
   # single precision through Eigen and through each vectorised kernel this processor has (the
   # level is reported), each against crossprod(), and thread-count independent
   expect_true(kernlearn:::cpp_simd_level() %in% c("avx512", "avx2", "none"))
