@@ -129,11 +129,11 @@ Mat gram_impl(const Src& s, int threads, SimdLevel max_level, const Callbacks& c
 #endif
     for (Eigen::Index j = 0; j < q; ++j) std::fill(g + j * q, g + (j + 1) * q, 0.0);
   }
-  const Eigen::Index sums = std::max<Eigen::Index>(
-      1, std::min<Eigen::Index>(kGramMaxSums,
-                                static_cast<Eigen::Index>(kGramPackBytes /
-                                                          (8.0 * static_cast<double>(p) *
-                                                           static_cast<double>(kGramSum)))));
+  const double block_bytes =
+      8.0 * static_cast<double>(std::max<Eigen::Index>(p, 1)) * static_cast<double>(kGramSum);
+  const Eigen::Index sums =
+      std::min(kGramMaxSums, std::max<Eigen::Index>(
+                                 1, static_cast<Eigen::Index>(kGramPackBytes / block_bytes)));
   const Eigen::Index chunk = sums * kGramSum;
   const Eigen::Index nchunks = (n + chunk - 1) / chunk;
   const SimdLevel level =
