@@ -324,7 +324,7 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
          call. = FALSE)
 }
 
-# Checked solver parameters, as the list the C++ glue reads (klr::svm_params_from_r in src/svm.cpp).
+# Checked solver parameters, as the list the C++ glue reads (klr::svm_params_from_r in src/glue_svm.cpp).
 .svm_params <- function(cost, epsilon, tol, shrinking, cache, max_iter, probability,
                         prob_folds, caller) {
   .check_number(cost, "cost", lower = 0, lower_open = TRUE)

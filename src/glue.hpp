@@ -7,7 +7,7 @@
 #include <memory>
 #include <cstdint>
 
-#include "core/common.hpp"
+#include "core/base/common.hpp"
 
 namespace klr {
 
@@ -64,10 +64,10 @@ inline std::uint64_t seed_from_r(const Rcpp::IntegerVector& s) {
 
 }  // namespace klr
 
-#include "core/backend.hpp"
-#include "core/kernel_hgk.hpp"
-#include "core/kernel_tkl.hpp"
-#include "core/kernels.hpp"
+#include "core/backend/backend.hpp"
+#include "core/kernels/hierarchical.hpp"
+#include "core/kernels/tessellated.hpp"
+#include "core/kernels/standard.hpp"
 
 namespace klr {
 

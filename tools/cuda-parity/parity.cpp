@@ -25,10 +25,10 @@
 #include <limits>
 #include <string>
 
-#include "../../src/core/common.hpp"
-#include "../../src/core/kernels.hpp"
-#include "../../src/core/rng.hpp"
-#include "../../src/core/simd.hpp"
+#include "base/common.hpp"
+#include "base/rng.hpp"
+#include "kernels/standard.hpp"
+#include "linalg/simd.hpp"
 #include "../../src/cuda/kl_cuda_api.h"
 
 namespace {

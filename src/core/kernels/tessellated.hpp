@@ -1,0 +1,36 @@
+// The tessellated kernel (TKL): on the box [a, b] (points outside are clamped into it),
+//   k(x, y) = integral over z in [a, b] of N(z, x)' P N(z, y) dz,
+//   N(z, x) = [Z(x) 1{z >= x} ; Z(x) (1 - 1{z >= x})],
+// with Z(x) the h monomials of x of degree <= q (order 1, x_1..x_d, x_i x_l for i <= l
+// lexicographically, ...) and P a symmetric positive semidefinite 2h x 2h matrix. In closed form,
+// with A(x, y) = prod_i (b_i - max(x_i, y_i)), B(x) = prod_i (b_i - x_i), V = prod_i (b_i - a_i):
+//   K = A .* (Zx S Zy') + Ztx M Zty',  S = P11 - P12 - P21 + P22,
+//   Zt = [diag(B) Z, Z],  M = [[0, P12 - P22], [P21 - P22, V P22]],
+// which is G11 .* (Zx P11 Zy') + G12 .* (Zx P12 Zy') + G21 .* (Zx P21 Zy') + G22 .* (Zx P22 Zy')
+// with G11 = A, G12 = B(x) - A, G21 = B(y) - A, G22 = V - B(x) - B(y) + A.
+//
+// Parameters for derivatives: the entries of P, column-major (4 h^2 of them). For a weight
+// matrix E the contraction is the 2h x 2h matrix
+//   C11 = Zx'(E .* A)Zy, C12 = (B Zx)'E Zy - C11, C21 = Zx'E(B Zy) - C11,
+//   C22 = V Zx'E Zy - (B Zx)'E Zy - Zx'E(B Zy) + C11,
+// and sum_kl E_kl K_kl = sum_st C_st P_st (K is linear in P). With E = -w w'/2 on the training
+// rows this is the gradient C(w) of the TKL algorithm, and trace(C P) = -w'K(P)w/2.
+#pragma once
+
+#include <vector>
+
+#include "kernels/kernel.hpp"
+
+namespace kl {
+
+// The number of monomials of degree <= q in d variables, choose(d + q, q); -1 above 1e9.
+long long monomial_count(int d, int q);
+
+// The monomials of the rows of X (n x d), n x h, in the order above.
+Mat monomials(CMatRef X, int q);
+
+// lower, upper: the box, one entry per input column (lower < upper). P: 2h x 2h, symmetric
+// positive semidefinite (checked). Throws kl::Error naming the problem otherwise.
+KernelPtr make_tessellated_kernel(const Mat& P, int degree, const Vec& lower, const Vec& upper);
+
+}  // namespace kl

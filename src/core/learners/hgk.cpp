@@ -1,0 +1,446 @@
+#include "learners/hgk.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "linalg/chol.hpp"
+#include "linalg/optim.hpp"
+
+namespace kl {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Mat take_rows(CMatRef A, const std::vector<int>& idx) {
+  Mat out(static_cast<Eigen::Index>(idx.size()), A.cols());
+  for (std::size_t i = 0; i < idx.size(); ++i) out.row(static_cast<Eigen::Index>(i)) = A.row(idx[i]);
+  return out;
+}
+
+// The Cholesky factor of K + c I (in K) and the pieces of the bias solve.
+struct LsSystem {
+  Vec v;         // M^-1 1
+  double s = 0;  // 1'v
+  LsFit fit;
+};
+
+LsSystem ls_factor_solve(Mat& K, CMatRef Y, double c, int threads, const Callbacks& cb) {
+  const Eigen::Index n = K.rows(), L = Y.cols();
+  if (!(c > 0.0) || !std::isfinite(c)) throw Error("the ridge penalty must be positive and finite");
+  K.diagonal().array() += c;
+  if (!cholesky_lower(K, threads, SimdLevel::avx512, cb))
+    throw Error("K + lambda I is not positive definite (increase lambda)");
+  Mat rhs(n, L + 1);
+  rhs.leftCols(L) = Y;
+  rhs.col(L).setOnes();
+  rhs = cholesky_solve(K, rhs);
+  LsSystem sys;
+  sys.v = rhs.col(L);
+  sys.s = sys.v.sum();
+  sys.fit.bias = rhs.leftCols(L).colwise().sum().transpose() / sys.s;
+  sys.fit.alpha = rhs.leftCols(L) - sys.v * sys.fit.bias.transpose();
+  return sys;
+}
+
+double risk_of(CMatRef Kva, const LsFit& fit, CMatRef Y, Mat* res = nullptr) {
+  Mat R = Y;
+  R.noalias() -= Kva * fit.alpha;
+  R.rowwise() -= fit.bias.transpose();
+  const double r = R.squaredNorm() / static_cast<double>(R.rows() * R.cols());
+  if (res) *res = std::move(R);
+  return r;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+HgkFamily::HgkFamily(std::vector<HgkNode> nodes, int d) : nodes_(std::move(nodes)), d_(d) {
+  // Building the kernel once validates the tree.
+  KernelPtr k = make_hierarchical_gaussian_kernel(nodes_, d_);
+  nparams_ = k->num_params();
+}
+
+Vec HgkFamily::start() const {
+  Vec theta(nparams_);
+  Eigen::Index t = 0;
+  for (const HgkNode& nd : nodes_)
+    for (double w : nd.weights) {
+      if (!(std::fabs(w) > 0.0) || !std::isfinite(w))
+        throw Error("every weight of the start kernel must be nonzero and finite to be learned");
+      theta[t++] = std::log(std::fabs(w));
+    }
+  return theta;
+}
+
+KernelPtr HgkFamily::kernel(const CVecRef& theta, double gamma) const {
+  if (theta.size() != nparams_) throw Error("wrong number of kernel weights");
+  if (!theta.allFinite()) throw Error("the kernel weights are not finite");
+  std::vector<HgkNode> nodes = nodes_;
+  Eigen::Index t = 0;
+  for (HgkNode& nd : nodes)
+    for (double& w : nd.weights) w = std::exp(theta[t++]);
+  nodes.back().scale = gamma;
+  return make_hierarchical_gaussian_kernel(std::move(nodes), d_);
+}
+
+LsFit ls_svm_fit(Mat& K, CMatRef Y, double c, int threads, const Callbacks& cb) {
+  return ls_factor_solve(K, Y, c, threads, cb).fit;
+}
+
+double ls_risk(const Kernel& k, CMatRef Xfit, const LsFit& fit, CMatRef X, CMatRef Y,
+               int threads, const Callbacks& cb) {
+  Mat K(X.rows(), Xfit.rows());
+  k.block(X, Xfit, K, threads, cb);
+  return risk_of(K, fit, Y);
+}
+
+// ---------------------------------------------------------------------------------------------
+HgkObjective::HgkObjective(const HgkFamily& family, CMatRef X1, CMatRef Y1, CMatRef X2,
+                           CMatRef Y2, double gamma, double lambda, int threads,
+                           const Callbacks& cb)
+    : fam_(family), X1_(X1), Y1_(Y1), X2_(X2), Y2_(Y2), gamma_(gamma), lambda_(lambda),
+      threads_(threads), cb_(cb) {
+  if (X1.rows() < 2 || X2.rows() < 1) throw Error("too few rows in the fit or validation part");
+  if (Y1.rows() != X1.rows() || Y2.rows() != X2.rows() || Y1.cols() != Y2.cols())
+    throw Error("inputs and targets do not match");
+}
+
+void HgkObjective::factor(const CVecRef& theta) {
+  if (have_ && theta_.size() == theta.size() && (theta_.array() == theta.array()).all()) return;
+  have_ = false;
+  kernel_ = fam_.kernel(theta, gamma_);
+  const Eigen::Index n1 = X1_.rows();
+  L_.resize(n1, n1);
+  kernel_->block(X1_, X1_, L_, threads_, cb_);
+  LsSystem sys = ls_factor_solve(L_, Y1_, static_cast<double>(n1) * lambda_, threads_, cb_);
+  v_ = std::move(sys.v);
+  s_ = sys.s;
+  fit_ = std::move(sys.fit);
+  K21_.resize(X2_.rows(), n1);
+  kernel_->block(X2_, X1_, K21_, threads_, cb_);
+  risk_of(K21_, fit_, Y2_, &res_);
+  theta_ = theta;
+  have_ = true;
+}
+
+double HgkObjective::bilevel(const CVecRef& theta, Vec* grad) {
+  factor(theta);
+  const double n2L = static_cast<double>(res_.rows() * res_.cols());
+  const double R = res_.squaredNorm() / n2L;
+  if (!grad) return R;
+  const Eigen::Index T = fam_.num_params();
+  // E21 = -2/(n2 L) Res alpha'
+  Mat E = (-2.0 / n2L) * (res_ * fit_.alpha.transpose());
+  Vec g21 = Vec::Zero(T), g11 = Vec::Zero(T);
+  kernel_->contract_derivatives(X2_, X1_, E, g21, threads_, cb_);
+  // E11 = 2/(n2 L) (M^-1 G - v (v'G - 1'Res) / s) alpha'
+  Mat G = K21_.transpose() * res_;
+  const Eigen::RowVectorXd corr = (v_.transpose() * G - res_.colwise().sum()) / s_;
+  Mat B = cholesky_solve(L_, G);
+  B.noalias() -= v_ * corr;
+  E.resize(X1_.rows(), X1_.rows());
+  E.noalias() = (2.0 / n2L) * (B * fit_.alpha.transpose());
+  kernel_->contract_derivatives(X1_, X1_, E, g11, threads_, cb_);
+  *grad = (g21 + g11).cwiseProduct(fam_.weights(theta));
+  return R;
+}
+
+double HgkObjective::fixed(const CVecRef& theta, const LsFit& fit, Vec* grad) {
+  KernelPtr k = fam_.kernel(theta, gamma_);
+  Mat K21(X2_.rows(), X1_.rows());
+  k->block(X2_, X1_, K21, threads_, cb_);
+  Mat res;
+  const double R = risk_of(K21, fit, Y2_, &res);
+  if (!grad) return R;
+  const double n2L = static_cast<double>(res.rows() * res.cols());
+  const Mat E = (-2.0 / n2L) * (res * fit.alpha.transpose());
+  Vec g = Vec::Zero(fam_.num_params());
+  k->contract_derivatives(X2_, X1_, E, g, threads_, cb_);
+  *grad = g.cwiseProduct(fam_.weights(theta));
+  return R;
+}
+
+LsFit HgkObjective::fit(const CVecRef& theta) { return fit_at(theta); }
+
+const LsFit& HgkObjective::fit_at(const CVecRef& theta) {
+  factor(theta);
+  return fit_;
+}
+
+// ---------------------------------------------------------------------------------------------
+double hgk_reference_gamma(const HgkFamily& family, const CVecRef& theta, CMatRef X, Rng& rng) {
+  const Eigen::Index n = X.rows();
+  if (n < 2) throw Error("need at least two rows to choose the kernel width");
+  // Evaluate at a small probe width so that -log k / probe is the root's argument to full
+  // precision (k stays near 1).
+  const Vec w = family.weights(theta);
+  // The root's own weights are the last ones in parameter order.
+  const std::size_t m = family.nodes().back().weights.size();
+  double root = 0.0;
+  for (std::size_t j = 0; j < m; ++j) {
+    const double u = w[w.size() - static_cast<Eigen::Index>(m) + static_cast<Eigen::Index>(j)];
+    root += u * u;
+  }
+  double span = 1.0;
+  if (family.nodes().back().leaf) {
+    const Eigen::RowVectorXd r = X.colwise().maxCoeff() - X.colwise().minCoeff();
+    span = std::max(1.0, r.squaredNorm() / std::max<double>(1.0, static_cast<double>(X.cols())));
+  }
+  const double probe = 1e-6 / std::max(1.0, root * span);
+  KernelPtr k = family.kernel(theta, probe);
+  const int pairs = static_cast<int>(std::min<Eigen::Index>(1000, n * (n - 1) / 2));
+  std::vector<double> S;
+  S.reserve(pairs);
+  for (int p = 0; p < pairs; ++p) {
+    const Eigen::Index i = static_cast<Eigen::Index>(rng.below(static_cast<std::uint64_t>(n)));
+    Eigen::Index j = static_cast<Eigen::Index>(rng.below(static_cast<std::uint64_t>(n - 1)));
+    if (j >= i) ++j;
+    const double kv = k->value(X.data() + i, X.outerStride(), X.data() + j, X.outerStride(),
+                               static_cast<int>(X.cols()));
+    const double s = -std::log(kv) / probe;
+    if (s > 0.0 && std::isfinite(s)) S.push_back(s);
+  }
+  if (S.empty()) throw Error("all rows are identical on the kernel's coordinates; the kernel width cannot be chosen");
+  std::nth_element(S.begin(), S.begin() + S.size() / 2, S.end());
+  return 1.0 / S[S.size() / 2];
+}
+
+namespace {
+
+struct Choice {
+  double gamma = 0.0, lambda = 0.0, risk = std::numeric_limits<double>::infinity();
+};
+
+// The (gamma, lambda) pair whose least-squares SVM fitted on (Xa, Ya) has the smallest risk
+// on (Xb, Yb).
+Choice select_width_penalty(const HgkFamily& fam, const CVecRef& theta,
+                            const std::vector<double>& gammas, const std::vector<double>& lambdas,
+                            CMatRef Xa, CMatRef Ya, CMatRef Xb, CMatRef Yb, int threads,
+                            const Callbacks& cb) {
+  Choice best;
+  const Eigen::Index na = Xa.rows();
+  Mat Kaa(na, na), Kba(Xb.rows(), na), M;
+  for (double g : gammas) {
+    KernelPtr k = fam.kernel(theta, g);
+    k->block(Xa, Xa, Kaa, threads, cb);
+    k->block(Xb, Xa, Kba, threads, cb);
+    for (double lam : lambdas) {
+      M = Kaa;
+      double r;
+      try {
+        LsFit f = ls_svm_fit(M, Ya, static_cast<double>(na) * lam, threads, cb);
+        r = risk_of(Kba, f, Yb);
+      } catch (const Error&) {
+        r = std::numeric_limits<double>::infinity();
+      }
+      if (r < best.risk) best = Choice{g, lam, r};
+    }
+  }
+  if (!std::isfinite(best.risk))
+    throw Error("no (gamma, lambda) pair of the grid gives a positive definite system");
+  return best;
+}
+
+}  // namespace
+
+HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& theta0,
+                    const HgkOptions& opt, Rng& rng, const Callbacks& cb) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Eigen::Index n = X.rows();
+  if (Y.rows() != n) throw Error("x and y have different numbers of rows");
+  if (X.cols() != fam.input_dim()) throw Error("x has the wrong number of columns for the kernel");
+  if (theta0.size() != fam.num_params()) throw Error("wrong number of start weights");
+  if (!(opt.split1 > 0 && opt.split2 > 0 && opt.split1 + opt.split2 < 1))
+    throw Error("split: the fit and validation fractions must be positive with a sum below 1");
+  if (opt.maxit < 0 || opt.anneal_steps < 0 || opt.patience < 1 || opt.reshuffles < 0)
+    throw Error("invalid iteration counts");
+  if (!(opt.perturbation > 0 && opt.perturbation < 1)) throw Error("perturbation must be in (0, 1)");
+  if (!(opt.temperature >= 0) || !(opt.cooling > 0 && opt.cooling <= 1))
+    throw Error("temperature must be >= 0 and cooling in (0, 1]");
+  const int threads = clamp_threads(opt.threads);
+
+  const Eigen::Index n1 = static_cast<Eigen::Index>(std::floor(opt.split1 * n));
+  const Eigen::Index n2 = static_cast<Eigen::Index>(std::floor(opt.split2 * n));
+  const Eigen::Index n3 = n - n1 - n2;
+  if (n1 < 2 || n2 < 1 || n3 < 1) throw Error("too few rows for the three parts of the split");
+
+  std::vector<int> perm = rng.permutation(static_cast<int>(n));
+  std::vector<int> d12(perm.begin(), perm.begin() + n1 + n2);
+  std::vector<int> i3(perm.begin() + n1 + n2, perm.end());
+  Mat X1, Y1, X2, Y2;
+  const auto split12 = [&]() {
+    std::vector<int> i1(d12.begin(), d12.begin() + n1), i2(d12.begin() + n1, d12.end());
+    X1 = take_rows(X, i1);
+    Y1 = take_rows(Y, i1);
+    X2 = take_rows(X, i2);
+    Y2 = take_rows(Y, i2);
+  };
+  split12();
+  const Mat X3 = take_rows(X, i3), Y3 = take_rows(Y, i3);
+
+  HgkResult res;
+  Vec theta = theta0;
+  res.gamma0 = hgk_reference_gamma(fam, theta, X1, rng);
+  std::vector<double> gammas = opt.gammas;
+  if (gammas.empty())
+    for (double f : opt.gamma_factors) gammas.push_back(res.gamma0 * f);
+  std::vector<double> lambdas = opt.lambdas;
+  if (lambdas.empty()) {
+    const double lo = std::log(1e-3 / static_cast<double>(n1)), hi = std::log(0.1);
+    for (int j = 0; j < 6; ++j) lambdas.push_back(std::exp(lo + (hi - lo) * j / 5.0));
+  }
+  for (double g : gammas)
+    if (!(g > 0) || !std::isfinite(g)) throw Error("every gamma must be positive and finite");
+  for (double l : lambdas)
+    if (!(l > 0) || !std::isfinite(l)) throw Error("every lambda must be positive and finite");
+
+  const bool search = opt.maxit > 0;
+  const bool bilevel = opt.gradient == HgkGradient::bilevel;
+  Choice ch{gammas[0], lambdas[0], 0.0};
+  if (gammas.size() > 1 || lambdas.size() > 1)
+    ch = select_width_penalty(fam, theta, gammas, lambdas, X1, Y1, X2, Y2, threads, cb);
+  double gamma = ch.gamma, lambda = ch.lambda;
+
+  if (search) {
+    auto obj = std::make_unique<HgkObjective>(fam, X1, Y1, X2, Y2, gamma, lambda, threads, cb);
+    LsFit cur = obj->fit_at(theta);
+    double risk = obj->bilevel(theta, nullptr);
+    const auto d3_error = [&](const LsFit& f) {
+      return ls_risk(*fam.kernel(theta, gamma), X1, f, X3, Y3, threads, cb);
+    };
+    double err = d3_error(cur);
+    Vec best = theta;
+    double best_err = err;
+    res.trace.push_back({0, 0, true, risk, err, seconds_since(t0)});
+    double last_step = 0.0;
+    int stall = 0;
+    res.stop = "maxit reached";
+    const Eigen::Index T = theta.size();
+
+    for (int step = 1; step <= opt.maxit; ++step) {
+      cb.check();
+      cb.report(static_cast<double>(step - 1) / opt.maxit);
+      // A gradient step with an Armijo line search.
+      Vec g;
+      const double f = bilevel ? obj->bilevel(theta, &g) : obj->fixed(theta, cur, &g);
+      const double gmax = g.size() ? g.cwiseAbs().maxCoeff() : 0.0;
+      bool moved = false;
+      if (gmax > 0.0 && std::isfinite(gmax)) {
+        double step0 = last_step > 0.0 ? 2.0 * last_step : 0.5 / gmax;
+        step0 = std::min(step0, 2.0 / gmax);  // no log-weight moves by more than 2 per step
+        ValueFn value = [&](const CVecRef& x) {
+          return bilevel ? obj->bilevel(x, nullptr) : obj->fixed(x, cur, nullptr);
+        };
+        LineSearchOptions ls;
+        ls.max_steps = 12;
+        const Vec dir = -g;
+        const LineSearchResult r = armijo_search(value, theta, f, g, dir, step0, ls);
+        if (r.success && f - r.value > opt.rel_tol * std::fabs(f)) {
+          theta += r.step * dir;
+          last_step = r.step;
+          moved = true;
+        }
+      }
+      if (moved) {
+        risk = obj->bilevel(theta, nullptr);
+        cur = obj->fit_at(theta);
+        err = d3_error(cur);
+        res.trace.push_back({step, 1, true, risk, err, seconds_since(t0)});
+      } else {
+        res.trace.push_back({step, 1, false, risk, err, seconds_since(t0)});
+        // A local minimum: an annealing phase, one weight perturbed at a time.
+        last_step = 0.0;
+        const double temp = opt.temperature * std::pow(opt.cooling, step - 1);
+        double fcur = bilevel ? risk : obj->fixed(theta, cur, nullptr);
+        bool any = false;
+        for (int a = 0; a < opt.anneal_steps && T > 0; ++a) {
+          cb.check();
+          Vec cand = theta;
+          const Eigen::Index j = static_cast<Eigen::Index>(rng.below(static_cast<std::uint64_t>(T)));
+          cand[j] += std::log(rng.uniform(1.0 - opt.perturbation, 1.0 + opt.perturbation));
+          const double fc = bilevel ? obj->bilevel(cand, nullptr) : obj->fixed(cand, cur, nullptr);
+          bool accept = false;
+          if (std::isfinite(fc)) {
+            const double delta = (fc - fcur) / std::max(fcur, 1e-300);
+            accept = delta <= 0.0;
+            if (!accept && temp > 0.0) accept = rng.uniform() < std::exp(-delta / temp);
+          }
+          if (accept) {
+            theta = cand;
+            fcur = fc;
+            any = true;
+            if (bilevel) {
+              risk = fc;
+              cur = obj->fit_at(theta);
+              err = d3_error(cur);
+            }
+          }
+          res.trace.push_back({step, 2, accept, bilevel ? risk : fcur, err, seconds_since(t0)});
+        }
+        if (any && !bilevel) {
+          risk = obj->bilevel(theta, nullptr);
+          cur = obj->fit_at(theta);
+          err = d3_error(cur);
+          res.trace.back().risk = risk;
+          res.trace.back().error = err;
+        }
+      }
+      res.steps = step;
+      if (err < best_err) {
+        best_err = err;
+        best = theta;
+        stall = 0;
+      } else if (++stall >= opt.patience) {
+        if (res.reshuffles >= opt.reshuffles) {
+          res.stop = "no better early-stopping error after reshuffling";
+          break;
+        }
+        // Reshuffle D1 and D2 and go on from the current weights.
+        rng.shuffle(d12);
+        split12();
+        obj = std::make_unique<HgkObjective>(fam, X1, Y1, X2, Y2, gamma, lambda, threads, cb);
+        cur = obj->fit_at(theta);
+        risk = obj->bilevel(theta, nullptr);
+        err = d3_error(cur);
+        ++res.reshuffles;
+        stall = 0;
+        last_step = 0.0;
+        res.trace.push_back({step, 3, true, risk, err, seconds_since(t0)});
+        if (err < best_err) {
+          best_err = err;
+          best = theta;
+        }
+      }
+    }
+    theta = best;
+    // The width and penalty for the learned weights: fit on D1 (the size the weights were
+    // learned at), validate on D3, which the weights never saw.
+    if (gammas.size() > 1 || lambdas.size() > 1) {
+      ch = select_width_penalty(fam, theta, gammas, lambdas, X1, Y1, X3, Y3, threads, cb);
+      gamma = ch.gamma;
+      lambda = ch.lambda;
+      res.trace.push_back({res.steps, 4, true, std::numeric_limits<double>::quiet_NaN(), ch.risk,
+                           seconds_since(t0)});
+    }
+  } else {
+    res.stop = "maxit = 0: the start weights are kept";
+  }
+  res.theta = theta;
+  res.gamma = gamma;
+  res.lambda = lambda;
+  // The least-squares SVM on all rows.
+  cb.check();
+  Mat K(n, n);
+  fam.kernel(theta, gamma)->block(X, X, K, threads, cb);
+  res.fit = ls_svm_fit(K, Y, static_cast<double>(n) * lambda, threads, cb);
+  cb.report(1.0);
+  return res;
+}
+
+}  // namespace kl

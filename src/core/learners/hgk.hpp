@@ -1,0 +1,150 @@
+// Learning the weights of a hierarchical Gaussian kernel (Steinwart, Thomann and Schmid, 2016,
+// Algorithm 1): the validation risk of a least-squares SVM as a function of the kernel's
+// log-weights, minimised by gradient descent with an Armijo line search alternating with
+// simulated annealing, with early stopping on a third part of the data.
+//
+// The least-squares SVM on rows (X1, Y1) with penalty c = n1 lambda and an unpenalised bias:
+//   (K11 + c I) alpha = Y1 - 1 b',  1' alpha = 0,
+// and its risk on (X2, Y2): R = ||Y2 - K21 alpha - 1 b'||_F^2 / (n2 L), L outputs.
+//
+// Gradient in the weights (bilevel: alpha and b re-solved at every weight vector). With
+// M = K11 + c I, v = M^-1 1, s = 1'v, Res = Y2 - K21 alpha - 1 b', G = K21' Res:
+//   dR = <E21, dK21> + <E11, dK11>,
+//   E21 = -2/(n2 L) Res alpha',
+//   E11 =  2/(n2 L) (M^-1 G - v (v'G - 1'Res) / s) alpha'.
+// The fixed variant holds alpha and b at their last fit: dR = <E21, dK21> only.
+// Both contract through Kernel::contract_derivatives (one product per node); the chain rule to
+// log-weights multiplies by the weights.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/hierarchical.hpp"
+#include "base/rng.hpp"
+
+namespace kl {
+
+// A hierarchical Gaussian kernel with free weights: the tree (its nodes and the widths of
+// subtrees) is fixed; theta holds the log of every node weight in the kernel's parameter order
+// and gamma is the width at the root.
+class HgkFamily {
+ public:
+  HgkFamily(std::vector<HgkNode> nodes, int d);
+  int num_params() const { return nparams_; }
+  int input_dim() const { return d_; }
+  // log |w| of the weights the tree was given (an error when one is 0).
+  Vec start() const;
+  Vec weights(const CVecRef& theta) const { return theta.array().exp().matrix(); }
+  KernelPtr kernel(const CVecRef& theta, double gamma) const;
+  const std::vector<HgkNode>& nodes() const { return nodes_; }
+
+ private:
+  std::vector<HgkNode> nodes_;
+  int d_ = 0;
+  int nparams_ = 0;
+};
+
+// A least-squares SVM solution: f(x) = sum_i alpha_i k(x_i, x) + b.
+struct LsFit {
+  Mat alpha;  // n x L
+  Vec bias;   // L
+};
+
+// Solves the least-squares SVM with penalty c on the kernel matrix K (overwritten).
+LsFit ls_svm_fit(Mat& K, CMatRef Y, double c, int threads, const Callbacks& cb);
+
+// Mean squared error of f on (X, Y) for the model (Xfit, fit) and kernel k.
+double ls_risk(const Kernel& k, CMatRef Xfit, const LsFit& fit, CMatRef X, CMatRef Y,
+               int threads, const Callbacks& cb);
+
+// The validation risk on a fixed split, at a fixed (gamma, lambda), as a function of theta.
+class HgkObjective {
+ public:
+  HgkObjective(const HgkFamily& family, CMatRef X1, CMatRef Y1, CMatRef X2, CMatRef Y2,
+               double gamma, double lambda, int threads, const Callbacks& cb);
+
+  // Bilevel risk (alpha re-solved at theta); the gradient w.r.t. theta when grad is non-null.
+  // Repeated calls at the last theta reuse its factorisation.
+  double bilevel(const CVecRef& theta, Vec* grad);
+  // Risk with alpha, b held at `fit`; gradient w.r.t. theta when grad is non-null.
+  double fixed(const CVecRef& theta, const LsFit& fit, Vec* grad);
+  // The least-squares SVM on (X1, Y1) at theta.
+  LsFit fit(const CVecRef& theta);
+  // The fit of the last bilevel() evaluation at theta (computed when it is not cached).
+  const LsFit& fit_at(const CVecRef& theta);
+
+  double gamma() const { return gamma_; }
+  double lambda() const { return lambda_; }
+
+ private:
+  void factor(const CVecRef& theta);
+
+  const HgkFamily& fam_;
+  CMatRef X1_, Y1_, X2_, Y2_;
+  double gamma_, lambda_;
+  int threads_;
+  Callbacks cb_;
+  // cache of the last bilevel factorisation
+  bool have_ = false;
+  Vec theta_;
+  KernelPtr kernel_;
+  Mat L_;     // Cholesky factor of K11 + c I
+  Vec v_;     // M^-1 1
+  double s_ = 0.0;
+  LsFit fit_;
+  Mat K21_;
+  Mat res_;   // Y2 - K21 alpha - 1 b'
+};
+
+enum class HgkGradient { bilevel, fixed };
+
+struct HgkOptions {
+  HgkGradient gradient = HgkGradient::bilevel;
+  double split1 = 0.4;          // fraction of the rows in D1 (fit)
+  double split2 = 0.4;          // in D2 (the objective); the rest is D3 (early stopping)
+  int maxit = 30;               // optimisation steps: gradient steps and annealing phases
+  int anneal_steps = 5;         // proposals per annealing phase
+  double perturbation = 0.5;    // a proposal multiplies one weight by U[1 - p, 1 + p]
+  double temperature = 0.01;    // T0, on the relative change of the risk
+  double cooling = 0.9;         // T = T0 cooling^step
+  int patience = 5;             // steps without a better D3 error before D1/D2 are reshuffled
+  int reshuffles = 2;           // reshuffles at most; the run stops at the next stall
+  double rel_tol = 1e-4;        // a gradient step that gains less is a local minimum
+  std::vector<double> gammas;   // candidate widths; empty: gamma_0 * gamma_factors
+  std::vector<double> gamma_factors{0.25, 0.5, 1, 2, 4, 8};
+  std::vector<double> lambdas;  // candidate penalties; empty: 6 values from 1e-3/n1 to 0.1
+  int threads = 1;
+};
+
+struct HgkTraceRow {
+  int step = 0;
+  int kind = 0;  // 0 start, 1 gradient, 2 annealing proposal, 3 reshuffle, 4 final selection
+  bool accepted = false;
+  double risk = 0.0;   // D2 validation risk at the current weights
+  double error = 0.0;  // D3 risk at the current weights
+  double seconds = 0.0;
+};
+
+struct HgkResult {
+  Vec theta;          // learned log-weights (those with the smallest D3 risk)
+  double gamma = 0.0;
+  double lambda = 0.0;
+  double gamma0 = 0.0;  // the reference width of the grid: 1 / median root distance
+  LsFit fit;          // the least-squares SVM on all rows at (theta, gamma, lambda)
+  std::vector<HgkTraceRow> trace;
+  int steps = 0;
+  int reshuffles = 0;
+  std::string stop;
+};
+
+// Algorithm 1 on the rows of (X, Y) (inputs scaled, targets centred or +-1), from theta0.
+// With maxit = 0 the weights stay at theta0 and only (gamma, lambda) are chosen (on D1 / D2).
+HgkResult hgk_learn(const HgkFamily& family, CMatRef X, CMatRef Y, const CVecRef& theta0,
+                    const HgkOptions& opt, Rng& rng, const Callbacks& cb);
+
+// The reference width: 1 / median over (up to 1000) random pairs of rows of the root's
+// argument sum_j u_j^2 (1 - K_j) (||W (x - z)||^2 at depth 1), at gamma = 1.
+double hgk_reference_gamma(const HgkFamily& family, const CVecRef& theta, CMatRef X, Rng& rng);
+
+}  // namespace kl

@@ -1,0 +1,392 @@
+// Tessellated kernel learning: the Frank-Wolfe loop over P with SVM alpha-steps (tkl.hpp).
+#include "learners/tkl.hpp"
+
+#include <Eigen/Eigenvalues>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <memory>
+
+#include "kernels/tessellated.hpp"
+
+namespace kl {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Callbacks interrupts_only(const Callbacks& cb) {
+  Callbacks c;
+  c.interrupted = cb.interrupted;
+  return c;
+}
+
+// The SVM of one alpha-step: its machines and OPT_A (the dual objective, maximised).
+struct AlphaStep {
+  std::vector<BinaryMachine> machines;
+  double value = 0;
+  long iter = 0;
+};
+
+// Sums a machine's objective into OPT_A: the solver minimises 0.5 a'Qa + p'a, the negative of
+// the dual objective in the paper's sign.
+AlphaStep make_step(std::vector<BinaryMachine> m) {
+  AlphaStep s;
+  s.machines = std::move(m);
+  for (const BinaryMachine& b : s.machines) {
+    s.value -= b.obj;
+    s.iter += b.iter;
+  }
+  return s;
+}
+
+// Runs the loop for a task given the alpha-step (the SVM on an n x n Gram matrix, warm-started
+// from the machines of an earlier step, or cold when none).
+TklResult tkl_loop(CMatRef X, const Vec& lower, const Vec& upper, const TklParams& par,
+                   const Callbacks& cb,
+                   const std::function<AlphaStep(const TrainingKernel&,
+                                                 const std::vector<BinaryMachine>*, bool)>& solve) {
+  if (par.maxit < 0) throw Error("maxit must be >= 0");
+  if (!(par.tol > 0) || !std::isfinite(par.tol)) throw Error("tol must be a positive number");
+  const int n = static_cast<int>(X.rows());
+  const int threads = clamp_threads(par.svm.threads);
+  TklResult res;
+  auto t0 = std::chrono::steady_clock::now();
+  // The start P = I, its Gram matrix through the kernel object, and the learner's algebra.
+  const long long hh = monomial_count(static_cast<int>(X.cols()), par.degree);
+  if (hh < 1 || hh > 2000)
+    throw Error("degree " + std::to_string(par.degree) + " in " + std::to_string(X.cols()) +
+                " columns gives more than 2000 monomials (P would be " +
+                (hh < 1 ? std::string("too large") : std::to_string(2 * hh) + " x " +
+                 std::to_string(2 * hh)) + ")");
+  const int h = static_cast<int>(hh);
+  const double q = 2.0 * h;
+  Mat P = Mat::Identity(2 * h, 2 * h);
+  Mat K(n, n);
+  make_tessellated_kernel(P, par.degree, lower, upper)->block(X, X, K, threads,
+                                                              interrupts_only(cb));
+  TklGram G(X, par.degree, lower, upper, threads, cb);
+  res.seconds_start = seconds_since(t0);
+  cb.check();
+
+  t0 = std::chrono::steady_clock::now();
+  AlphaStep cur = solve(TrainingKernel(K.data(), n), nullptr, false);
+  res.seconds_first = seconds_since(t0);
+  res.iter_first = cur.iter;
+
+  double best_lower = -std::numeric_limits<double>::infinity();
+  // The gradient at the current P over the support vectors of every machine, the P-step's
+  // direction v and the duality gap; fills the row's objective, gap and bound.
+  Vec v;
+  auto assess = [&](TklIteration& row) {
+    std::vector<std::vector<int>> rows;
+    std::vector<std::vector<double>> w;
+    for (const BinaryMachine& m : cur.machines) {
+      rows.push_back(m.sv);
+      w.push_back(m.coef);
+    }
+    const Mat C = G.gradient(rows, w);
+    Eigen::SelfAdjointEigenSolver<Mat> es(0.5 * (C + C.transpose()));
+    if (es.info() != Eigen::Success) throw Error("the eigenproblem of the P-step failed");
+    v = es.eigenvectors().col(0);
+    row.objective = cur.value;
+    row.gap = C.cwiseProduct(P).sum() - q * es.eigenvalues()[0];  // trace(C P) - q lambda_min
+    best_lower = std::max(best_lower, cur.value - row.gap);
+    row.lower = best_lower;
+  };
+  double step_sum = 0;
+  int steps = 0;
+  res.stop = "maxit";
+  for (int it = 0;; ++it) {
+    cb.check();
+    cb.report(par.maxit > 0 ? static_cast<double>(it) / par.maxit : 1.0);
+    TklIteration row;
+    auto tp = std::chrono::steady_clock::now();
+    assess(row);
+    row.seconds_p = seconds_since(tp);
+    const bool small_gap = row.gap <= par.tol * std::max(std::fabs(cur.value), 1e-12);
+    if (small_gap || it >= par.maxit) {
+      res.stop = small_gap ? "gap" : "maxit";
+      res.trace.push_back(row);
+      break;
+    }
+    // Line search on OPT_A along P + eta (P* - P).
+    const double eta0 = steps > 0 ? step_sum / steps : 1.0;
+    double eta = eta0;
+    bool accepted = false;
+    AlphaStep trial;
+    while (eta >= 1e-3 * eta0) {
+      cb.check();
+      tp = std::chrono::steady_clock::now();
+      // At eta = 1 the trial kernel is K(P*) alone and the current alpha carries no
+      // information about it (a cold start was faster in our runs); otherwise warm.
+      trial = solve(TrainingKernel(G.blended_rows(v, q, eta, K.data())),
+                    par.warm && eta < 1.0 ? &cur.machines : nullptr, false);
+      row.seconds_alpha += seconds_since(tp);
+      row.solves += 1;
+      row.svm_iter += trial.iter;
+      if (trial.value < cur.value) {
+        accepted = true;
+        break;
+      }
+      eta /= 5.0;
+    }
+    if (!accepted) {
+      res.stop = "no decrease";
+      res.trace.push_back(row);
+      break;
+    }
+    row.step = eta;
+    tp = std::chrono::steady_clock::now();
+    G.blend_rank_one(v, q, eta, K.data(), K.data());
+    row.seconds_p += seconds_since(tp);
+    res.trace.push_back(row);
+    P = (1.0 - eta) * P + (eta * q) * (v * v.transpose());
+    P = 0.5 * (P + P.transpose());
+    cur = std::move(trial);
+    step_sum += eta;
+    ++steps;
+    if (eta < par.tol / 100.0) {
+      // The state after the step still gets its row (objective, gap, bound).
+      res.stop = "step";
+      TklIteration last;
+      assess(last);
+      res.trace.push_back(last);
+      break;
+    }
+  }
+  if (par.svm.probability) cur = solve(TrainingKernel(K.data(), n), &cur.machines, true);
+  res.P = P;
+  res.q = q;
+  res.machines = std::move(cur.machines);
+  return res;
+}
+
+}  // namespace
+
+TklGram::TklGram(CMatRef X, int degree, const Vec& lower, const Vec& upper, int threads,
+                 const Callbacks& cb)
+    : threads_(clamp_threads(threads)) {
+  const Eigen::Index n = X.rows(), d = X.cols();
+  if (lower.size() != d || upper.size() != d) throw Error("the box needs one bound per column");
+  Xc_.resize(n, d);
+  V_ = 1.0;
+  B_ = Vec::Ones(n);
+  for (Eigen::Index i = 0; i < d; ++i) {
+    if (!(lower[i] < upper[i])) throw Error("the box must have lower < upper in every column");
+    for (Eigen::Index k = 0; k < n; ++k)
+      Xc_(k, i) = std::min(upper[i], std::max(lower[i], X(k, i)));
+    V_ *= upper[i] - lower[i];
+    B_.array() *= upper[i] - Xc_.col(i).array();
+  }
+  Zm_ = monomials(Xc_, degree);
+  A_.resize(n, n);
+  for_each_tile(n, n, threads_, interrupts_only(cb),
+                [&](Eigen::Index r0, Eigen::Index nr, Eigen::Index c0, Eigen::Index nc) {
+    for (Eigen::Index j = c0; j < c0 + nc; ++j) {
+      double* a = A_.col(j).data() + r0;
+      for (Eigen::Index k = 0; k < nr; ++k) a[k] = 1.0;
+      for (Eigen::Index i = 0; i < d; ++i) {
+        const double b = upper[i], zj = Xc_(j, i);
+        const double* xi = Xc_.col(i).data() + r0;
+        for (Eigen::Index k = 0; k < nr; ++k) a[k] *= b - (xi[k] > zj ? xi[k] : zj);
+      }
+    }
+  });
+}
+
+namespace {
+
+// Entry (k, l) of (1 - eta) K + eta K(q v v') (a = 1 - eta, e = eta q): the one expression
+// both the formed matrix and the on-demand rows use, so they agree bitwise.
+inline double blend_value(double a, double e, double V, double Kkl, double Akl, double sk,
+                          double sl, double tk, double tl, double bsk, double bsl) {
+  return a * Kkl + e * (sk * sl * Akl + bsk * tl + tk * bsl + V * tk * tl);
+}
+
+// The rank-one form's vectors s = Z (v1 - v2), t = Z v2 and B .* s.
+struct RankOne {
+  Vec s, t, bs;
+};
+
+// Rows of the blended matrix on a subset of the training rows, computed when asked.
+class BlendRows final : public KernelRows {
+ public:
+  BlendRows(const double* K, const Mat& A, std::shared_ptr<const RankOne> r, double a, double e,
+            double V, std::vector<int> rows)
+      : K_(K), A_(A), r_(std::move(r)), a_(a), e_(e), V_(V), n_(A.rows()),
+        rows_(std::move(rows)) {}
+  int size() const override { return static_cast<int>(rows_.size()); }
+  double diag(int p) const override { return at(rows_[p], rows_[p]); }
+  double value(int i, int j) const override { return at(rows_[i], rows_[j]); }
+  void row(int p, float* out, int) const override {
+    const int l = rows_[p];
+    const double* Kl = K_ + static_cast<std::size_t>(l) * n_;
+    const double* Al = A_.data() + static_cast<std::size_t>(l) * n_;
+    const double *s = r_->s.data(), *t = r_->t.data(), *bs = r_->bs.data();
+    const double sl = s[l], tl = t[l], bsl = bs[l];
+    const int m = size();
+    for (int j = 0; j < m; ++j) {
+      const int k = rows_[j];
+      out[j] = static_cast<float>(blend_value(a_, e_, V_, Kl[k], Al[k], s[k], sl, t[k], tl, bs[k], bsl));
+    }
+  }
+  void block(const std::vector<int>& rows, const std::vector<int>& cols, MatRef out,
+             int) const override {
+    for (std::size_t j = 0; j < cols.size(); ++j)
+      for (std::size_t i = 0; i < rows.size(); ++i) out(i, j) = at(rows_[rows[i]], rows_[cols[j]]);
+  }
+  std::unique_ptr<KernelRows> subset(const std::vector<int>& rows) const override {
+    std::vector<int> r(rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) r[i] = rows_[rows[i]];
+    return std::unique_ptr<KernelRows>(new BlendRows(K_, A_, r_, a_, e_, V_, std::move(r)));
+  }
+
+ private:
+  double at(int k, int l) const {
+    const RankOne& r = *r_;
+    return blend_value(a_, e_, V_, K_[static_cast<std::size_t>(l) * n_ + k], A_(k, l), r.s[k],
+                       r.s[l], r.t[k], r.t[l], r.bs[k], r.bs[l]);
+  }
+  const double* K_;
+  const Mat& A_;
+  std::shared_ptr<const RankOne> r_;
+  double a_, e_, V_;
+  Eigen::Index n_;
+  std::vector<int> rows_;
+};
+
+}  // namespace
+
+std::unique_ptr<KernelRows> TklGram::blended_rows(const Vec& v, double q, double eta,
+                                                  const double* K) const {
+  const int h = this->h();
+  if (v.size() != 2 * h) throw Error("v must have length 2h");
+  auto r = std::make_shared<RankOne>();
+  r->s = Zm_ * (v.head(h) - v.tail(h));
+  r->t = Zm_ * v.tail(h);
+  r->bs = B_.cwiseProduct(r->s);
+  std::vector<int> rows(n());
+  for (int i = 0; i < n(); ++i) rows[i] = i;
+  return std::unique_ptr<KernelRows>(
+      new BlendRows(K, A_, std::move(r), 1.0 - eta, eta * q, V_, std::move(rows)));
+}
+
+void TklGram::blend_rank_one(const Vec& v, double q, double eta, const double* K,
+                             double* out) const {
+  const int h = this->h();
+  if (v.size() != 2 * h) throw Error("v must have length 2h");
+  const Eigen::Index n = Zm_.rows();
+  const Vec s = Zm_ * (v.head(h) - v.tail(h));
+  const Vec t = Zm_ * v.tail(h);
+  const Vec bs = B_.cwiseProduct(s);
+  const double a = 1.0 - eta, e = eta * q, V = V_;
+  const double *sp = s.data(), *tp = t.data(), *bp = bs.data();
+  Callbacks none;
+  for_each_tile(n, n, threads_, none,
+                [&](Eigen::Index r0, Eigen::Index nr, Eigen::Index c0, Eigen::Index nc) {
+    for (Eigen::Index l = c0; l < c0 + nc; ++l) {
+      const double sl = sp[l], tl = tp[l], bsl = bp[l];
+      const double* Al = A_.col(l).data();
+      const double* Kl = K + l * n;
+      double* ol = out + l * n;
+      for (Eigen::Index k = r0; k < r0 + nr; ++k)
+        ol[k] = blend_value(a, e, V, Kl[k], Al[k], sp[k], sl, tp[k], tl, bp[k], bsl);
+    }
+  });
+}
+
+Mat TklGram::gradient(const std::vector<std::vector<int>>& rows,
+                      const std::vector<std::vector<double>>& w) const {
+  const int h = this->h();
+  Mat C11 = Mat::Zero(h, h), C12 = Mat::Zero(h, h), C22 = Mat::Zero(h, h);
+  EigenSerial serial(true);
+  for (std::size_t mi = 0; mi < rows.size(); ++mi) {
+    const std::vector<int>& sv = rows[mi];
+    const Eigen::Index m = static_cast<Eigen::Index>(sv.size());
+    if (m == 0) continue;
+    if (w[mi].size() != sv.size()) throw Error("gradient: rows and weights differ in length");
+    Mat U(m, h);
+    Vec wb(m);
+    for (Eigen::Index i = 0; i < m; ++i) {
+      U.row(i) = w[mi][i] * Zm_.row(sv[i]);
+      wb[i] = w[mi][i] * B_[sv[i]];
+    }
+    // AU = A(sv, sv) U, in fixed row blocks.
+    Mat AU(m, h);
+    const Eigen::Index nb = (m + kTileRows - 1) / kTileRows;
+    const int nt = nb > 1 ? threads_ : 1;
+    (void)nt;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
+#endif
+    for (Eigen::Index b = 0; b < nb; ++b) {
+      const Eigen::Index r0 = b * kTileRows, nr = std::min(kTileRows, m - r0);
+      Mat Ab(nr, m);
+      for (Eigen::Index j = 0; j < m; ++j) {
+        const double* Aj = A_.col(sv[j]).data();
+        for (Eigen::Index k = 0; k < nr; ++k) Ab(k, j) = Aj[sv[r0 + k]];
+      }
+      AU.middleRows(r0, nr).noalias() = Ab * U;
+    }
+    const Mat T = U.transpose() * AU;
+    Vec u1 = Vec::Zero(h), ub = Vec::Zero(h);
+    for (Eigen::Index i = 0; i < m; ++i) {
+      u1 += w[mi][i] * Zm_.row(sv[i]).transpose();
+      ub += wb[i] * Zm_.row(sv[i]).transpose();
+    }
+    C11 += T;
+    C12 += ub * u1.transpose() - T;
+    C22 += V_ * u1 * u1.transpose() - ub * u1.transpose() - u1 * ub.transpose() + T;
+  }
+  Mat C(2 * h, 2 * h);
+  C.topLeftCorner(h, h) = -0.5 * C11;
+  C.topRightCorner(h, h) = -0.5 * C12;
+  C.bottomLeftCorner(h, h) = -0.5 * C12.transpose();
+  C.bottomRightCorner(h, h) = -0.5 * C22;
+  return C;
+}
+
+TklResult tkl_classify(CMatRef X, const std::vector<int>& y, int k,
+                       const std::vector<double>& weight, const Vec& lower, const Vec& upper,
+                       const TklParams& par, const Callbacks& cb) {
+  const int n = static_cast<int>(X.rows());
+  if (static_cast<int>(y.size()) != n) throw Error("labels and rows differ in number");
+  return tkl_loop(X, lower, upper, par, cb,
+                  [&](const TrainingKernel& TK, const std::vector<BinaryMachine>* warm, bool prob) {
+    std::vector<std::vector<double>> w0;
+    if (warm) {
+      for (const BinaryMachine& m : *warm) {
+        std::vector<double> v(n, 0.0);
+        for (std::size_t s = 0; s < m.sv.size(); ++s) v[m.sv[s]] = m.coef[s];
+        w0.push_back(std::move(v));
+      }
+    }
+    SvmParams sp = par.svm;
+    sp.probability = prob;
+    return make_step(svm_classify(TK, y, k, weight, sp, w0, interrupts_only(cb)));
+  });
+}
+
+TklResult tkl_regress(CMatRef X, const std::vector<double>& z, const Vec& lower,
+                      const Vec& upper, const TklParams& par, const Callbacks& cb) {
+  const int n = static_cast<int>(X.rows());
+  if (static_cast<int>(z.size()) != n) throw Error("response and rows differ in number");
+  return tkl_loop(X, lower, upper, par, cb,
+                  [&](const TrainingKernel& TK, const std::vector<BinaryMachine>* warm, bool) {
+    std::vector<double> w0;
+    if (warm && !warm->empty()) {
+      w0.assign(n, 0.0);
+      const BinaryMachine& m = (*warm)[0];
+      for (std::size_t s = 0; s < m.sv.size(); ++s) w0[m.sv[s]] = m.coef[s];
+    }
+    std::vector<BinaryMachine> out(1, svm_regress(TK, z, par.svm, w0, interrupts_only(cb)));
+    return make_step(std::move(out));
+  });
+}
+
+}  // namespace kl

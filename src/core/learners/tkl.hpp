@@ -1,0 +1,99 @@
+// Tessellated kernel learning (TKL): the matrix P of a tessellated kernel (kernels/tessellated.hpp) is
+// learned together with an SVM by the two-step Frank-Wolfe algorithm of the paper,
+//   min_{P >= 0, trace P = q}  OPT_A(P),  OPT_A(P) = max_alpha  SVM dual at the kernel K(P),
+// which is convex in P (a maximum of functions linear in P).
+//
+// One iteration at P_k, with alpha_k the SVM solution on K(P_k) and w its coefficients
+// (y .* alpha for C-SVC, alpha - alpha* for epsilon-SVR; summed over the one-vs-one pairs for
+// more classes, which share P):
+//   - the gradient of OPT_A in P is C(w) = sum_kl (-w_k w_l / 2) dK_kl/dP (its 2h x 2h blocks
+//     in kernels/tessellated.hpp), over the support vectors only;
+//   - the P-step: P* = q v v', v the unit eigenvector of the smallest eigenvalue of C; the
+//     lower bound OPT_P = OPT_A(P_k) - gap, gap = trace(C P_k) - q lambda_min(C) >= 0;
+//   - a line search on OPT_A over P_k + eta (P* - P_k): K is linear in P, so the trial Gram
+//     matrix is (1 - eta) K(P_k) + eta K(P*), with K(P*) a rank-one form computed from the box
+//     matrix A, which is formed once. The solver computes the rows of a trial matrix it needs
+//     on demand; the accepted one is formed once per iteration, in place of K(P_k), so the fit
+//     holds two n x n matrices (A and K). Each trial is one SVM solve, warm-started
+//     from alpha_k (cold at eta = 1, where the trial kernel is K(P*) alone). The first trial step is the mean of the earlier accepted steps (1 at
+//     first), divided by 5 while OPT_A does not decrease.
+// The run stops when the gap falls below tol |OPT_A|, after maxit iterations, when an accepted
+// step is below tol / 100, or when no trial down to 1/1000 of the first step decreases OPT_A
+// (the authors accept such a step; here P stays, so OPT_A never increases).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "machines/svm.hpp"
+
+namespace kl {
+
+struct TklParams {
+  int degree = 1;
+  double tol = 1e-2;   // relative duality gap
+  int maxit = 100;
+  bool warm = true;    // line-search solves with eta < 1 start from the current alpha
+  SvmParams svm;       // cost, epsilon, solver tolerance, cache, threads, probability
+};
+
+// One row per P_k: OPT_A(P_k), the duality gap there, the best lower bound so far, and the line
+// search that left P_k (accepted step, 0 when none; SVM solves and their SMO iterations; time
+// in the solves and in the rest of the iteration).
+struct TklIteration {
+  double objective = 0, gap = 0, lower = 0, step = 0;
+  int solves = 0;
+  long svm_iter = 0;
+  double seconds_alpha = 0, seconds_p = 0;
+};
+
+struct TklResult {
+  Mat P;                               // 2h x 2h, symmetric PSD, trace q
+  double q = 0;                        // trace of P (2h: the trace of the start P = I)
+  std::vector<BinaryMachine> machines; // the SVM on K(P)
+  std::vector<TklIteration> trace;
+  std::string stop;                    // "gap", "maxit", "step", "no decrease"
+  double seconds_start = 0;            // the box matrix and the Gram matrix at P = I
+  double seconds_first = 0;            // the first (cold) SVM solve
+  long iter_first = 0;
+};
+
+// Classification: y codes 0..k-1 (every class present), weight k class weights of the cost.
+// X: n x d inputs (the box [lower, upper] per column; points are clamped into it).
+TklResult tkl_classify(CMatRef X, const std::vector<int>& y, int k,
+                       const std::vector<double>& weight, const Vec& lower, const Vec& upper,
+                       const TklParams& par, const Callbacks& cb);
+// epsilon-regression.
+TklResult tkl_regress(CMatRef X, const std::vector<double>& z, const Vec& lower,
+                      const Vec& upper, const TklParams& par, const Callbacks& cb);
+
+// The learner's algebra on the training rows, exposed so tests can check it against the kernel
+// object: the box matrix A(x_k, x_l) is formed once; rank-one Gram matrices and the gradient
+// blocks use it.
+class TklGram {
+ public:
+  TklGram(CMatRef X, int degree, const Vec& lower, const Vec& upper, int threads,
+          const Callbacks& cb);
+  int n() const { return static_cast<int>(Zm_.rows()); }
+  int h() const { return static_cast<int>(Zm_.cols()); }
+  // out = (1 - eta) K + eta K(q v v'), v of length 2h; K and out n x n (they may alias).
+  void blend_rank_one(const Vec& v, double q, double eta, const double* K, double* out) const;
+  // The same matrix as kernel rows computed on demand (for the SVM solver), without forming
+  // it; bitwise the values blend_rank_one() writes. K must outlive the result.
+  std::unique_ptr<KernelRows> blended_rows(const Vec& v, double q, double eta,
+                                           const double* K) const;
+  // C(w) = sum over the coefficient vectors of sum_kl (-w_k w_l / 2) dK_kl / dP; each vector
+  // given by its rows and values (zeros left out).
+  Mat gradient(const std::vector<std::vector<int>>& rows,
+               const std::vector<std::vector<double>>& w) const;
+
+ private:
+  Mat Xc_, Zm_;
+  Vec B_;
+  Mat A_;
+  double V_ = 1;
+  int threads_ = 1;
+};
+
+}  // namespace kl

@@ -1,0 +1,853 @@
+#include "linalg/simd.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "base/common.hpp"
+
+namespace kl {
+namespace {
+
+const std::ptrdiff_t kKc = 256;  // rows per packed block
+const std::ptrdiff_t kMc = 144;  // rows of A packed at a time (a multiple of kMr)
+const int kMr = 6;               // rows of C per micro-kernel call
+
+// Copies the block of rows i0 .. i0 + w - 1 and columns k0 .. k0 + kc - 1 of the strided
+// operand M (element (i, k) at M[i * si + k * sk]) into panels of `width` rows: panel q holds
+// M(i0 + q * width + j, k0 + k) at out[(q * kc + k) * width + j], with zeros past row w.
+template <class T>
+void pack(const T* M, std::ptrdiff_t si, std::ptrdiff_t sk, std::ptrdiff_t i0, std::ptrdiff_t w,
+          std::ptrdiff_t k0, std::ptrdiff_t kc, int width, T* out) {
+  const std::ptrdiff_t panels = (w + width - 1) / width;
+  if (si == 1) {
+    // Rows contiguous: a few k at a time across all panels, so each of those columns of M is
+    // read front to back (a panel row is only `width` elements: one k per panel at a time
+    // would jump a whole column stride per element).
+    const std::ptrdiff_t kstep = 8;
+    for (std::ptrdiff_t ka = 0; ka < kc; ka += kstep) {
+      const std::ptrdiff_t kb = std::min(kc, ka + kstep);
+      for (std::ptrdiff_t q = 0; q < panels; ++q) {
+        const std::ptrdiff_t j0 = q * width;
+        const std::ptrdiff_t m = std::min<std::ptrdiff_t>(width, w - j0);
+        const T* src = M + (i0 + j0) + k0 * sk;
+        T* dst = out + q * kc * width;
+        for (std::ptrdiff_t k = ka; k < kb; ++k) {
+          T* d = dst + k * width;
+          const T* sr = src + k * sk;
+          for (std::ptrdiff_t j = 0; j < m; ++j) d[j] = sr[j];
+          for (std::ptrdiff_t j = m; j < width; ++j) d[j] = T(0);
+        }
+      }
+    }
+    return;
+  }
+  for (std::ptrdiff_t q = 0; q < panels; ++q) {
+    T* dst = out + q * kc * width;
+    const std::ptrdiff_t j0 = q * width;
+    const std::ptrdiff_t m = std::min<std::ptrdiff_t>(width, w - j0);
+    const T* src = M + (i0 + j0) * si + k0 * sk;
+    // columns contiguous (or neither): walk along k for each row
+    for (std::ptrdiff_t j = 0; j < m; ++j)
+      for (std::ptrdiff_t k = 0; k < kc; ++k) dst[k * width + j] = src[j * si + k * sk];
+    for (std::ptrdiff_t k = 0; k < kc; ++k) std::fill(dst + k * width + m, dst + (k + 1) * width, T(0));
+  }
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(_WIN32)
+#define KL_SIMD_X86 1
+// Full unrolling of the fixed 6-row loops keeps the accumulators in registers.
+#if defined(__clang__)
+#define KL_UNROLL _Pragma("unroll")
+#else
+#define KL_UNROLL _Pragma("GCC unroll 6")
+#endif
+typedef float v8f __attribute__((vector_size(32)));
+typedef float v16f __attribute__((vector_size(64)));
+typedef double v4d __attribute__((vector_size(32)));
+typedef double v8d __attribute__((vector_size(64)));
+
+// C(0:6, 0:2W) = (first ? 0 : C) + sum_k A(k, 0:6)' B(k, 0:2W) for packed panels A (kc x 6)
+// and B (kc x 2W) with 12 vector accumulators. Inlined into the target-specific kernels below,
+// so it is compiled for their instruction sets.
+template <class V, int W, class T>
+__attribute__((always_inline)) inline void micro_kernel(std::ptrdiff_t kc, const T* A,
+                                                        const T* B, T* C, std::ptrdiff_t ldc,
+                                                        bool first) {
+  V c0[kMr], c1[kMr];
+KL_UNROLL
+  for (int i = 0; i < kMr; ++i) {
+    c0[i] = V{};
+    c1[i] = V{};
+  }
+  for (std::ptrdiff_t k = 0; k < kc; ++k) {
+    V b0, b1;
+    std::memcpy(&b0, B + k * 2 * W, sizeof(V));
+    std::memcpy(&b1, B + k * 2 * W + W, sizeof(V));
+    const T* a = A + k * kMr;
+KL_UNROLL
+    for (int i = 0; i < kMr; ++i) {
+      c0[i] += a[i] * b0;
+      c1[i] += a[i] * b1;
+    }
+  }
+  if (first) {
+KL_UNROLL
+    for (int i = 0; i < kMr; ++i) {
+      T* ci = C + i * ldc;
+      std::memcpy(ci, &c0[i], sizeof(V));
+      std::memcpy(ci + W, &c1[i], sizeof(V));
+    }
+    return;
+  }
+KL_UNROLL
+  for (int i = 0; i < kMr; ++i) {
+    V t0, t1;
+    T* ci = C + i * ldc;
+    std::memcpy(&t0, ci, sizeof(V));
+    std::memcpy(&t1, ci + W, sizeof(V));
+    t0 += c0[i];
+    t1 += c1[i];
+    std::memcpy(ci, &t0, sizeof(V));
+    std::memcpy(ci + W, &t1, sizeof(V));
+  }
+}
+
+// Vector types of 32 and 64 bytes for each element type.
+template <class T> struct Vecs;
+template <> struct Vecs<float> { typedef v8f v256; typedef v16f v512; };
+template <> struct Vecs<double> { typedef v4d v256; typedef v8d v512; };
+
+template <class T>
+__attribute__((target("avx2,fma"))) void kernel_avx2(std::ptrdiff_t kc, const T* A, const T* B,
+                                                     T* C, std::ptrdiff_t ldc, bool first) {
+  micro_kernel<typename Vecs<T>::v256, static_cast<int>(32 / sizeof(T))>(kc, A, B, C, ldc, first);
+}
+
+template <class T>
+__attribute__((target("avx512f,avx2,fma"))) void kernel_avx512(std::ptrdiff_t kc, const T* A,
+                                                               const T* B, T* C,
+                                                               std::ptrdiff_t ldc, bool first) {
+  micro_kernel<typename Vecs<T>::v512, static_cast<int>(64 / sizeof(T))>(kc, A, B, C, ldc,
+                                                                         first);
+}
+
+// B <- B L^-T for a column-major B (m x n, leading dimension ldb) and lower-triangular L
+// (n x n, leading dimension ldl): column j of the solution is
+// (B(:, j) - sum_{l < j} X(:, l) L(j, l)) / L(j, j), computed for 4 vectors of rows at a time
+// (then one vector, then single rows). Every row's arithmetic is the same in each path.
+template <class V, class T>
+__attribute__((always_inline)) inline void trsm_rlt_run(std::ptrdiff_t m, std::ptrdiff_t n,
+                                                        const T* L, std::ptrdiff_t ldl, T* B,
+                                                        std::ptrdiff_t ldb) {
+  const int w = static_cast<int>(sizeof(V) / sizeof(T));
+  std::ptrdiff_t r = 0;
+  for (; r + 4 * w <= m; r += 4 * w) {
+    for (std::ptrdiff_t j = 0; j < n; ++j) {
+      T* bj = B + r + j * ldb;
+      V a0, a1, a2, a3;
+      std::memcpy(&a0, bj, sizeof(V));
+      std::memcpy(&a1, bj + w, sizeof(V));
+      std::memcpy(&a2, bj + 2 * w, sizeof(V));
+      std::memcpy(&a3, bj + 3 * w, sizeof(V));
+      for (std::ptrdiff_t l = 0; l < j; ++l) {
+        const T c = L[j + l * ldl];
+        const T* xl = B + r + l * ldb;
+        V x0, x1, x2, x3;
+        std::memcpy(&x0, xl, sizeof(V));
+        std::memcpy(&x1, xl + w, sizeof(V));
+        std::memcpy(&x2, xl + 2 * w, sizeof(V));
+        std::memcpy(&x3, xl + 3 * w, sizeof(V));
+        a0 -= c * x0;
+        a1 -= c * x1;
+        a2 -= c * x2;
+        a3 -= c * x3;
+      }
+      const T d = L[j + j * ldl];
+      a0 /= d;
+      a1 /= d;
+      a2 /= d;
+      a3 /= d;
+      std::memcpy(bj, &a0, sizeof(V));
+      std::memcpy(bj + w, &a1, sizeof(V));
+      std::memcpy(bj + 2 * w, &a2, sizeof(V));
+      std::memcpy(bj + 3 * w, &a3, sizeof(V));
+    }
+  }
+  for (; r + w <= m; r += w) {
+    for (std::ptrdiff_t j = 0; j < n; ++j) {
+      T* bj = B + r + j * ldb;
+      V a0;
+      std::memcpy(&a0, bj, sizeof(V));
+      for (std::ptrdiff_t l = 0; l < j; ++l) {
+        V x0;
+        std::memcpy(&x0, B + r + l * ldb, sizeof(V));
+        a0 -= L[j + l * ldl] * x0;
+      }
+      a0 /= L[j + j * ldl];
+      std::memcpy(bj, &a0, sizeof(V));
+    }
+  }
+  for (; r < m; ++r) {
+    for (std::ptrdiff_t j = 0; j < n; ++j) {
+      T a = B[r + j * ldb];
+      for (std::ptrdiff_t l = 0; l < j; ++l) a -= L[j + l * ldl] * B[r + l * ldb];
+      B[r + j * ldb] = a / L[j + j * ldl];
+    }
+  }
+}
+
+template <class T>
+__attribute__((target("avx2,fma"))) void trsm_rlt_avx2(std::ptrdiff_t m, std::ptrdiff_t n,
+                                                       const T* L, std::ptrdiff_t ldl, T* B,
+                                                       std::ptrdiff_t ldb) {
+  trsm_rlt_run<typename Vecs<T>::v256>(m, n, L, ldl, B, ldb);
+}
+
+template <class T>
+__attribute__((target("avx512f,avx2,fma"))) void trsm_rlt_avx512(std::ptrdiff_t m,
+                                                                 std::ptrdiff_t n, const T* L,
+                                                                 std::ptrdiff_t ldl, T* B,
+                                                                 std::ptrdiff_t ldb) {
+  trsm_rlt_run<typename Vecs<T>::v512>(m, n, L, ldl, B, ldb);
+}
+
+// Skinny products of a single-precision row-major matrix X (nrows x p, leading dimension ldx)
+// with K columns, K padded to a multiple of the class block C by the callers' zero rows.
+//
+// out(i, k) = sum_j X(i, j) W(k, j), for R rows and C classes at a time: the rows' vectors are
+// loaded once per class block and W's vector once per R rows. Each row's sum is lane-wise over
+// j in order, then the lanes are added in order, then the columns past the last full vector:
+// the same arithmetic for a row in the R-row and the one-row paths.
+template <class V>
+__attribute__((always_inline)) inline float lane_sum(const V& v) {
+  const int w = static_cast<int>(sizeof(V) / sizeof(float));
+  float s = 0.0f;
+  for (int l = 0; l < w; ++l) s += v[l];
+  return s;
+}
+
+template <class V, int R, int C>
+__attribute__((always_inline)) inline void rows_times_tile(const float* X, std::ptrdiff_t ldx,
+                                                           std::ptrdiff_t p, const float* W,
+                                                           float* out, std::ptrdiff_t ldo) {
+  const int w = static_cast<int>(sizeof(V) / sizeof(float));
+  const std::ptrdiff_t pv = p - p % w;
+  V acc[R][C];
+KL_UNROLL
+  for (int r = 0; r < R; ++r)
+KL_UNROLL
+    for (int c = 0; c < C; ++c) acc[r][c] = V{};
+  for (std::ptrdiff_t j = 0; j < pv; j += w) {
+    V x[R];
+KL_UNROLL
+    for (int r = 0; r < R; ++r) std::memcpy(&x[r], X + r * ldx + j, sizeof(V));
+KL_UNROLL
+    for (int c = 0; c < C; ++c) {
+      V wc;
+      std::memcpy(&wc, W + c * p + j, sizeof(V));
+KL_UNROLL
+      for (int r = 0; r < R; ++r) acc[r][c] += x[r] * wc;
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+      float s = lane_sum(acc[r][c]);
+      for (std::ptrdiff_t j = pv; j < p; ++j) s += X[r * ldx + j] * W[c * p + j];
+      out[r * ldo + c] = s;
+    }
+}
+
+template <class V, int R, int C>
+__attribute__((always_inline)) inline void rows_times_run(const float* X, std::ptrdiff_t ldx,
+                                                          std::ptrdiff_t nrows, std::ptrdiff_t p,
+                                                          const float* W, std::ptrdiff_t K,
+                                                          float* out) {
+  // Rows outermost: a group of rows stays in cache while the class blocks sweep it.
+  std::ptrdiff_t r = 0;
+  for (; r + R <= nrows; r += R)
+    for (std::ptrdiff_t c0 = 0; c0 < K; c0 += C)
+      rows_times_tile<V, R, C>(X + r * ldx, ldx, p, W + c0 * p, out + r * K + c0, K);
+  for (; r < nrows; ++r)
+    for (std::ptrdiff_t c0 = 0; c0 < K; c0 += C)
+      rows_times_tile<V, 1, C>(X + r * ldx, ldx, p, W + c0 * p, out + r * K + c0, K);
+}
+
+// Cm(k, j) += sum_i Rm(i, k) X(i, j) for Rm row-major (nrows x K) and Cm row-major (K x p):
+// for each vector of columns, C classes' accumulators stay in registers while 8 rows at a
+// time are added to them, one row after the other (the same order as the single-row path).
+template <class V, int C>
+__attribute__((always_inline)) inline void rows_crossprod_run(const float* X, std::ptrdiff_t ldx,
+                                                              std::ptrdiff_t nrows,
+                                                              std::ptrdiff_t p, const float* Rm,
+                                                              std::ptrdiff_t K, float* Cm) {
+  const int w = static_cast<int>(sizeof(V) / sizeof(float));
+  const int G = 8;
+  const std::ptrdiff_t pv = p - p % w;
+  std::ptrdiff_t i = 0;
+  for (; i + G <= nrows; i += G) {
+    for (std::ptrdiff_t c0 = 0; c0 < K; c0 += C) {
+      const float* xi = X + i * ldx;
+      const float* ri = Rm + i * K + c0;
+      for (std::ptrdiff_t j = 0; j < pv; j += w) {
+        V a[C];
+KL_UNROLL
+        for (int c = 0; c < C; ++c) std::memcpy(&a[c], Cm + (c0 + c) * p + j, sizeof(V));
+KL_UNROLL
+        for (int g = 0; g < G; ++g) {
+          V x;
+          std::memcpy(&x, xi + g * ldx + j, sizeof(V));
+KL_UNROLL
+          for (int c = 0; c < C; ++c) a[c] += ri[g * K + c] * x;
+        }
+KL_UNROLL
+        for (int c = 0; c < C; ++c) std::memcpy(Cm + (c0 + c) * p + j, &a[c], sizeof(V));
+      }
+      for (std::ptrdiff_t j = pv; j < p; ++j)
+        for (int g = 0; g < G; ++g)
+          for (int c = 0; c < C; ++c) Cm[(c0 + c) * p + j] += ri[g * K + c] * xi[g * ldx + j];
+    }
+  }
+  for (; i < nrows; ++i) {
+    for (std::ptrdiff_t c0 = 0; c0 < K; c0 += C) {
+      const float* xi = X + i * ldx;
+      const float* ri = Rm + i * K + c0;
+      for (std::ptrdiff_t j = 0; j < pv; j += w) {
+        V x;
+        std::memcpy(&x, xi + j, sizeof(V));
+        for (int c = 0; c < C; ++c) {
+          V a;
+          std::memcpy(&a, Cm + (c0 + c) * p + j, sizeof(V));
+          a += ri[c] * x;
+          std::memcpy(Cm + (c0 + c) * p + j, &a, sizeof(V));
+        }
+      }
+      for (std::ptrdiff_t j = pv; j < p; ++j)
+        for (int c = 0; c < C; ++c) Cm[(c0 + c) * p + j] += ri[c] * xi[j];
+    }
+  }
+}
+
+__attribute__((target("avx2,fma"))) void rows_times_avx2(const float* X, std::ptrdiff_t ldx,
+                                                         std::ptrdiff_t nrows, std::ptrdiff_t p,
+                                                         const float* W, std::ptrdiff_t K,
+                                                         float* out) {
+  rows_times_run<v8f, 2, 4>(X, ldx, nrows, p, W, K, out);
+}
+__attribute__((target("avx512f,avx2,fma"))) void rows_times_avx512(
+    const float* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows, std::ptrdiff_t p, const float* W,
+    std::ptrdiff_t K, float* out) {
+  rows_times_run<v16f, 4, 4>(X, ldx, nrows, p, W, K, out);
+}
+__attribute__((target("avx2,fma"))) void rows_crossprod_avx2(const float* X, std::ptrdiff_t ldx,
+                                                             std::ptrdiff_t nrows,
+                                                             std::ptrdiff_t p, const float* Rm,
+                                                             std::ptrdiff_t K, float* Cm) {
+  rows_crossprod_run<v8f, 4>(X, ldx, nrows, p, Rm, K, Cm);
+}
+__attribute__((target("avx512f,avx2,fma"))) void rows_crossprod_avx512(
+    const float* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows, std::ptrdiff_t p, const float* Rm,
+    std::ptrdiff_t K, float* Cm) {
+  rows_crossprod_run<v16f, 4>(X, ldx, nrows, p, Rm, K, Cm);
+}
+#endif
+
+SimdLevel detect_cpu() {
+#ifdef KL_SIMD_X86
+  __builtin_cpu_init();
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return SimdLevel::none;
+  if (__builtin_cpu_supports("avx512f")) return SimdLevel::avx512;
+  return SimdLevel::avx2;
+#else
+  return SimdLevel::none;
+#endif
+}
+
+// The processor's level, capped by the environment variable KERNLEARN_SIMD ("none", "avx2" or
+// "avx512"; read once per process): "none" runs the portable baseline path everywhere, as on
+// a processor without AVX2, for testing it and for comparing results.
+SimdLevel detect() {
+  const SimdLevel cpu = detect_cpu();
+  const char* cap = std::getenv("KERNLEARN_SIMD");
+  if (cap == nullptr) return cpu;
+  SimdLevel want = cpu;
+  if (std::strcmp(cap, "none") == 0) want = SimdLevel::none;
+  else if (std::strcmp(cap, "avx2") == 0) want = SimdLevel::avx2;
+  else if (std::strcmp(cap, "avx512") == 0) want = SimdLevel::avx512;
+  return std::min(cpu, want);
+}
+
+}  // namespace
+
+SimdLevel simd_level() {
+  static const SimdLevel level = detect();
+  return level;
+}
+
+namespace {
+template <class T>
+void trsm_right_lower_t_impl(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, const T* L,
+                             std::ptrdiff_t ldl, T* B, std::ptrdiff_t ldb) {
+  if (level == SimdLevel::none || level > simd_level())
+    throw Error("trsm: this processor lacks the requested instructions");
+#ifdef KL_SIMD_X86
+  if (level == SimdLevel::avx512)
+    trsm_rlt_avx512(m, n, L, ldl, B, ldb);
+  else
+    trsm_rlt_avx2(m, n, L, ldl, B, ldb);
+#else
+  (void)m; (void)n; (void)L; (void)ldl; (void)B; (void)ldb;
+#endif
+}
+}  // namespace
+
+void trsm_right_lower_t(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, const double* L,
+                        std::ptrdiff_t ldl, double* B, std::ptrdiff_t ldb) {
+  trsm_right_lower_t_impl(level, m, n, L, ldl, B, ldb);
+}
+
+void trsm_right_lower_t(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, const float* L,
+                        std::ptrdiff_t ldl, float* B, std::ptrdiff_t ldb) {
+  trsm_right_lower_t_impl(level, m, n, L, ldl, B, ldb);
+}
+
+std::ptrdiff_t skinny_class_block() { return 4; }
+
+void rows_times_f32(SimdLevel level, const float* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows,
+                    std::ptrdiff_t p, const float* W, std::ptrdiff_t K, float* out) {
+  if (level == SimdLevel::none || level > simd_level() || K % skinny_class_block() != 0)
+    throw Error("rows_times_f32: this processor lacks the requested instructions");
+#ifdef KL_SIMD_X86
+  if (level == SimdLevel::avx512)
+    rows_times_avx512(X, ldx, nrows, p, W, K, out);
+  else
+    rows_times_avx2(X, ldx, nrows, p, W, K, out);
+#else
+  (void)X; (void)ldx; (void)nrows; (void)p; (void)W; (void)out;
+#endif
+}
+
+void rows_crossprod_f32(SimdLevel level, const float* X, std::ptrdiff_t ldx, std::ptrdiff_t nrows,
+                        std::ptrdiff_t p, const float* R, std::ptrdiff_t K, float* C) {
+  if (level == SimdLevel::none || level > simd_level() || K % skinny_class_block() != 0)
+    throw Error("rows_crossprod_f32: this processor lacks the requested instructions");
+#ifdef KL_SIMD_X86
+  if (level == SimdLevel::avx512)
+    rows_crossprod_avx512(X, ldx, nrows, p, R, K, C);
+  else
+    rows_crossprod_avx2(X, ldx, nrows, p, R, K, C);
+#else
+  (void)X; (void)ldx; (void)nrows; (void)p; (void)R; (void)C;
+#endif
+}
+
+const char* simd_level_name(SimdLevel level) {
+  switch (level) {
+    case SimdLevel::avx512: return "avx512";
+    case SimdLevel::avx2: return "avx2";
+    default: return "none";
+  }
+}
+
+namespace {
+
+// C = A B, or C -= A B when `subtract` (through A packed negated, which changes no rounding).
+template <class T>
+void gemm_block_impl(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
+                     const T* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const T* B,
+                     std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, T* C, std::ptrdiff_t cs_i,
+                     std::ptrdiff_t cs_j, bool subtract = false) {
+  if (level == SimdLevel::none || level > simd_level())
+    throw Error("gemm_block: this processor lacks the requested instructions");
+#ifdef KL_SIMD_X86
+  if (cs_i == 1 && cs_j != 1) {
+    // A column-major C is the row-major C' = B'A': computed that way, the tile is copied out
+    // row by row. Every element is the same sum over k in the same order.
+    gemm_block_impl(level, n, m, kdim, B, bs_j, bs_k, A, as_k, as_i, C, cs_j, std::ptrdiff_t(1),
+                    subtract);
+    return;
+  }
+  // Micro-tiles of 6 rows by two vectors: 64 or 32 bytes each. For each block of kKc values of
+  // k: B packed whole, then blocks of kMc rows of A packed (sized for the core's L2 cache),
+  // each swept by every panel of B. Full micro-tiles of a row-major C are summed in place;
+  // the others go through a small buffer. Every element is the same sum over k in the same
+  // order either way, whatever the tile.
+  const int nr = static_cast<int>((level == SimdLevel::avx512 ? 128 : 64) / sizeof(T));
+  const std::ptrdiff_t np = (n + nr - 1) / nr * nr;
+  const std::ptrdiff_t mc = std::min<std::ptrdiff_t>((m + kMr - 1) / kMr * kMr, kMc);
+  std::unique_ptr<T[]> Ap(new T[static_cast<std::size_t>(mc * kKc)]);
+  std::unique_ptr<T[]> Bp(new T[static_cast<std::size_t>(np * kKc)]);
+  T edge[kMr * 32];
+  const bool direct = cs_j == 1;
+  for (std::ptrdiff_t k0 = 0; k0 < kdim; k0 += kKc) {
+    const std::ptrdiff_t kc = std::min(kKc, kdim - k0);
+    const bool first = k0 == 0 && !subtract;
+    pack(B, bs_j, bs_k, 0, n, k0, kc, nr, Bp.get());
+    for (std::ptrdiff_t i0 = 0; i0 < m; i0 += mc) {
+      const std::ptrdiff_t mb = std::min(mc, m - i0);
+      pack(A, as_i, as_k, i0, mb, k0, kc, kMr, Ap.get());
+      if (subtract)
+        for (std::ptrdiff_t t = 0, e = (mb + kMr - 1) / kMr * kMr * kc; t < e; ++t) Ap[t] = -Ap[t];
+      const std::ptrdiff_t panels = (mb + kMr - 1) / kMr;
+      for (std::ptrdiff_t q = 0; q < np / nr; ++q) {
+        const T* Bq = Bp.get() + q * kc * nr;
+        const std::ptrdiff_t j0 = q * nr, nj = std::min<std::ptrdiff_t>(nr, n - j0);
+        for (std::ptrdiff_t r = 0; r < panels; ++r) {
+          const T* Ar = Ap.get() + r * kc * kMr;
+          const std::ptrdiff_t ia = i0 + r * kMr, ni = std::min<std::ptrdiff_t>(kMr, m - ia);
+          const bool full = direct && ni == kMr && nj == nr;
+          T* Cr = full ? C + ia * cs_i + j0 : edge;
+          const std::ptrdiff_t ldc = full ? cs_i : nr;
+          if (level == SimdLevel::avx512)
+            kernel_avx512(kc, Ar, Bq, Cr, ldc, first || !full);
+          else
+            kernel_avx2(kc, Ar, Bq, Cr, ldc, first || !full);
+          if (full) continue;
+          for (std::ptrdiff_t i = 0; i < ni; ++i) {
+            for (std::ptrdiff_t j = 0; j < nj; ++j) {
+              T& c = C[(ia + i) * cs_i + (j0 + j) * cs_j];
+              c = first ? edge[i * nr + j] : c + edge[i * nr + j];
+            }
+          }
+        }
+      }
+    }
+  }
+#else
+  (void)m; (void)n; (void)kdim; (void)A; (void)as_i; (void)as_k; (void)B; (void)bs_k;
+  (void)bs_j; (void)C; (void)cs_i; (void)cs_j;
+#endif
+}
+
+#ifdef KL_SIMD_X86
+// The columns of X (nrows x p, X(k, j) = X[k * sr + j * sc]) in blocks of `tile`, each packed
+// once for all the tile products that use it, in both operand layouts: panels of kMr columns
+// (negated when asked: a product subtracted) and panels of the kernel's width, slice by slice
+// of kKc rows. Packing inside each tile's product would pack every block once per tile of its
+// row and once per tile of its column.
+template <class T>
+struct PackedBlocks {
+  std::ptrdiff_t nr = 0, tile = 0, p = 0, nrows = 0, nt = 0, ns = 0;
+  std::vector<std::ptrdiff_t> offa, offb;
+  T* Pa = nullptr;
+  T* Pb = nullptr;
+
+  // The panels are held in `store`, grown as needed and kept by the caller for the next call
+  // (a fresh allocation of this size is new pages, which the system clears each time).
+  PackedBlocks(SimdLevel level, const T* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
+               std::ptrdiff_t nrows_, std::ptrdiff_t p_, std::ptrdiff_t tile_, bool negate_a,
+               int threads, std::vector<T>& store)
+      : nr((level == SimdLevel::avx512 ? 128 : 64) / static_cast<std::ptrdiff_t>(sizeof(T))),
+        tile(tile_), p(p_), nrows(nrows_), nt((p_ + tile_ - 1) / tile_),
+        ns((nrows_ + kKc - 1) / kKc) {
+    offa.assign(static_cast<std::size_t>(nt + 1), 0);
+    offb = offa;
+    for (std::ptrdiff_t b = 0; b < nt; ++b) {
+      offa[static_cast<std::size_t>(b + 1)] = offa[static_cast<std::size_t>(b)] + rows_a(b) * nrows;
+      offb[static_cast<std::size_t>(b + 1)] = offb[static_cast<std::size_t>(b)] + cols_b(b) * nrows;
+    }
+    const std::size_t need = static_cast<std::size_t>(offa.back() + offb.back());
+    if (store.size() < need) store.resize(need);
+    Pa = store.data();
+    Pb = store.data() + offa.back();
+    const long npack = static_cast<long>(nt * ns);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (npack > 1)
+#else
+    (void)threads;
+#endif
+    for (long t = 0; t < npack; ++t) {
+      const std::ptrdiff_t b = t / ns, k0 = (t % ns) * kKc, kc = std::min(kKc, nrows - k0);
+      T* pa = Pa + offa[static_cast<std::size_t>(b)] + rows_a(b) * k0;
+      pack(X, sc, sr, b * tile, width(b), k0, kc, kMr, pa);
+      if (negate_a)
+        for (std::ptrdiff_t i = 0, e = rows_a(b) * kc; i < e; ++i) pa[i] = -pa[i];
+      pack(X, sc, sr, b * tile, width(b), k0, kc, static_cast<int>(nr),
+           Pb + offb[static_cast<std::size_t>(b)] + cols_b(b) * k0);
+    }
+  }
+  std::ptrdiff_t width(std::ptrdiff_t b) const { return std::min(tile, p - b * tile); }
+  std::ptrdiff_t rows_a(std::ptrdiff_t b) const { return (width(b) + kMr - 1) / kMr * kMr; }
+  std::ptrdiff_t cols_b(std::ptrdiff_t b) const { return (width(b) + nr - 1) / nr * nr; }
+  std::ptrdiff_t slice(std::ptrdiff_t s) const { return std::min(kKc, nrows - s * kKc); }
+  const T* a_panels(std::ptrdiff_t b, std::ptrdiff_t s) const {
+    return Pa + offa[static_cast<std::size_t>(b)] + rows_a(b) * s * kKc;
+  }
+  const T* b_panels(std::ptrdiff_t b, std::ptrdiff_t s) const {
+    return Pb + offb[static_cast<std::size_t>(b)] + cols_b(b) * s * kKc;
+  }
+
+  // f(a, b, C) for each tile (a, b), b <= a, of the lower triangle of blocks, in parallel
+  // over tiles; C is a buffer of the calling thread, big enough for any tile's product.
+  template <class F>
+  void for_lower_tiles(int threads, const F& f) const {
+    std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> tiles;
+    for (std::ptrdiff_t a = 0; a < nt; ++a)
+      for (std::ptrdiff_t b = 0; b <= a; ++b) tiles.emplace_back(a, b);
+    const long ntasks = static_cast<long>(tiles.size());
+#ifdef _OPENMP
+#pragma omp parallel num_threads(clamp_threads(threads)) if (ntasks > 1)
+#else
+    (void)threads;
+#endif
+    {
+      std::unique_ptr<T[]> C(new T[static_cast<std::size_t>(rows_a(0) * cols_b(0))]);
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+      for (long t = 0; t < ntasks; ++t)
+        f(tiles[static_cast<std::size_t>(t)].first, tiles[static_cast<std::size_t>(t)].second,
+          C.get());
+    }
+  }
+
+  // The product of block a (rows of C, A layout) and block b (columns of C, B layout) over
+  // slice s into the row-major C (leading dimension ldc): micro-tiles that are whole inside
+  // `rows` x `cols` are summed in place (stored when `first`), the others added through a
+  // small buffer. For each element, the same sums in the same order as gemm_block_impl.
+  // With `upper`, micro-tiles wholly below the diagonal of C are left out (a tile on the
+  // diagonal of a symmetric product, of which only the upper triangle of C is used).
+  void product(SimdLevel level, std::ptrdiff_t a, std::ptrdiff_t b, std::ptrdiff_t s, T* C,
+               std::ptrdiff_t ldc, std::ptrdiff_t rows, std::ptrdiff_t cols, bool first,
+               bool upper = false) const {
+    const std::ptrdiff_t kc = slice(s), panels_a = rows_a(a) / kMr, panels_b = cols_b(b) / nr;
+    const T* Ak = a_panels(a, s);
+    const T* Bk = b_panels(b, s);
+    const std::ptrdiff_t group = kMc / kMr;  // A panels swept by each B panel (kept in L2)
+    T edge[kMr * 32];
+    for (std::ptrdiff_t r0 = 0; r0 < panels_a; r0 += group) {
+      const std::ptrdiff_t r1 = std::min(panels_a, r0 + group);
+      for (std::ptrdiff_t q = 0; q < panels_b; ++q) {
+        const T* Bq = Bk + q * kc * nr;
+        const std::ptrdiff_t nj = std::min(nr, cols - q * nr);
+        for (std::ptrdiff_t r = r0; r < r1; ++r) {
+          const std::ptrdiff_t ni = std::min<std::ptrdiff_t>(kMr, rows - r * kMr);
+          if (ni <= 0 || nj <= 0) continue;
+          if (upper && q * nr + nr <= r * kMr) continue;
+          const bool full = ni == kMr && nj == nr;
+          T* Cr = full ? C + r * kMr * ldc + q * nr : edge;
+          const std::ptrdiff_t ld = full ? ldc : nr;
+          if (level == SimdLevel::avx512)
+            kernel_avx512(kc, Ak + r * kc * kMr, Bq, Cr, ld, first || !full);
+          else
+            kernel_avx2(kc, Ak + r * kc * kMr, Bq, Cr, ld, first || !full);
+          if (full) continue;
+          for (std::ptrdiff_t i = 0; i < ni; ++i) {
+            T* ci = C + (r * kMr + i) * ldc + q * nr;
+            for (std::ptrdiff_t j = 0; j < nj; ++j) ci[j] = first ? edge[i * nr + j] : ci[j] + edge[i * nr + j];
+          }
+        }
+      }
+    }
+  }
+};
+#endif
+
+// The vectorised path of add_crossprod_lower: each tile (a, b) of the lower triangle sums its
+// product over the slices of each group of `group` slices in order into a tile of T, held
+// transposed (row j, column i: the column of G it is added to is contiguous), and adds it to
+// G before the next group, which then finds that part of G in the cache. Tiles on the
+// diagonal leave out the micro-tiles above it.
+template <class T>
+void add_crossprod_lower_packed(SimdLevel level, const T* X, std::ptrdiff_t sr,
+                                std::ptrdiff_t sc, std::ptrdiff_t nrows, std::ptrdiff_t p,
+                                std::ptrdiff_t tile, MatRef G, int threads,
+                                std::vector<T>& store, std::ptrdiff_t group) {
+#ifdef KL_SIMD_X86
+  const PackedBlocks<T> P(level, X, sr, sc, nrows, p, tile, false, threads, store);
+  P.for_lower_tiles(threads, [&](std::ptrdiff_t a, std::ptrdiff_t b, T* C) {
+    const std::ptrdiff_t wi = P.width(a), wj = P.width(b), ldc = P.cols_b(a);
+    const std::ptrdiff_t i0 = a * tile, j0 = b * tile;
+    const bool diagonal = a == b;
+    for (std::ptrdiff_t s0 = 0; s0 < P.ns; s0 += group) {
+      const std::ptrdiff_t s1 = std::min(P.ns, s0 + group);
+      // C(j, i) = sum_k X(k, j0 + j) X(k, i0 + i): the same products and sums as with the
+      // roles of the blocks the other way round
+      for (std::ptrdiff_t s = s0; s < s1; ++s)
+        P.product(level, b, a, s, C, ldc, wj, wi, s == s0, diagonal);
+      for (std::ptrdiff_t j = 0; j < wj; ++j) {
+        double* g = &G(i0, j0 + j);
+        const T* c = C + j * ldc;
+        for (std::ptrdiff_t i = diagonal ? j : 0; i < wi; ++i) g[i] += static_cast<double>(c[i]);
+      }
+    }
+  });
+#else
+  (void)level; (void)X; (void)sr; (void)sc; (void)nrows; (void)p; (void)tile; (void)G;
+  (void)threads; (void)store; (void)group;
+#endif
+}
+
+// The trailing update of a blocked Cholesky step: A22 -= A21 A21' on the lower triangle of
+// tiles (tiles on the diagonal: their lower triangle), A21 = A(r0:N, c0:c0 + kb) of the
+// column-major A (leading dimension ld), A22 = A(r0:N, r0:N). Tiles off the diagonal are
+// updated in place slice by slice, the diagonal ones through a tile summed over all slices;
+// both with the sums, in the same order, of a product of the blocks subtracted.
+template <class T>
+void cholesky_update_impl(SimdLevel level, T* A, std::ptrdiff_t ld, std::ptrdiff_t N,
+                          std::ptrdiff_t c0, std::ptrdiff_t kb, std::ptrdiff_t r0,
+                          std::ptrdiff_t tile, int threads, std::vector<T>& store) {
+  if (level == SimdLevel::none || level > simd_level())
+    throw Error("cholesky_update: this processor lacks the requested instructions");
+#ifdef KL_SIMD_X86
+  const std::ptrdiff_t rest = N - r0;
+  if (rest <= 0 || kb <= 0) return;
+  // A21' as a row-major kb x rest matrix: element (k, i) = A(r0 + i, c0 + k)
+  const PackedBlocks<T> P(level, A + r0 + c0 * ld, ld, 1, kb, rest, tile, true, threads, store);
+  // rows of C are columns of A22 (block b, A layout), its columns rows of A22 (block a)
+  P.for_lower_tiles(threads, [&](std::ptrdiff_t a, std::ptrdiff_t b, T* C) {
+    const std::ptrdiff_t wi = P.width(a), wj = P.width(b);
+    const std::ptrdiff_t i0 = r0 + a * tile, j0 = r0 + b * tile;
+    if (a != b) {
+      // C(r, c) = A(i0 + c, j0 + r): row r of C is column j0 + r of A
+      for (std::ptrdiff_t s = 0; s < P.ns; ++s)
+        P.product(level, b, a, s, A + i0 + j0 * ld, ld, wj, wi, false);
+      return;
+    }
+    const std::ptrdiff_t ldc = P.cols_b(a);
+    for (std::ptrdiff_t s = 0; s < P.ns; ++s)
+      P.product(level, b, a, s, C, ldc, wj, wi, s == 0, true);
+    for (std::ptrdiff_t j = 0; j < wj; ++j)
+      for (std::ptrdiff_t i = j; i < wi; ++i)
+        A[(i0 + i) + (j0 + j) * ld] += C[static_cast<std::size_t>(j * ldc + i)];
+  });
+#else
+  (void)A; (void)ld; (void)N; (void)c0; (void)kb; (void)r0; (void)tile; (void)threads;
+  (void)store;
+#endif
+}
+
+template <class T>
+void add_crossprod_lower_impl(SimdLevel level, const T* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
+                              std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile,
+                              MatRef G, int threads, std::vector<T>* store,
+                              std::ptrdiff_t sum_rows) {
+  if (level > simd_level())
+    throw Error("add_crossprod_lower: this processor lacks the requested instructions");
+  if (sum_rows <= 0 || sum_rows > nrows) sum_rows = nrows;
+  if (level != SimdLevel::none && nrows > 0 && p > 0) {
+    if (sum_rows % kKc != 0 && sum_rows != nrows)
+      throw Error("add_crossprod_lower: rows per sum must be a multiple of the slice");
+    std::vector<T> own;
+    add_crossprod_lower_packed(level, X, sr, sc, nrows, p, tile, G, threads, store ? *store : own,
+                               std::max<std::ptrdiff_t>(1, (sum_rows + kKc - 1) / kKc));
+    return;
+  }
+  if (sum_rows < nrows) {
+    for (std::ptrdiff_t r0 = 0; r0 < nrows; r0 += sum_rows)
+      add_crossprod_lower_impl(level, X + r0 * sr, sr, sc, std::min(sum_rows, nrows - r0), p,
+                               tile, G, threads, store, sum_rows);
+    return;
+  }
+  using MT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+  const std::ptrdiff_t nt = (p + tile - 1) / tile;
+  std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> tiles;
+  for (std::ptrdiff_t a = 0; a < nt; ++a)
+    for (std::ptrdiff_t b = 0; b <= a; ++b) tiles.emplace_back(a * tile, b * tile);
+  const long ntasks = static_cast<long>(tiles.size());
+  const Eigen::Map<const MT, 0, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>> M(
+      X, nrows, p, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(sc, sr));
+#ifndef _OPENMP
+  (void)threads;
+#endif
+  {
+    // the tiles are the parallel work: each product on its thread alone, so that its blocking
+    // (and the order of its sums) does not depend on the thread count
+    const EigenSerial eigen_serial(true);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (ntasks > 1)
+#endif
+    for (long t = 0; t < ntasks; ++t) {
+      const std::ptrdiff_t i0 = tiles[static_cast<std::size_t>(t)].first;
+      const std::ptrdiff_t j0 = tiles[static_cast<std::size_t>(t)].second;
+      const std::ptrdiff_t wi = std::min(tile, p - i0), wj = std::min(tile, p - j0);
+      MT prod(wi, wj);
+      if (level != SimdLevel::none)  // prod(i, j) = sum_k X(k, i0 + i) X(k, j0 + j)
+        gemm_block_impl(level, wi, wj, nrows, X + i0 * sc, sc, sr, X + j0 * sc, sr, sc,
+                        prod.data(), std::ptrdiff_t(1), wi);
+      else
+        prod.noalias() = M.middleCols(i0, wi).transpose() * M.middleCols(j0, wj);
+      G.block(i0, j0, wi, wj) += prod.template cast<double>();
+    }
+  }
+}
+
+}  // namespace
+
+void add_crossprod_lower(SimdLevel level, const float* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
+                         std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile, MatRef G,
+                         int threads, std::vector<float>* store, std::ptrdiff_t sum_rows) {
+  add_crossprod_lower_impl(level, X, sr, sc, nrows, p, tile, G, threads, store, sum_rows);
+}
+
+void add_crossprod_lower(SimdLevel level, const double* X, std::ptrdiff_t sr, std::ptrdiff_t sc,
+                         std::ptrdiff_t nrows, std::ptrdiff_t p, std::ptrdiff_t tile, MatRef G,
+                         int threads, std::vector<double>* store, std::ptrdiff_t sum_rows) {
+  add_crossprod_lower_impl(level, X, sr, sc, nrows, p, tile, G, threads, store, sum_rows);
+}
+
+void cholesky_update(SimdLevel level, double* A, std::ptrdiff_t ld, std::ptrdiff_t N,
+                     std::ptrdiff_t c0, std::ptrdiff_t kb, std::ptrdiff_t r0, std::ptrdiff_t tile,
+                     int threads, std::vector<double>& store) {
+  cholesky_update_impl(level, A, ld, N, c0, kb, r0, tile, threads, store);
+}
+
+void cholesky_update(SimdLevel level, float* A, std::ptrdiff_t ld, std::ptrdiff_t N,
+                     std::ptrdiff_t c0, std::ptrdiff_t kb, std::ptrdiff_t r0, std::ptrdiff_t tile,
+                     int threads, std::vector<float>& store) {
+  cholesky_update_impl(level, A, ld, N, c0, kb, r0, tile, threads, store);
+}
+
+void gemm_block(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
+                const double* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const double* B,
+                std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, double* C, std::ptrdiff_t cs_i,
+                std::ptrdiff_t cs_j) {
+  gemm_block_impl(level, m, n, kdim, A, as_i, as_k, B, bs_k, bs_j, C, cs_i, cs_j);
+}
+
+void gemm_block_sub(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
+                    const double* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const double* B,
+                    std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, double* C, std::ptrdiff_t cs_i,
+                    std::ptrdiff_t cs_j) {
+  gemm_block_impl(level, m, n, kdim, A, as_i, as_k, B, bs_k, bs_j, C, cs_i, cs_j, true);
+}
+
+void gemm_block_sub(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
+                    const float* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const float* B,
+                    std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, float* C, std::ptrdiff_t cs_i,
+                    std::ptrdiff_t cs_j) {
+  gemm_block_impl(level, m, n, kdim, A, as_i, as_k, B, bs_k, bs_j, C, cs_i, cs_j, true);
+}
+
+void gemm_parallel(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t kdim,
+                   const double* A, std::ptrdiff_t as_i, std::ptrdiff_t as_k, const double* B,
+                   std::ptrdiff_t bs_k, std::ptrdiff_t bs_j, double* C, std::ptrdiff_t ldc,
+                   int threads) {
+  if (level == SimdLevel::none || level > simd_level())
+    throw Error("gemm_parallel: this processor lacks the requested instructions");
+#ifndef _OPENMP
+  (void)threads;
+#endif
+  const std::ptrdiff_t tile = 512;
+  const std::ptrdiff_t tm = (m + tile - 1) / tile, tn = (n + tile - 1) / tile;
+  const long ntasks = static_cast<long>(tm * tn);
+  {
+    // the tiles are the parallel work: each product on its thread alone, so that its blocking
+    // (and the order of its sums) does not depend on the thread count
+    const EigenSerial eigen_serial(true);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (ntasks > 1)
+#endif
+    for (long t = 0; t < ntasks; ++t) {
+      const std::ptrdiff_t i0 = (t / tn) * tile, j0 = (t % tn) * tile;
+      const std::ptrdiff_t wi = std::min(tile, m - i0), wj = std::min(tile, n - j0);
+      gemm_block_impl(level, wi, wj, kdim, A + i0 * as_i, as_i, as_k, B + j0 * bs_j, bs_k, bs_j,
+                      C + i0 + j0 * ldc, std::ptrdiff_t(1), ldc);
+    }
+  }
+}
+
+}  // namespace kl

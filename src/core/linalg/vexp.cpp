@@ -1,0 +1,365 @@
+#include "linalg/vexp.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "linalg/simd.hpp"
+
+#if defined(__GNUC__)
+#define KL_INLINE __attribute__((always_inline)) inline
+#else
+#define KL_INLINE inline
+#endif
+
+namespace kl {
+namespace {
+
+// exp(x) for x in [-708, 0]: x = n ln 2 + r, |r| <= ln(2) / 2, Taylor polynomial of degree 12
+// for exp(r) (truncation error below 2e-16), 2^n from the exponent bits.
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kLn2Hi = 6.93147180369123816490e-01;
+constexpr double kLn2Lo = 1.90821492927058770002e-10;
+constexpr double kShifter = 6755399441055744.0;  // 1.5 * 2^52: rounds to an integer
+constexpr double kSmall = 0.125;                  // below: 1 - exp(-s) by its series
+constexpr double kBig = 708.0;                    // above: exp(-s) = 0
+
+// The series of 1 - exp(-s) = s - s^2/2 + s^3/6 - ...: relative error below 1e-16 for s < 1/8.
+// (Vectors are passed by reference: by value their ABI depends on the instruction set.)
+template <class T>
+KL_INLINE void one_minus_exp_series(const T& s, T& out) {
+  T q = T{} + (-1.0 / 479001600.0);  // -1/12!
+  q = q * s + 1.0 / 39916800.0;
+  q = q * s - 1.0 / 3628800.0;
+  q = q * s + 1.0 / 362880.0;
+  q = q * s - 1.0 / 40320.0;
+  q = q * s + 1.0 / 5040.0;
+  q = q * s - 1.0 / 720.0;
+  q = q * s + 1.0 / 120.0;
+  q = q * s - 1.0 / 24.0;
+  q = q * s + 1.0 / 6.0;
+  q = q * s - 0.5;
+  q = q * s + 1.0;
+  out = q * s;
+}
+
+template <class T>
+KL_INLINE void exp_poly(const T& r, T& out) {
+  T q = T{} + 1.0 / 479001600.0;
+  q = q * r + 1.0 / 39916800.0;
+  q = q * r + 1.0 / 3628800.0;
+  q = q * r + 1.0 / 362880.0;
+  q = q * r + 1.0 / 40320.0;
+  q = q * r + 1.0 / 5040.0;
+  q = q * r + 1.0 / 720.0;
+  q = q * r + 1.0 / 120.0;
+  q = q * r + 1.0 / 24.0;
+  q = q * r + 1.0 / 6.0;
+  q = q * r + 0.5;
+  q = q * r + 1.0;
+  out = q * r + 1.0;
+}
+
+void exp_pair_scalar(const double* S, double* K, double* O, std::ptrdiff_t n) {
+  for (std::ptrdiff_t t = 0; t < n; ++t) {
+    K[t] = std::exp(-S[t]);
+    if (O) O[t] = -std::expm1(-S[t]);
+  }
+}
+
+void leaf_scalar(const double* X, std::ptrdiff_t ldx, const double* Z, std::ptrdiff_t ldz,
+                 std::ptrdiff_t nr, std::ptrdiff_t nc, std::ptrdiff_t p, double scale, double* S) {
+  for (std::ptrdiff_t j = 0; j < nc; ++j) {
+    double* s = S + j * nr;
+    for (std::ptrdiff_t i = 0; i < nr; ++i) s[i] = 0.0;
+    for (std::ptrdiff_t k = 0; k < p; ++k) {
+      const double z = Z[j + k * ldz];
+      const double* x = X + k * ldx;
+      for (std::ptrdiff_t i = 0; i < nr; ++i) {
+        const double dd = x[i] - z;
+        s[i] += dd * dd;
+      }
+    }
+    for (std::ptrdiff_t i = 0; i < nr; ++i) s[i] *= scale;
+  }
+}
+
+void leaf_backward_scalar(const double* T, const double* K, double f, std::ptrdiff_t nr,
+                          std::ptrdiff_t nc, const double* X, std::ptrdiff_t ldx, const double* Z,
+                          std::ptrdiff_t ldz, std::ptrdiff_t p, double* q) {
+  for (std::ptrdiff_t k = 0; k < p; ++k) {
+    double acc = 0.0;
+    for (std::ptrdiff_t j = 0; j < nc; ++j) {
+      const double z = Z[j + k * ldz];
+      for (std::ptrdiff_t i = 0; i < nr; ++i) {
+        const double dd = X[i + k * ldx] - z;
+        acc += T[i + j * nr] * K[i + j * nr] * dd * dd;
+      }
+    }
+    q[k] += f * acc;
+  }
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(_WIN32)
+#define KL_HGK_SIMD 1
+typedef double v4d __attribute__((vector_size(32)));
+typedef double v8d __attribute__((vector_size(64)));
+typedef std::int64_t v4l __attribute__((vector_size(32)));
+typedef std::int64_t v8l __attribute__((vector_size(64)));
+
+template <class V, class VI>
+__attribute__((always_inline)) inline void exp_pair_vec(const V& s, V& k, V& o, bool want_o) {
+  const V zero = V{};
+  V x = zero - s;
+  x = x < -kBig ? zero - kBig : x;
+  const V t = x * kLog2e + kShifter;
+  const V fn = t - kShifter;
+  V r = x - fn * kLn2Hi;
+  r = r - fn * kLn2Lo;
+  V e;
+  exp_poly(r, e);
+  VI bits;
+  std::memcpy(&bits, &t, sizeof bits);
+  VI sb;
+  const V sh = zero + kShifter;
+  std::memcpy(&sb, &sh, sizeof sb);
+  const VI expo = (bits - sb + 1023) << 52;
+  V scale;
+  std::memcpy(&scale, &expo, sizeof scale);
+  k = s > kBig ? zero : e * scale;
+  if (want_o) {
+    V series;
+    one_minus_exp_series(s, series);
+    o = s < kSmall ? series : 1.0 - k;
+  }
+}
+
+template <class V, class VI, int W>
+__attribute__((always_inline)) inline void exp_pair_impl(const double* S, double* K, double* O,
+                                                         std::ptrdiff_t n) {
+  std::ptrdiff_t t = 0;
+  for (; t + W <= n; t += W) {
+    V s, k, o;
+    std::memcpy(&s, S + t, sizeof s);
+    exp_pair_vec<V, VI>(s, k, o, O != nullptr);
+    std::memcpy(K + t, &k, sizeof k);
+    if (O) std::memcpy(O + t, &o, sizeof o);
+  }
+  if (t < n) {
+    // the tail through one padded vector
+    double sb[W] = {}, kb[W], ob[W];
+    for (std::ptrdiff_t u = t; u < n; ++u) sb[u - t] = S[u];
+    V s, k, o;
+    std::memcpy(&s, sb, sizeof s);
+    exp_pair_vec<V, VI>(s, k, o, O != nullptr);
+    std::memcpy(kb, &k, sizeof k);
+    std::memcpy(ob, &o, sizeof o);
+    for (std::ptrdiff_t u = t; u < n; ++u) {
+      K[u] = kb[u - t];
+      if (O) O[u] = ob[u - t];
+    }
+  }
+}
+
+// G[t] = exp(-scale * max(xn[t] + zn - 2 G[t], 0)): a Gaussian kernel column from inner
+// products and squared norms, in place.
+template <class V, class VI, int W>
+__attribute__((always_inline)) inline void exp_dist_impl(const double* xn, double zn,
+                                                         double scale, double* G,
+                                                         std::ptrdiff_t n) {
+  std::ptrdiff_t t = 0;
+  const V zero = V{};
+  for (; t + W <= n; t += W) {
+    V g, x, k, o;
+    std::memcpy(&g, G + t, sizeof g);
+    std::memcpy(&x, xn + t, sizeof x);
+    V d = x + zn - 2.0 * g;
+    d = d > zero ? d : zero;
+    const V s = scale * d;
+    exp_pair_vec<V, VI>(s, k, o, false);
+    std::memcpy(G + t, &k, sizeof k);
+  }
+  for (; t < n; ++t) {
+    const double d = xn[t] + zn - 2.0 * G[t];
+    G[t] = std::exp(-(scale * (d > 0.0 ? d : 0.0)));
+  }
+}
+
+template <class V, int W>
+__attribute__((always_inline)) inline void leaf_impl(const double* X, std::ptrdiff_t ldx,
+                                                     const double* Z, std::ptrdiff_t ldz,
+                                                     std::ptrdiff_t nr, std::ptrdiff_t nc,
+                                                     std::ptrdiff_t p, double scale, double* S) {
+  const std::ptrdiff_t nv = nr / W * W;
+  for (std::ptrdiff_t j = 0; j < nc; ++j) {
+    double* s = S + j * nr;
+    for (std::ptrdiff_t i = 0; i < nv; i += W) {
+      V acc = V{};
+      for (std::ptrdiff_t k = 0; k < p; ++k) {
+        V x;
+        std::memcpy(&x, X + k * ldx + i, sizeof x);
+        const V dd = x - Z[j + k * ldz];
+        acc += dd * dd;
+      }
+      acc *= scale;
+      std::memcpy(s + i, &acc, sizeof acc);
+    }
+    for (std::ptrdiff_t i = nv; i < nr; ++i) {
+      double acc = 0.0;
+      for (std::ptrdiff_t k = 0; k < p; ++k) {
+        const double dd = X[k * ldx + i] - Z[j + k * ldz];
+        acc += dd * dd;
+      }
+      s[i] = acc * scale;
+    }
+  }
+}
+
+// At most this many columns per leaf (the accumulators of hgk_leaf_backward).
+constexpr std::ptrdiff_t kMaxLeafCols = 16;
+
+template <class V, int W>
+__attribute__((always_inline)) inline void leaf_backward_impl(
+    const double* T, const double* K, double f, std::ptrdiff_t nr, std::ptrdiff_t nc,
+    const double* X, std::ptrdiff_t ldx, const double* Z, std::ptrdiff_t ldz, std::ptrdiff_t p,
+    double* q) {
+  V acc[kMaxLeafCols];
+  double tail[kMaxLeafCols];
+  for (std::ptrdiff_t k = 0; k < p; ++k) {
+    acc[k] = V{};
+    tail[k] = 0.0;
+  }
+  const std::ptrdiff_t nv = nr / W * W;
+  for (std::ptrdiff_t j = 0; j < nc; ++j) {
+    const double* tj = T + j * nr;
+    const double* kj = K + j * nr;
+    for (std::ptrdiff_t i = 0; i < nv; i += W) {
+      V t, kk;
+      std::memcpy(&t, tj + i, sizeof t);
+      std::memcpy(&kk, kj + i, sizeof kk);
+      t *= kk;
+      for (std::ptrdiff_t k = 0; k < p; ++k) {
+        V x;
+        std::memcpy(&x, X + k * ldx + i, sizeof x);
+        const V dd = x - Z[j + k * ldz];
+        acc[k] += t * dd * dd;
+      }
+    }
+    for (std::ptrdiff_t i = nv; i < nr; ++i) {
+      const double t = tj[i] * kj[i];
+      for (std::ptrdiff_t k = 0; k < p; ++k) {
+        const double dd = X[k * ldx + i] - Z[j + k * ldz];
+        tail[k] += t * dd * dd;
+      }
+    }
+  }
+  for (std::ptrdiff_t k = 0; k < p; ++k) {
+    double lanes[W];
+    std::memcpy(lanes, &acc[k], sizeof lanes);
+    double s = tail[k];
+    for (int u = 0; u < W; ++u) s += lanes[u];
+    q[k] += f * s;
+  }
+}
+
+__attribute__((target("avx2,fma"))) void leaf_backward_avx2(
+    const double* T, const double* K, double f, std::ptrdiff_t nr, std::ptrdiff_t nc,
+    const double* X, std::ptrdiff_t ldx, const double* Z, std::ptrdiff_t ldz, std::ptrdiff_t p,
+    double* q) {
+  leaf_backward_impl<v4d, 4>(T, K, f, nr, nc, X, ldx, Z, ldz, p, q);
+}
+__attribute__((target("avx512f,avx2,fma"))) void leaf_backward_avx512(
+    const double* T, const double* K, double f, std::ptrdiff_t nr, std::ptrdiff_t nc,
+    const double* X, std::ptrdiff_t ldx, const double* Z, std::ptrdiff_t ldz, std::ptrdiff_t p,
+    double* q) {
+  leaf_backward_impl<v8d, 8>(T, K, f, nr, nc, X, ldx, Z, ldz, p, q);
+}
+
+__attribute__((target("avx2,fma"))) void exp_pair_avx2(const double* S, double* K, double* O,
+                                                       std::ptrdiff_t n) {
+  exp_pair_impl<v4d, v4l, 4>(S, K, O, n);
+}
+__attribute__((target("avx512f,avx2,fma"))) void exp_pair_avx512(const double* S, double* K,
+                                                                 double* O, std::ptrdiff_t n) {
+  exp_pair_impl<v8d, v8l, 8>(S, K, O, n);
+}
+__attribute__((target("avx2,fma"))) void exp_dist_avx2(const double* xn, double zn, double scale,
+                                                       double* G, std::ptrdiff_t n) {
+  exp_dist_impl<v4d, v4l, 4>(xn, zn, scale, G, n);
+}
+__attribute__((target("avx512f,avx2,fma"))) void exp_dist_avx512(const double* xn, double zn,
+                                                                 double scale, double* G,
+                                                                 std::ptrdiff_t n) {
+  exp_dist_impl<v8d, v8l, 8>(xn, zn, scale, G, n);
+}
+__attribute__((target("avx2,fma"))) void leaf_avx2(const double* X, std::ptrdiff_t ldx,
+                                                   const double* Z, std::ptrdiff_t ldz,
+                                                   std::ptrdiff_t nr, std::ptrdiff_t nc,
+                                                   std::ptrdiff_t p, double scale, double* S) {
+  leaf_impl<v4d, 4>(X, ldx, Z, ldz, nr, nc, p, scale, S);
+}
+__attribute__((target("avx512f,avx2,fma"))) void leaf_avx512(const double* X, std::ptrdiff_t ldx,
+                                                             const double* Z, std::ptrdiff_t ldz,
+                                                             std::ptrdiff_t nr, std::ptrdiff_t nc,
+                                                             std::ptrdiff_t p, double scale,
+                                                             double* S) {
+  leaf_impl<v8d, 8>(X, ldx, Z, ldz, nr, nc, p, scale, S);
+}
+#endif
+
+}  // namespace
+
+void hgk_leaf_backward(const double* T, const double* K, double f, std::ptrdiff_t nr,
+                       std::ptrdiff_t nc, const double* X, std::ptrdiff_t ldx, const double* Z,
+                       std::ptrdiff_t ldz, std::ptrdiff_t p, double* q) {
+#ifdef KL_HGK_SIMD
+  if (p <= kMaxLeafCols) {
+    switch (simd_level()) {
+      case SimdLevel::avx512: leaf_backward_avx512(T, K, f, nr, nc, X, ldx, Z, ldz, p, q); return;
+      case SimdLevel::avx2: leaf_backward_avx2(T, K, f, nr, nc, X, ldx, Z, ldz, p, q); return;
+      default: break;
+    }
+  }
+#endif
+  leaf_backward_scalar(T, K, f, nr, nc, X, ldx, Z, ldz, p, q);
+}
+
+void hgk_exp_pair(const double* S, double* K, double* O, std::ptrdiff_t n) {
+#ifdef KL_HGK_SIMD
+  switch (simd_level()) {
+    case SimdLevel::avx512: exp_pair_avx512(S, K, O, n); return;
+    case SimdLevel::avx2: exp_pair_avx2(S, K, O, n); return;
+    default: break;
+  }
+#endif
+  exp_pair_scalar(S, K, O, n);
+}
+
+void hgk_leaf_distances(const double* X, std::ptrdiff_t ldx, const double* Z, std::ptrdiff_t ldz,
+                        std::ptrdiff_t nr, std::ptrdiff_t nc, std::ptrdiff_t p, double scale,
+                        double* S) {
+#ifdef KL_HGK_SIMD
+  switch (simd_level()) {
+    case SimdLevel::avx512: leaf_avx512(X, ldx, Z, ldz, nr, nc, p, scale, S); return;
+    case SimdLevel::avx2: leaf_avx2(X, ldx, Z, ldz, nr, nc, p, scale, S); return;
+    default: break;
+  }
+#endif
+  leaf_scalar(X, ldx, Z, ldz, nr, nc, p, scale, S);
+}
+
+void hgk_exp_dist(const double* xn, double zn, double scale, double* G, std::ptrdiff_t n) {
+#ifdef KL_HGK_SIMD
+  switch (simd_level()) {
+    case SimdLevel::avx512: exp_dist_avx512(xn, zn, scale, G, n); return;
+    case SimdLevel::avx2: exp_dist_avx2(xn, zn, scale, G, n); return;
+    default: break;
+  }
+#endif
+  for (std::ptrdiff_t t = 0; t < n; ++t) {
+    const double d = xn[t] + zn - 2.0 * G[t];
+    G[t] = std::exp(-(scale * (d > 0.0 ? d : 0.0)));
+  }
+}
+
+}  // namespace kl

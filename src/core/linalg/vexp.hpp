@@ -1,0 +1,33 @@
+// Vectorised element-wise pieces of the hierarchical Gaussian kernel, compiled for AVX2 + FMA
+// and AVX-512 through function target attributes and chosen at run time (linalg/simd.hpp), with a
+// portable scalar version elsewhere. All results are within a few units in the last place of
+// the scalar std::exp / std::expm1 values and do not depend on the thread count.
+#pragma once
+
+#include <cstddef>
+
+namespace kl {
+
+// K[t] = exp(-S[t]) and, when O is non-null, O[t] = 1 - exp(-S[t]) without cancellation for
+// small S[t], for t < n; S[t] >= 0 (larger than about 708 gives K = 0, O = 1).
+void hgk_exp_pair(const double* S, double* K, double* O, std::ptrdiff_t n);
+
+// G[t] = exp(-scale * max(xn[t] + zn - 2 G[t], 0)) for t < n, in place: the Gaussian kernel
+// from inner products G and squared norms (the same values as the exponent followed by
+// hgk_exp_pair).
+void hgk_exp_dist(const double* xn, double zn, double scale, double* G, std::ptrdiff_t n);
+
+// S(i, j) = scale * sum_k (X(i, k) - Z(j, k))^2 for i < nr, j < nc, k < p: X(i, k) =
+// X[i + k * ldx], Z(j, k) = Z[j + k * ldz], S column-major with leading dimension nr.
+void hgk_leaf_distances(const double* X, std::ptrdiff_t ldx, const double* Z, std::ptrdiff_t ldz,
+                        std::ptrdiff_t nr, std::ptrdiff_t nc, std::ptrdiff_t p, double scale,
+                        double* S);
+
+// q[k] += f * sum_{i, j} T(i, j) K(i, j) (X(i, k) - Z(j, k))^2 for k < p: T and K column-major
+// nr x nc (leading dimension nr), X and Z as for hgk_leaf_distances. The sums run in a fixed
+// order.
+void hgk_leaf_backward(const double* T, const double* K, double f, std::ptrdiff_t nr,
+                       std::ptrdiff_t nc, const double* X, std::ptrdiff_t ldx, const double* Z,
+                       std::ptrdiff_t ldz, std::ptrdiff_t p, double* q);
+
+}  // namespace kl

@@ -1,0 +1,547 @@
+// Glue: generalized eigenvector features (moments, eigenproblems, feature map).
+#include "glue.hpp"
+#include "core/linalg/chol.hpp"
+#include "core/heads/cls.hpp"
+#include "core/learners/gem.hpp"
+#include "core/learners/gem_fit.hpp"
+#include "core/learners/gem_head.hpp"
+#include "core/linalg/simd.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace {
+
+// f(r0, len) over blocks of 512 rows of an n-row matrix, in parallel, with Eigen's own
+// threads off.
+template <class F>
+void row_blocks(Eigen::Index n, int threads, F f) {
+  const Eigen::Index block = 512, nb = (n + block - 1) / block;
+  klr::with_eigen_threads(1, [&]() {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(kl::clamp_threads(threads)) if (nb > 1)
+#endif
+    for (Eigen::Index bi = 0; bi < nb; ++bi) f(bi * block, std::min(block, n - bi * block));
+  });
+}
+
+// The random Fourier map (W, b) given from R, or the identity when W is NULL.
+kl::InputMap input_map(SEXP W, SEXP b, Eigen::Index d) {
+  kl::InputMap m;
+  if (Rf_isNull(W)) return m;
+  if (!Rf_isReal(W) || !Rf_isMatrix(W) || !Rf_isReal(b) || Rf_nrows(W) != d ||
+      Rf_xlength(b) != Rf_ncols(W) || Rf_ncols(W) < 1)
+    Rcpp::stop("internal error: random Fourier map of the wrong shape");
+  m.W = REAL(W);
+  m.b = REAL(b);
+  m.d = d;
+  m.D = Rf_ncols(W);
+  return m;
+}
+
+}  // namespace
+
+// Second moments of x by class (0-based y), then for every pair (num[q], den[q]) (0-based) the
+// top generalized eigenvectors. Returns one list per pair. With rff_W / rff_b, x is replaced by
+// its random Fourier map, applied a block of rows at a time.
+// [[Rcpp::export]]
+Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K,
+                              Rcpp::IntegerVector num, Rcpp::IntegerVector den, double ridge,
+                              bool relative, int top, double threshold, int method, double tol,
+                              int threads, Rcpp::IntegerVector seed,
+                              SEXP progress = R_NilValue, SEXP rff_W = R_NilValue,
+                              SEXP rff_b = R_NilValue) {
+  return klr::guard([&]() -> Rcpp::List {
+    const kl::InputMap map = input_map(rff_W, rff_b, x.cols());
+    kl::GemOptions opt;
+    opt.ridge = ridge;
+    opt.relative = relative;
+    opt.top = top;
+    opt.threshold = threshold;
+    opt.method = method;
+    opt.tol = tol;
+    opt.threads = kl::clamp_threads(threads);
+    opt.seed = klr::seed_from_r(seed);
+    kl::Callbacks cb = klr::make_callbacks(progress);
+    std::vector<int> nu(num.begin(), num.end()), de(den.begin(), den.end());
+    std::vector<kl::GemPair> pairs = klr::with_eigen_threads(1, [&]() {
+      kl::ClassMoments M = kl::class_moments(x, klr::labels_from_r(y), K, opt.threads, cb.stage(0.0, 0.5),
+                                         map);
+      for (int m = 0; m < K; ++m)
+        if (M.count[m] == 0) Rcpp::stop("internal error: a class without rows");
+      return kl::gem_directions(M, nu, de, opt, cb.stage(0.5, 1.0));
+    });
+    Rcpp::List out(pairs.size());
+    for (std::size_t q = 0; q < pairs.size(); ++q) {
+      const kl::GemPair& g = pairs[q];
+      out[q] = Rcpp::List::create(Rcpp::Named("spectrum") = Rcpp::wrap(g.spectrum),
+                                  Rcpp::Named("vectors") = Rcpp::wrap(g.vectors),
+                                  Rcpp::Named("dense") = g.dense,
+                                  Rcpp::Named("applications") = g.applications);
+    }
+    return out;
+  });
+}
+
+// The feature map of x through the directions V. With standardize, the columns are centred
+// and scaled: by the training statistics in center / scale when given, else by their own
+// (returned as attributes). With rff_W / rff_b, x is replaced by its random Fourier map.
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_gem_features(const Eigen::Map<Eigen::MatrixXd> x,
+                                     const Eigen::Map<Eigen::MatrixXd> V, int base, int degree,
+                                     bool keep_input, bool ones, bool standardize,
+                                     SEXP center, SEXP scale, int threads,
+                                     SEXP progress = R_NilValue, SEXP rff_W = R_NilValue,
+                                     SEXP rff_b = R_NilValue) {
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    const kl::InputMap map = input_map(rff_W, rff_b, x.cols());
+    const Eigen::Index p = kl::gem_feature_count(map.out_dim(x.cols()), V.cols(), degree,
+                                                 keep_input, ones);
+    if (static_cast<double>(x.rows()) * static_cast<double>(p) > 4.5e15)
+      Rcpp::stop("the feature matrix would be too large");
+    Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(p));
+    Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), p);
+    kl::Callbacks cb = klr::make_callbacks(progress);
+    klr::with_eigen_threads(1, [&]() {
+      kl::gem_features(x, V, base, degree, keep_input, ones, Z, threads, cb, map);
+    });
+    if (standardize) {
+      const bool compute = Rf_isNull(center);
+      kl::Vec c, s;
+      if (!compute) {
+        Rcpp::NumericVector cv(center), sv(scale);
+        c = Eigen::Map<const Eigen::VectorXd>(cv.begin(), cv.size());
+        s = Eigen::Map<const Eigen::VectorXd>(sv.begin(), sv.size());
+      }
+      kl::standardize_columns(Z, c, s, compute, kl::clamp_threads(threads));
+      out.attr("center") = Rcpp::wrap(c);
+      out.attr("scale") = Rcpp::wrap(s);
+    }
+    return out;
+  });
+}
+
+// The feature map in single precision, as the head computes it for large designs (row-major,
+// each element the double-precision value rounded), returned as a double matrix.
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_gem_features_single(const Eigen::Map<Eigen::MatrixXd> x,
+                                            const Eigen::Map<Eigen::MatrixXd> V, int base,
+                                            int degree, bool keep_input, bool ones, int threads,
+                                            SEXP rff_W = R_NilValue, SEXP rff_b = R_NilValue) {
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    const kl::InputMap map = input_map(rff_W, rff_b, x.cols());
+    kl::RowMajorF32 F;
+    klr::with_eigen_threads(1, [&]() {
+      kl::gem_features_f32(x, V, base, degree, keep_input, ones, F, threads, kl::Callbacks(), map);
+    });
+    Rcpp::NumericMatrix out(static_cast<int>(F.n), static_cast<int>(F.p));
+    for (Eigen::Index j = 0; j < F.p; ++j)
+      for (Eigen::Index i = 0; i < F.n; ++i) out(i, j) = F.row(i)[j];
+    return out;
+  });
+}
+
+// Random Fourier features sqrt(2 / D) cos(x W + b), rows in parallel.
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_rff_map(const Eigen::Map<Eigen::MatrixXd> x,
+                                const Eigen::Map<Eigen::MatrixXd> W,
+                                const Eigen::Map<Eigen::VectorXd> b, int threads) {
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    if (W.rows() != x.cols() || b.size() != W.cols())
+      Rcpp::stop("internal error: random Fourier map of the wrong shape");
+    Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(W.cols()));
+    Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), W.cols());
+    kl::InputMap map;
+    map.W = W.data();
+    map.b = b.data();
+    map.d = W.rows();
+    map.D = W.cols();
+    row_blocks(x.rows(), threads, [&](Eigen::Index r0, Eigen::Index len) {
+      map.apply(x.middleRows(r0, len), Z.middleRows(r0, len));
+    });
+    return out;
+  });
+}
+
+// Linear predictors x B + 1 b' of a linear head, rows in parallel.
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_linear_predictor(const Eigen::Map<Eigen::MatrixXd> x,
+                                         const Eigen::Map<Eigen::MatrixXd> B,
+                                         const Eigen::Map<Eigen::VectorXd> b, int threads) {
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    if (B.rows() != x.cols() || b.size() != B.cols())
+      Rcpp::stop("internal error: coefficients of the wrong shape");
+    Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(B.cols()));
+    Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), B.cols());
+    row_blocks(x.rows(), threads, [&](Eigen::Index r0, Eigen::Index len) {
+      Z.middleRows(r0, len).noalias() = x.middleRows(r0, len) * B;
+      Z.middleRows(r0, len).rowwise() += b.transpose();
+    });
+    return out;
+  });
+}
+
+namespace {
+
+// The classifier of a fitted member as an R list.
+Rcpp::List head_to_r(const kl::GemHeadFit& f, bool standardize) {
+  Rcpp::RObject search;  // NULL without a search
+  if (f.searched)
+    search = Rcpp::List::create(Rcpp::Named("lambda") = Rcpp::wrap(f.search.lambda),
+                                Rcpp::Named("error") = Rcpp::wrap(f.search.error),
+                                Rcpp::Named("loss") = Rcpp::wrap(f.search.loss),
+                                Rcpp::Named("train_rows") = static_cast<double>(f.search.train_rows),
+                                Rcpp::Named("validation_rows") =
+                                    static_cast<double>(f.search.validation_rows));
+  // RObject keeps them protected while the lists below allocate.
+  Rcpp::RObject center = standardize ? Rcpp::wrap(f.center) : R_NilValue;
+  Rcpp::RObject scale = standardize ? Rcpp::wrap(f.scale) : R_NilValue;
+  if (f.head == 1) {
+    const kl::ClsFit& c = f.cls;
+    Rcpp::List link(c.link.size()), delta(c.delta.size());
+    for (std::size_t t = 0; t < c.link.size(); ++t) {
+      link[t] = Rcpp::wrap(c.link[t]);
+      delta[t] = Rcpp::wrap(c.delta[t]);
+    }
+    return Rcpp::List::create(
+        Rcpp::Named("W0") = Rcpp::wrap(c.W0), Rcpp::Named("link") = link,
+        Rcpp::Named("scores") = Rcpp::wrap(c.scores),
+        Rcpp::Named("delta") = delta, Rcpp::Named("center") = center,
+        Rcpp::Named("scale") = scale, Rcpp::Named("change") = Rcpp::wrap(c.change),
+        Rcpp::Named("train_error") = Rcpp::wrap(c.train_error),
+        Rcpp::Named("iterations") = c.iterations, Rcpp::Named("converged") = c.converged,
+        Rcpp::Named("single_factor") = c.single_factor,
+        Rcpp::Named("p") = static_cast<double>(f.p), Rcpp::Named("single") = f.single,
+        Rcpp::Named("lambda") = f.lambda, Rcpp::Named("search") = search,
+        Rcpp::Named("search_only") = f.search_only,
+        Rcpp::Named("seconds") = Rcpp::NumericVector::create(
+            Rcpp::Named("gram") = c.seconds_gram, Rcpp::Named("factor") = c.seconds_factor,
+            Rcpp::Named("steps") = c.seconds_steps, Rcpp::Named("search") = c.seconds_search));
+  }
+  const kl::LogisticFit& l = f.logistic;
+  return Rcpp::List::create(
+      Rcpp::Named("coefficients") = Rcpp::wrap(l.coef),
+      Rcpp::Named("intercept") = Rcpp::wrap(l.intercept), Rcpp::Named("center") = center,
+      Rcpp::Named("scale") = scale, Rcpp::Named("objective") = l.objective,
+      Rcpp::Named("grad_norm") = l.grad_norm, Rcpp::Named("iterations") = l.iterations,
+      Rcpp::Named("sub_iterations") = f.sub_iterations,
+      Rcpp::Named("converged") = l.converged, Rcpp::Named("message") = l.message,
+      Rcpp::Named("p") = static_cast<double>(f.p), Rcpp::Named("single") = f.single,
+      Rcpp::Named("lambda") = f.lambda, Rcpp::Named("search") = search,
+      Rcpp::Named("vectorised") = f.single && kl::logistic_f32_vectorised());
+}
+
+// X rounded to single precision, row-major.
+kl::RowMajorF32 to_single(const Eigen::Map<Eigen::MatrixXd>& X) {
+  kl::RowMajorF32 F;
+  F.n = X.rows();
+  F.p = X.cols();
+  F.data.resize(static_cast<std::size_t>(F.n * F.p));
+  for (Eigen::Index i = 0; i < F.n; ++i)
+    for (Eigen::Index j = 0; j < F.p; ++j) F.row(i)[j] = static_cast<float>(X(i, j));
+  return F;
+}
+
+// A fitted calibrated least-squares head from its R parts (W0 and the steps' link and delta).
+kl::ClsFit cls_head_from_r(const Eigen::Map<Eigen::MatrixXd>& W0, const Rcpp::List& link,
+                           const Rcpp::List& delta) {
+  if (link.size() != delta.size()) Rcpp::stop("internal error: steps of the wrong shape");
+  kl::ClsFit f;
+  f.W0 = W0;
+  for (R_xlen_t t = 0; t < link.size(); ++t) {
+    f.link.push_back(Rcpp::as<Eigen::MatrixXd>(link[t]));
+    f.delta.push_back(Rcpp::as<Eigen::MatrixXd>(delta[t]));
+  }
+  return f;
+}
+
+// Rows (1-based, from R) as 0-based indices; NULL gives none.
+std::vector<Eigen::Index> rows_from_r(SEXP rows) {
+  std::vector<Eigen::Index> out;
+  if (Rf_isNull(rows)) return out;
+  Rcpp::IntegerVector r(rows);
+  out.reserve(static_cast<std::size_t>(r.size()));
+  for (R_xlen_t i = 0; i < r.size(); ++i) out.push_back(static_cast<Eigen::Index>(r[i]) - 1);
+  return out;
+}
+
+}  // namespace
+
+// A whole GEM model (kl::gem_fit): x the prepared inputs, y the classes (0-based). `layers`:
+// one list per layer with ridge, relative, top, threshold, method, base, degree, keep_input,
+// ones and optionally keep_max (the most directions kept per pair; where it keeps out a
+// direction, the fit is a comparison: its cls head stops after the search) and search_only
+// (TRUE: the cls head stops after the search in any case). `members`: one
+// list per ensemble member with num, den (0-based class pairs), validation (1-based held-out
+// rows or NULL), seeds (one pair of integers per layer), warm (1-based warm-start rows or
+// NULL) and W, b (the random Fourier map or NULL). `lambda`: the penalty, or the grid
+// searched (then cls starts at `start`, 0-based). single_factor, single_final: the smallest
+// cls systems (in columns) factored in single precision in the search and in the final fit.
+// memory_limit: bytes (NA: no limit).
+// Returns one list per member: layers (per layer: spectra, kept, vectors of every pair,
+// dense, applications, V), head (the classifier; for cls with the training scores in the
+// member's row order: the held-out rows last) and timing.
+// [[Rcpp::export]]
+Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K,
+                       Rcpp::List layers, Rcpp::List members, int head,
+                       Rcpp::NumericVector lambda, int start, int maxit, double tol,
+                       bool standardize, double single_cells, double single_factor,
+                       double single_final, double memory_limit, int method,
+                       double eigen_tol, int threads,
+                       SEXP progress = R_NilValue) {
+  return klr::guard([&]() -> Rcpp::List {
+    kl::GemFitOptions opt;
+    for (R_xlen_t l = 0; l < layers.size(); ++l) {
+      Rcpp::List L = layers[l];
+      kl::GemLayerSettings s;
+      s.dir.ridge = Rcpp::as<double>(L["ridge"]);
+      s.dir.relative = Rcpp::as<bool>(L["relative"]);
+      s.dir.top = Rcpp::as<int>(L["top"]);
+      s.dir.threshold = Rcpp::as<double>(L["threshold"]);
+      if (L.containsElementNamed("keep_max")) s.dir.keep_max = Rcpp::as<int>(L["keep_max"]);
+      // a layer with a cap on its directions belongs to a comparison fit
+      if (s.dir.keep_max > 0) opt.search_only_when_capped = true;
+      // a comparison fit on a sample of the rows: only its penalty search is used
+      if (L.containsElementNamed("search_only") && Rcpp::as<bool>(L["search_only"]))
+        opt.search_only = true;
+      s.dir.method = method;
+      s.dir.tol = eigen_tol;
+      s.base = Rcpp::as<int>(L["base"]);
+      s.degree = Rcpp::as<int>(L["degree"]);
+      s.keep_input = Rcpp::as<bool>(L["keep_input"]);
+      s.ones = Rcpp::as<bool>(L["ones"]);
+      opt.layers.push_back(s);
+    }
+    opt.head.head = head;
+    opt.head.lambda.assign(lambda.begin(), lambda.end());
+    opt.head.start = start;
+    opt.head.max_iter = maxit;
+    opt.head.tol = tol;
+    opt.head.standardize = standardize;
+    opt.head.threads = kl::clamp_threads(threads);
+    opt.single_cells = single_cells;
+    opt.head.single_factor_min = single_factor;
+    opt.head.single_final_min = single_final;
+    if (!ISNAN(memory_limit)) opt.memory_limit = memory_limit;
+    std::vector<kl::GemMemberInput> in(static_cast<std::size_t>(members.size()));
+    for (R_xlen_t m = 0; m < members.size(); ++m) {
+      Rcpp::List M = members[m];
+      kl::GemMemberInput& g = in[static_cast<std::size_t>(m)];
+      Rcpp::IntegerVector num = M["num"], den = M["den"];
+      g.num.assign(num.begin(), num.end());
+      g.den.assign(den.begin(), den.end());
+      g.validation = rows_from_r(M["validation"]);
+      g.warm_rows = rows_from_r(M["warm"]);
+      Rcpp::List seeds = M["seeds"];
+      for (R_xlen_t l = 0; l < seeds.size(); ++l)
+        g.seeds.push_back(klr::seed_from_r(Rcpp::IntegerVector(seeds[l])));
+      g.map = input_map(M["W"], M["b"], x.cols());
+    }
+    kl::Callbacks cb = klr::make_callbacks(progress);
+    // Eigen threads for the factorisation of cls; the core keeps the rest serial.
+    const std::vector<kl::GemMemberFit> fits = klr::with_eigen_threads(
+        opt.head.threads,
+        [&]() { return kl::gem_fit(x, klr::labels_from_r(y), K, in, opt, cb); });
+    Rcpp::List out(fits.size());
+    for (std::size_t m = 0; m < fits.size(); ++m) {
+      const kl::GemMemberFit& f = fits[m];
+      Rcpp::List ls(f.layers.size());
+      for (std::size_t l = 0; l < f.layers.size(); ++l) {
+        const kl::GemLayerFit& lf = f.layers[l];
+        const std::size_t np = lf.pairs.size();
+        Rcpp::List spectra(np);
+        Rcpp::IntegerVector kept(np), applications(np);
+        Rcpp::LogicalVector dense(np);
+        for (std::size_t q = 0; q < np; ++q) {
+          spectra[q] = Rcpp::wrap(lf.pairs[q].spectrum);
+          kept[q] = static_cast<int>(lf.pairs[q].vectors.cols());
+          dense[q] = lf.pairs[q].dense;
+          applications[q] = lf.pairs[q].applications;
+        }
+        ls[l] = Rcpp::List::create(Rcpp::Named("spectra") = spectra,
+                                   Rcpp::Named("kept") = kept, Rcpp::Named("dense") = dense,
+                                   Rcpp::Named("applications") = applications,
+                                   Rcpp::Named("V") = Rcpp::wrap(lf.V));
+      }
+      out[m] = Rcpp::List::create(
+          Rcpp::Named("layers") = ls, Rcpp::Named("head") = head_to_r(f.head, standardize),
+          Rcpp::Named("timing") = Rcpp::NumericVector::create(
+              Rcpp::Named("directions") = f.seconds_directions,
+              Rcpp::Named("features") = f.seconds_features,
+              Rcpp::Named("logistic") = f.seconds_head));
+    }
+    return out;
+  });
+}
+
+// Final scores of a calibrated least-squares head for the features Z (n x p).
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_cls_scores(const Eigen::Map<Eigen::MatrixXd> Z,
+                                   const Eigen::Map<Eigen::MatrixXd> W0, Rcpp::List link,
+                                   Rcpp::List delta, int threads) {
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    const kl::ClsFit f = cls_head_from_r(W0, link, delta);
+    kl::Mat S = klr::with_eigen_threads(1, [&]() { return kl::cls_scores(Z, f, threads); });
+    return Rcpp::wrap(S);
+  });
+}
+
+// Scores of a calibrated least-squares head fitted on single-precision features
+// (kl::gem_cls_scores_single): the last layer's features of z built and standardised in single
+// precision as in the fit, then the steps replayed. With rff_W / rff_b, z is replaced by its
+// random Fourier map.
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_gem_cls_scores_single(const Eigen::Map<Eigen::MatrixXd> z,
+                                              const Eigen::Map<Eigen::MatrixXd> V, int base,
+                                              int degree, bool keep_input, bool ones,
+                                              bool standardize, SEXP center, SEXP scale,
+                                              const Eigen::Map<Eigen::MatrixXd> W0,
+                                              Rcpp::List link, Rcpp::List delta, int threads,
+                                              SEXP rff_W = R_NilValue, SEXP rff_b = R_NilValue) {
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    const kl::InputMap map = input_map(rff_W, rff_b, z.cols());
+    const kl::ClsFit f = cls_head_from_r(W0, link, delta);
+    kl::Vec c, s;
+    if (standardize) {
+      Rcpp::NumericVector cv(center), sv(scale);
+      c = Eigen::Map<const Eigen::VectorXd>(cv.begin(), cv.size());
+      s = Eigen::Map<const Eigen::VectorXd>(sv.begin(), sv.size());
+    }
+    const int nt = kl::clamp_threads(threads);
+    // the Eigen threads of the fit (cpp_gem_fit), so that the replay is the fit's arithmetic
+    kl::Mat S = klr::with_eigen_threads(nt, [&]() {
+      return kl::gem_cls_scores_single(z, V, base, degree, keep_input, ones, standardize, c, s,
+                                       f, nt, kl::Callbacks(), map);
+    });
+    return Rcpp::wrap(S);
+  });
+}
+
+// The two products of the calibrated least-squares steps on X held in single precision:
+// [X 1] W and [X 1]' R.
+// [[Rcpp::export]]
+Rcpp::List cpp_cls_products(const Eigen::Map<Eigen::MatrixXd> X,
+                            const Eigen::Map<Eigen::MatrixXd> W,
+                            const Eigen::Map<Eigen::MatrixXd> R, int threads) {
+  return klr::guard([&]() -> Rcpp::List {
+    const kl::RowMajorF32 F = to_single(X);
+    return klr::with_eigen_threads(1, [&]() {
+      return Rcpp::List::create(Rcpp::Named("product") = Rcpp::wrap(kl::cls_product(F, W, threads)),
+                                Rcpp::Named("crossprod") = Rcpp::wrap(kl::cls_crossprod(F, R, threads)));
+    });
+  });
+}
+
+// Solves (L L') X = B for the lower-triangular L, by the blocked solver of the calibrated least
+// squares (kl::cholesky_solve with threads); in single precision (L and B rounded) when
+// `single`.
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_cholesky_solve(const Eigen::Map<Eigen::MatrixXd> L,
+                                       const Eigen::Map<Eigen::MatrixXd> B, int threads,
+                                       bool single = false) {
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    if (L.rows() != L.cols() || B.rows() != L.rows()) Rcpp::stop("shapes do not match");
+    if (single) {
+      const Eigen::MatrixXf Lf = L.cast<float>(), Bf = B.cast<float>();
+      return Rcpp::wrap(kl::Mat(kl::cholesky_solve(Lf, Bf, threads).cast<double>()));
+    }
+    return Rcpp::wrap(kl::cholesky_solve(L, B, threads));
+  });
+}
+
+// Rows of S projected onto the probability simplex.
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_simplex_project(const Eigen::Map<Eigen::MatrixXd> S) {
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    kl::Mat out = S;
+    kl::simplex_project_rows(out);
+    return Rcpp::wrap(out);
+  });
+}
+
+// The vectorised single-precision kernels this processor runs: "avx512", "avx2" or "none".
+// [[Rcpp::export]]
+std::string cpp_simd_level() { return kl::simd_level_name(kl::simd_level()); }
+
+// The Gram matrix [X 1]'[X 1], from double or single-precision storage; in single precision
+// through the widest vectorised kernel up to `simd` (0 none, 1 AVX2, 2 AVX-512) that the
+// processor has.
+// [[Rcpp::export]]
+Rcpp::NumericMatrix cpp_gram_with_intercept(const Eigen::Map<Eigen::MatrixXd> X, bool single,
+                                            int threads, int simd = 2) {
+  return klr::guard([&]() -> Rcpp::NumericMatrix {
+    if (simd < 0 || simd > 2) Rcpp::stop("simd must be 0, 1 or 2");
+    kl::Mat G = klr::with_eigen_threads(1, [&]() {
+      if (!single) return kl::gram_with_intercept(X, threads);
+      return kl::gram_with_intercept(to_single(X), threads, static_cast<kl::SimdLevel>(simd));
+    });
+    return Rcpp::wrap(G);
+  });
+}
+
+// The lower Cholesky factor of a symmetric positive definite matrix by the blocked parallel
+// factorisation (vectorised kernel up to `simd`: 0 none, 1 AVX2, 2 AVX-512); NULL when a pivot
+// is not positive. In single precision (A rounded) when `single`.
+// [[Rcpp::export]]
+SEXP cpp_cholesky(const Eigen::Map<Eigen::MatrixXd> A, int threads, int simd = 2,
+                  bool single = false) {
+  return klr::guard([&]() -> SEXP {
+    if (simd < 0 || simd > 2) Rcpp::stop("simd must be 0, 1 or 2");
+    if (A.rows() != A.cols()) Rcpp::stop("the matrix must be square");
+    if (single) {
+      Eigen::MatrixXf Lf = A.cast<float>();
+      const bool ok = klr::with_eigen_threads(
+          1, [&]() { return kl::cholesky_lower(Lf, threads, static_cast<kl::SimdLevel>(simd)); });
+      if (!ok) return R_NilValue;
+      Lf.triangularView<Eigen::StrictlyUpper>().setZero();
+      return Rcpp::wrap(kl::Mat(Lf.cast<double>()));
+    }
+    // factored in place in the result (one allocation of the matrix's size)
+    Rcpp::NumericMatrix out(static_cast<int>(A.rows()), static_cast<int>(A.cols()));
+    Eigen::Map<kl::Mat> L(out.begin(), A.rows(), A.cols());
+    L = A;
+    const bool ok = klr::with_eigen_threads(
+        1, [&]() { return kl::cholesky_lower(L, threads, static_cast<kl::SimdLevel>(simd)); });
+    if (!ok) return R_NilValue;
+    L.triangularView<Eigen::StrictlyUpper>().setZero();
+    return out;
+  });
+}
+
+// Seconds each of `reps` factorizations of A takes, on a copy of A made (and touched) before
+// the clock starts: the factorization alone, as a BLAS benchmark measures dpotrf.
+// [[Rcpp::export]]
+Rcpp::NumericVector cpp_cholesky_seconds(const Eigen::Map<Eigen::MatrixXd> A, int threads,
+                                         int reps) {
+  return klr::guard([&]() -> Rcpp::NumericVector {
+    if (A.rows() != A.cols()) Rcpp::stop("the matrix must be square");
+    Rcpp::NumericVector out(std::max(reps, 0));
+    kl::Mat L(A.rows(), A.cols());
+    for (int r = 0; r < reps; ++r) {
+      L = A;
+      const auto t0 = std::chrono::steady_clock::now();
+      const bool ok = klr::with_eigen_threads(
+          1, [&]() { return kl::cholesky_lower(L, threads, kl::SimdLevel::avx512); });
+      const auto t1 = std::chrono::steady_clock::now();
+      if (!ok) Rcpp::stop("the matrix is not positive definite");
+      out[r] = std::chrono::duration<double>(t1 - t0).count();
+    }
+    return out;
+  });
+}
+
+// Class second moments and means (y: 0-based classes), as the fit computes them.
+// [[Rcpp::export]]
+Rcpp::List cpp_class_moments(const Eigen::Map<Eigen::MatrixXd> x, const Rcpp::IntegerVector y,
+                             int K, int threads) {
+  return klr::guard([&]() -> Rcpp::List {
+    const kl::IVec yy = Rcpp::as<kl::IVec>(y);
+    const kl::ClassMoments cm = klr::with_eigen_threads(
+        1, [&]() { return kl::class_moments(x, yy, K, threads, klr::make_callbacks()); });
+    Rcpp::List second(K);
+    for (int k = 0; k < K; ++k) second[k] = Rcpp::wrap(cm.second[static_cast<std::size_t>(k)]);
+    return Rcpp::List::create(Rcpp::Named("second") = second, Rcpp::Named("mean") = cm.mean,
+                              Rcpp::Named("count") = cm.count);
+  });
+}

@@ -1,0 +1,122 @@
+// Glue: learning hierarchical Gaussian kernels (src/core/hgk.hpp).
+#include "glue.hpp"
+#include "core/learners/hgk.hpp"
+
+namespace {
+
+kl::HgkFamily family_from_r(const Rcpp::List& kernel) {
+  return kl::HgkFamily(klr::hgk_nodes_from_r(kernel), Rcpp::as<int>(kernel["d"]));
+}
+
+kl::Vec theta_from_r(const kl::HgkFamily& fam, SEXP theta) {
+  if (Rf_isNull(theta)) return fam.start();
+  kl::Vec t = Rcpp::as<Eigen::VectorXd>(theta);
+  if (t.size() != fam.num_params())
+    throw kl::Error("theta has " + std::to_string(t.size()) + " values; the kernel has " +
+                    std::to_string(fam.num_params()) + " weights");
+  return t;
+}
+
+std::vector<double> doubles(const Rcpp::List& l, const char* name) {
+  if (!l.containsElementNamed(name) || Rf_isNull(l[name])) return {};
+  return Rcpp::as<std::vector<double>>(l[name]);
+}
+
+}  // namespace
+
+// Algorithm 1 on (x, y) from the weights of `kernel` (a hierarchical kernel list of
+// .kernel_spec()) or from log-weights theta; options as in kl::HgkOptions.
+// [[Rcpp::export]]
+Rcpp::List cpp_hgk_learn(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> y,
+                         Rcpp::List kernel, SEXP theta, Rcpp::List options,
+                         Rcpp::IntegerVector seed, int threads, SEXP progress = R_NilValue) {
+  return klr::guard([&] {
+    const kl::HgkFamily fam = family_from_r(kernel);
+    const kl::Vec theta0 = theta_from_r(fam, theta);
+    kl::HgkOptions opt;
+    opt.gradient = Rcpp::as<std::string>(options["gradient"]) == "fixed" ? kl::HgkGradient::fixed
+                                                                         : kl::HgkGradient::bilevel;
+    opt.split1 = Rcpp::as<double>(options["split1"]);
+    opt.split2 = Rcpp::as<double>(options["split2"]);
+    opt.maxit = Rcpp::as<int>(options["maxit"]);
+    opt.anneal_steps = Rcpp::as<int>(options["anneal_steps"]);
+    opt.perturbation = Rcpp::as<double>(options["perturbation"]);
+    opt.temperature = Rcpp::as<double>(options["temperature"]);
+    opt.cooling = Rcpp::as<double>(options["cooling"]);
+    opt.patience = Rcpp::as<int>(options["patience"]);
+    opt.reshuffles = Rcpp::as<int>(options["reshuffles"]);
+    opt.gammas = doubles(options, "gammas");
+    if (options.containsElementNamed("gamma_factors") && !Rf_isNull(options["gamma_factors"]))
+      opt.gamma_factors = doubles(options, "gamma_factors");
+    opt.lambdas = doubles(options, "lambdas");
+    opt.threads = threads;
+    kl::Rng rng(klr::seed_from_r(seed));
+    const kl::Callbacks cb = klr::make_callbacks(progress);
+    const kl::HgkResult r = klr::with_eigen_threads(
+        threads, [&]() { return kl::hgk_learn(fam, x, y, theta0, opt, rng, cb); });
+    const std::size_t nt = r.trace.size();
+    Rcpp::IntegerVector step(nt), kind(nt);
+    Rcpp::LogicalVector accepted(nt);
+    Rcpp::NumericVector risk(nt), error(nt), secs(nt);
+    for (std::size_t i = 0; i < nt; ++i) {
+      step[i] = r.trace[i].step;
+      kind[i] = r.trace[i].kind;
+      accepted[i] = r.trace[i].accepted;
+      risk[i] = r.trace[i].risk;
+      error[i] = r.trace[i].error;
+      secs[i] = r.trace[i].seconds;
+    }
+    return Rcpp::List::create(
+        Rcpp::Named("theta") = Rcpp::wrap(r.theta),
+        Rcpp::Named("weights") = Rcpp::wrap(fam.weights(r.theta)),
+        Rcpp::Named("gamma") = r.gamma, Rcpp::Named("lambda") = r.lambda,
+        Rcpp::Named("gamma0") = r.gamma0, Rcpp::Named("alpha") = Rcpp::wrap(r.fit.alpha),
+        Rcpp::Named("bias") = Rcpp::wrap(r.fit.bias), Rcpp::Named("steps") = r.steps,
+        Rcpp::Named("reshuffles") = r.reshuffles, Rcpp::Named("stop") = r.stop,
+        Rcpp::Named("trace") = Rcpp::List::create(
+            Rcpp::Named("step") = step, Rcpp::Named("kind") = kind,
+            Rcpp::Named("accepted") = accepted, Rcpp::Named("risk") = risk,
+            Rcpp::Named("error") = error, Rcpp::Named("seconds") = secs));
+  });
+}
+
+// The validation risk of the least-squares SVM fitted on (x1, y1), on (x2, y2), at log-weights
+// theta: variant "bilevel" (alpha re-solved) or "fixed" (alpha, bias given); with its
+// gradient w.r.t. theta when gradient is TRUE. Also returns the fit on (x1, y1) at theta
+// (bilevel) or the given one (fixed).
+// [[Rcpp::export]]
+Rcpp::List cpp_hgk_objective(const Eigen::Map<Eigen::MatrixXd> x1,
+                             const Eigen::Map<Eigen::MatrixXd> y1,
+                             const Eigen::Map<Eigen::MatrixXd> x2,
+                             const Eigen::Map<Eigen::MatrixXd> y2, Rcpp::List kernel,
+                             Eigen::VectorXd theta, double gamma, double lambda,
+                             std::string variant, SEXP alpha, SEXP bias, bool gradient,
+                             int threads) {
+  return klr::guard([&] {
+    const kl::HgkFamily fam = family_from_r(kernel);
+    if (theta.size() != fam.num_params()) throw kl::Error("theta has the wrong length");
+    const kl::Callbacks cb = klr::make_callbacks();
+    kl::HgkObjective obj(fam, x1, y1, x2, y2, gamma, lambda, threads, cb);
+    kl::Vec g;
+    double v;
+    kl::LsFit f;
+    if (variant == "fixed") {
+      // alpha and bias are given: no factorisation, as inside the optimisation
+      f.alpha = Rcpp::as<Eigen::MatrixXd>(alpha);
+      f.bias = Rcpp::as<Eigen::VectorXd>(bias);
+      if (f.alpha.rows() != x1.rows() || f.alpha.cols() != y1.cols() || f.bias.size() != y1.cols())
+        throw kl::Error("alpha and bias do not match the data");
+      v = obj.fixed(theta, f, gradient ? &g : nullptr);
+    } else if (variant == "bilevel") {
+      v = obj.bilevel(theta, gradient ? &g : nullptr);
+      f = obj.fit_at(theta);
+    } else {
+      throw kl::Error("unknown variant \"" + variant + "\"");
+    }
+    Rcpp::List out = Rcpp::List::create(Rcpp::Named("value") = v,
+                                        Rcpp::Named("alpha") = Rcpp::wrap(f.alpha),
+                                        Rcpp::Named("bias") = Rcpp::wrap(f.bias));
+    if (gradient) out["gradient"] = Rcpp::wrap(g);
+    return out;
+  });
+}
