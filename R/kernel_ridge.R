@@ -38,6 +38,13 @@
 #' @param lambda Ridge penalty \eqn{\lambda > 0}.
 #' @param scale How inputs are scaled: \code{"minmax"} (the default),
 #'   \code{"standardize"} or \code{"none"}, as in \code{\link{kernel_svm}}.
+#' @param cells \code{FALSE} (the default) for one global model; \code{TRUE}
+#'   or \code{\link{kl_cells}(...)} for a localized model: one kernel ridge
+#'   model per cell of the input space, for data too large for the exact
+#'   solve. With cells, \code{lambda} and the kernel's width left unset are
+#'   chosen in every cell by cross-validation; values given are used in every
+#'   cell. The result is then a
+#'   \code{\link[=predict.kl_localized]{kl_localized}} model.
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
 #' @param ... Not used; unknown arguments are an error.
 #' @return An object of class \code{c("kernel_ridge", "kl_model")}: a list with
@@ -63,22 +70,30 @@ kernel_ridge <- function(x, ...) UseMethod("kernel_ridge")
 #' @export
 kernel_ridge.formula <- function(formula, data, kernel = gaussian_kernel(), lambda = 0.01,
                                  scale = "minmax", subset = NULL, na.action = stats::na.fail,
-                                 threads = NULL, ...) {
+                                 cells = FALSE, threads = NULL, ...) {
   .no_dots(..., caller = "kernel_ridge()")
+  cells <- .kl_cells_arg(cells, "kernel_ridge()")
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
                            na.action, "kernel_ridge()", parent.frame())
   inp <- .kl_input_formula(formula, data, "kernel_ridge()", scale = scale)
+  if (!is.null(cells))
+    return(.kernel_ridge_cells(inp, kernel, if (missing(lambda)) NULL else lambda, threads,
+                               cells, .kl_call(match.call(), "kernel_ridge")))
   .kernel_ridge_fit(inp, kernel, lambda, threads, .kl_call(match.call(), "kernel_ridge"))
 }
 
 #' @rdname kernel_ridge
 #' @export
 kernel_ridge.default <- function(x, y, kernel = gaussian_kernel(), lambda = 0.01,
-                                 scale = "minmax", threads = NULL, ...) {
+                                 scale = "minmax", cells = FALSE, threads = NULL, ...) {
   .no_dots(..., caller = "kernel_ridge()")
+  cells <- .kl_cells_arg(cells, "kernel_ridge()")
   if (inherits(x, "formula"))
     stop("kernel_ridge(): use kernel_ridge(formula, data = ) with a formula", call. = FALSE)
   inp <- .kl_input_xy(x, y, "kernel_ridge()", scale = scale)
+  if (!is.null(cells))
+    return(.kernel_ridge_cells(inp, kernel, if (missing(lambda)) NULL else lambda, threads,
+                               cells, .kl_call(match.call(), "kernel_ridge")))
   .kernel_ridge_fit(inp, kernel, lambda, threads, .kl_call(match.call(), "kernel_ridge"))
 }
 

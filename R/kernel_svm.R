@@ -108,6 +108,12 @@
 #' @param fitted If \code{TRUE} (the default, as in \code{e1071::svm}), keep the
 #'   predictions on the training rows for \code{\link[=kl_model_methods]{fitted}()}
 #'   (one prediction pass over the training rows at the end of the fit).
+#' @param cells \code{FALSE} (the default) for one global model; \code{TRUE}
+#'   or \code{\link{kl_cells}(...)} for a localized model: one SVM per cell of
+#'   the input space, for large data. With cells, \code{gamma} (when the
+#'   kernel's width is not set either) and \code{cost} left unset are chosen in
+#'   every cell by cross-validation; values given are used in every cell. The
+#'   result is then a \code{\link[=predict.kl_localized]{kl_localized}} model.
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
 #' @param ... Not used; unknown arguments are an error.
 #' @return An object of class \code{c("kernel_svm", "kl_model")}, a list with
@@ -172,10 +178,12 @@ kernel_svm.formula <- function(formula, data, kernel = gaussian_kernel(), cost =
                                probability = FALSE, prob_folds = 5, tol = 1e-3,
                                shrinking = TRUE, cache = 1024, max_iter = NULL,
                                warm_start = NULL, scale = "minmax", fitted = TRUE,
-                               subset = NULL, na.action = stats::na.fail, threads = NULL, ...) {
+                               subset = NULL, na.action = stats::na.fail, cells = FALSE,
+                               threads = NULL, ...) {
   caller <- "kernel_svm()"
   .no_dots(..., caller = caller)
   .check_flag(fitted, "fitted", caller)
+  cells <- .kl_cells_arg(cells, caller)
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
                            na.action, "kernel_svm()", parent.frame())
   if (identical(kernel, "precomputed"))
@@ -192,6 +200,11 @@ kernel_svm.formula <- function(formula, data, kernel = gaussian_kernel(), cost =
     }
   }
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
+  if (!is.null(cells))
+    return(.kernel_svm_cells(inp, kernel, if (missing(cost)) NULL else cost, gamma, epsilon,
+                             type, class.weights, probability, prob_folds, tol, shrinking,
+                             cache, max_iter, warm_start, threads, cells, fitted,
+                             .kl_call(match.call(), "kernel_svm")))
   fit <- .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
                          prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
                          .kl_call(match.call(), "kernel_svm"))
@@ -205,10 +218,11 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
                                probability = FALSE, prob_folds = 5, tol = 1e-3,
                                shrinking = TRUE, cache = 1024, max_iter = NULL,
                                warm_start = NULL, scale = "minmax", fitted = TRUE,
-                               threads = NULL, ...) {
+                               cells = FALSE, threads = NULL, ...) {
   caller <- "kernel_svm()"
   .no_dots(..., caller = caller)
   .check_flag(fitted, "fitted", caller)
+  cells <- .kl_cells_arg(cells, caller)
   scale_given <- !missing(scale)
   scale <- .kl_scale_mode(scale, caller)
   if (inherits(x, "formula"))
@@ -222,6 +236,11 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
   } else {
     inp <- .kl_input_xy(x, y, caller, scale = scale)
   }
+  if (!is.null(cells))
+    return(.kernel_svm_cells(inp, kernel, if (missing(cost)) NULL else cost, gamma, epsilon,
+                             type, class.weights, probability, prob_folds, tol, shrinking,
+                             cache, max_iter, warm_start, threads, cells, fitted,
+                             .kl_call(match.call(), "kernel_svm")))
   fit <- .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
                          prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
                          .kl_call(match.call(), "kernel_svm"))

@@ -11,6 +11,51 @@ Rcpp::Rostream<true>&  Rcpp::Rcout = Rcpp::Rcpp_cout_get();
 Rcpp::Rostream<false>& Rcpp::Rcerr = Rcpp::Rcpp_cerr_get();
 #endif
 
+// cpp_partition_build
+Rcpp::List cpp_partition_build(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::List options, int threads);
+RcppExport SEXP _kernlearn_cpp_partition_build(SEXP xSEXP, SEXP optionsSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type options(optionsSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_partition_build(x, options, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_partition_route
+Rcpp::IntegerVector cpp_partition_route(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::List partition, int threads);
+RcppExport SEXP _kernlearn_cpp_partition_route(SEXP xSEXP, SEXP partitionSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type partition(partitionSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_partition_route(x, partition, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_cell_fit
+Rcpp::List cpp_cell_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, SEXP z, std::string task, Rcpp::List kernel, Rcpp::List settings, Rcpp::List params, Rcpp::NumericVector weight, int threads);
+RcppExport SEXP _kernlearn_cpp_cell_fit(SEXP xSEXP, SEXP ySEXP, SEXP zSEXP, SEXP taskSEXP, SEXP kernelSEXP, SEXP settingsSEXP, SEXP paramsSEXP, SEXP weightSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type y(ySEXP);
+    Rcpp::traits::input_parameter< SEXP >::type z(zSEXP);
+    Rcpp::traits::input_parameter< std::string >::type task(taskSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type kernel(kernelSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type settings(settingsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type params(paramsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type weight(weightSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_cell_fit(x, y, z, task, kernel, settings, params, weight, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_dikl_objective
 Rcpp::List cpp_dikl_objective(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> y, SEXP classes, int map, double gamma, const Eigen::Map<Eigen::MatrixXd> P, Rcpp::NumericVector b, int objective, double rho, double jitter, const Eigen::Map<Eigen::MatrixXd> V, Rcpp::NumericVector c, bool gradient, int threads, Rcpp::List backend);
 RcppExport SEXP _kernlearn_cpp_dikl_objective(SEXP xSEXP, SEXP ySEXP, SEXP classesSEXP, SEXP mapSEXP, SEXP gammaSEXP, SEXP PSEXP, SEXP bSEXP, SEXP objectiveSEXP, SEXP rhoSEXP, SEXP jitterSEXP, SEXP VSEXP, SEXP cSEXP, SEXP gradientSEXP, SEXP threadsSEXP, SEXP backendSEXP) {
@@ -925,6 +970,9 @@ END_RCPP
 }
 
 static const R_CallMethodDef CallEntries[] = {
+    {"_kernlearn_cpp_partition_build", (DL_FUNC) &_kernlearn_cpp_partition_build, 3},
+    {"_kernlearn_cpp_partition_route", (DL_FUNC) &_kernlearn_cpp_partition_route, 3},
+    {"_kernlearn_cpp_cell_fit", (DL_FUNC) &_kernlearn_cpp_cell_fit, 9},
     {"_kernlearn_cpp_dikl_objective", (DL_FUNC) &_kernlearn_cpp_dikl_objective, 15},
     {"_kernlearn_cpp_dikl_train", (DL_FUNC) &_kernlearn_cpp_dikl_train, 20},
     {"_kernlearn_cpp_dikl_ridge_head", (DL_FUNC) &_kernlearn_cpp_dikl_ridge_head, 10},

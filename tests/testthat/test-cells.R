@@ -1,0 +1,224 @@
+# Localized kernel machines: the partition, per-cell selection, predictions, plans.
+
+cells_data <- function(n = 1200, seed = 1) {
+  set.seed(seed)
+  x <- matrix(stats::runif(2 * n), ncol = 2)
+  y <- factor(ifelse(x[, 2] > 0.5 + 0.3 * sin(6 * x[, 1]), "up", "down"))
+  z <- sin(4 * x[, 1]) + x[, 2]^2 + stats::rnorm(n, sd = 0.1)
+  list(x = x, y = y, z = z)
+}
+
+partition_of <- function(x, cell_size, method = "voronoi", overlap = 0, threads = 1L,
+                         seed = c(3L, 4L)) {
+  kernlearn:::cpp_partition_build(
+    x, list(method = method, cell_size = as.integer(cell_size),
+            min_size = as.integer(max(cell_size %/% 8, 1L)), branching = 16L,
+            sample = 20000L, iterations = 10L, overlap = overlap, seed = seed),
+    threads)
+}
+
+test_that("the partition keeps cells within cell_size and routes training rows to their cells", {
+  set.seed(2)
+  x <- cbind(matrix(stats::runif(3000 * 3), ncol = 3), stats::rnorm(3000))
+  for (method in c("voronoi", "tree")) {
+    p <- partition_of(x, 250, method)
+    sizes <- tabulate(p$cell_of, nbins = p$n_cells)
+    expect_true(all(sizes >= 1L))
+    expect_lte(max(sizes), 250L)
+    expect_equal(sum(sizes), nrow(x))
+    expect_identical(kernlearn:::cpp_partition_route(x, p, 1L), p$cell_of)
+    if (method == "tree") expect_gte(min(sizes), 100L)  # median splits: about half and half
+  }
+})
+
+test_that("the partition does not depend on the thread count and follows the seed", {
+  set.seed(3)
+  x <- matrix(stats::rnorm(4000 * 5), ncol = 5)
+  a <- partition_of(x, 300, threads = 1L)
+  b <- partition_of(x, 300, threads = 2L)
+  expect_identical(a, b)
+  expect_identical(kernlearn:::cpp_partition_route(x, a, 2L), a$cell_of)
+  c2 <- partition_of(x, 300, seed = c(9L, 9L))
+  expect_false(identical(a$cell_of, c2$cell_of))
+})
+
+test_that("overlap adds the nearest rows of neighbouring cells, never the cell's own", {
+  set.seed(4)
+  x <- matrix(stats::runif(2000 * 2), ncol = 2)
+  p <- partition_of(x, 200, overlap = 0.25)
+  for (c in seq_len(p$n_cells)) {
+    own <- which(p$cell_of == c)
+    ex <- p$extra[[c]]
+    expect_length(intersect(own, ex), 0L)
+    expect_lte(length(ex), floor(0.25 * length(own)))
+    if (length(ex)) {
+      # every extra row is nearer the cell's rows than the average other row
+      cen <- colMeans(x[own, , drop = FALSE])
+      d_ex <- sqrt(rowSums(sweep(x[ex, , drop = FALSE], 2, cen)^2))
+      d_all <- sqrt(rowSums(sweep(x[-own, , drop = FALSE], 2, cen)^2))
+      expect_lt(mean(d_ex), mean(d_all))
+    }
+  }
+})
+
+test_that("coinciding rows cannot be split and stay one cell; bad partition input errors", {
+  x <- matrix(1, 100, 2)
+  p <- partition_of(x, 20)
+  expect_equal(p$n_cells, 1L)
+  expect_error(kl_cells(cell_size = 5), "cell_size")
+  expect_error(kl_cells(method = "grid"), "method")
+  expect_error(kl_cells(overlap = 2), "overlap")
+  expect_error(kl_cells(folds = 1), "folds")
+  expect_error(kl_cells(cost_grid = c(1, -1)), "cost_grid")
+  expect_error(kernel_svm(iris[, 1:4], iris$Species, cells = "yes"), "cells")
+  p <- partition_of(matrix(stats::runif(200), ncol = 2), 30)
+  expect_error(kernlearn:::cpp_partition_route(matrix(0, 2, 3), p, 1L), "columns")
+})
+
+test_that("one cell holding every row gives the global model", {
+  d <- cells_data(600)
+  big <- kl_cells(cell_size = 1000)
+  g <- kernel_svm(d$x, d$y, gamma = 8, cost = 4)
+  l <- kernel_svm(d$x, d$y, gamma = 8, cost = 4, cells = big)
+  expect_s3_class(l, "kl_localized")
+  expect_equal(length(l$cells), 1L)
+  expect_equal(predict(l, d$x, type = "decision"), predict(g, d$x, type = "decision"),
+               tolerance = 1e-8)
+  expect_identical(predict(l, d$x), predict(g, d$x))
+  # regression SVM
+  g <- kernel_svm(d$x, d$z, gamma = 4, cost = 2, epsilon = 0.05)
+  l <- kernel_svm(d$x, d$z, gamma = 4, cost = 2, epsilon = 0.05, cells = big)
+  expect_equal(predict(l, d$x), predict(g, d$x), tolerance = 1e-8)
+  # kernel ridge, regression and classification
+  g <- kernel_ridge(d$x, d$z, kernel = gaussian_kernel(3), lambda = 0.1)
+  l <- kernel_ridge(d$x, d$z, kernel = gaussian_kernel(3), lambda = 0.1, cells = big)
+  expect_equal(predict(l, d$x), predict(g, d$x), tolerance = 1e-8)
+  g <- kernel_ridge(Species ~ ., data = iris, kernel = gaussian_kernel(2), lambda = 0.5)
+  l <- kernel_ridge(Species ~ ., data = iris, kernel = gaussian_kernel(2), lambda = 0.5,
+                    cells = kl_cells(cell_size = 200))
+  expect_equal(predict(l, iris, type = "decision"), predict(g, iris, type = "decision"),
+               tolerance = 1e-8)
+  # multiclass SVM with probabilities
+  set.seed(5)
+  g <- kernel_svm(Species ~ ., data = iris, gamma = 2, cost = 4, probability = TRUE)
+  set.seed(5)
+  l <- kernel_svm(Species ~ ., data = iris, gamma = 2, cost = 4, probability = TRUE,
+                  cells = kl_cells(cell_size = 200))
+  expect_equal(predict(l, iris, type = "decision"), predict(g, iris, type = "decision"),
+               tolerance = 1e-8)
+  expect_equal(predict(l, iris, type = "prob"), predict(g, iris, type = "prob"),
+               tolerance = 1e-8)
+})
+
+test_that("per-cell selection chooses from the grid by cross-validation and predicts well", {
+  d <- cells_data(1500)
+  set.seed(6)
+  fit <- kernel_svm(d$x, d$y, cells = kl_cells(cell_size = 300, folds = 3))
+  tab <- summary(fit)$cells
+  expect_gt(nrow(tab), 4L)
+  expect_lte(max(tab$rows), 300L)
+  two <- tab$classes == 2L
+  expect_true(all(tab$cost[two] %in% fit$settings$cost_grid))
+  ref <- vapply(fit$cells, function(c) c$reference_gamma, numeric(1))
+  expect_true(all(round(tab$gamma[two] / ref[two], 8) %in% round(fit$settings$gamma_grid, 8)))
+  # each cell's choice is the least cross-validated error of its grid
+  for (c in which(two)) {
+    cv <- fit$cells[[c]]$cv
+    expect_equal(fit$cells[[c]]$cv_error, min(cv))
+  }
+  dt <- cells_data(3000, seed = 7)
+  err <- mean(predict(fit, dt$x) != dt$y)
+  expect_lt(err, 0.03)
+  expect_identical(fitted(fit), predict(fit, d$x))
+  # given values are used in every cell
+  fixed <- kernel_svm(d$x, d$y, gamma = 10, cost = 3, cells = kl_cells(cell_size = 300))
+  tab <- summary(fixed)$cells
+  expect_true(all(tab$gamma[tab$classes == 2L] == 10))
+  expect_true(all(tab$cost[tab$classes == 2L] == 3))
+  expect_true(all(is.na(tab$cv_error)))
+})
+
+test_that("kernel ridge on cells chooses width and penalty per cell", {
+  d <- cells_data(2000)
+  set.seed(8)
+  fit <- kernel_ridge(d$x, d$z, cells = kl_cells(cell_size = 400, folds = 3))
+  tab <- summary(fit)$cells
+  expect_true(all(tab$cost > 0))
+  dt <- cells_data(2000, seed = 9)
+  truth <- sin(4 * dt$x[, 1]) + dt$x[, 2]^2
+  expect_lt(mean((predict(fit, dt$x) - truth)^2), 0.005)
+  expect_equal(residuals(fit), d$z - fitted(fit))
+})
+
+test_that("cells with one class predict it; rows meet only their cell's classes", {
+  set.seed(10)
+  x <- rbind(matrix(stats::runif(600, 0, 0.4), ncol = 2), matrix(stats::runif(600, 0.6, 1), ncol = 2))
+  y <- factor(c(rep("a", 300), ifelse(stats::runif(300) > 0.5, "b", "c")))
+  fit <- kernel_svm(x, y, cells = kl_cells(cell_size = 200, folds = 3), probability = TRUE)
+  tab <- summary(fit)$cells
+  expect_true(any(tab$classes == 1L))
+  low <- matrix(stats::runif(40, 0, 0.4), ncol = 2)
+  expect_true(all(predict(fit, low) == "a"))
+  P <- predict(fit, low, type = "prob")
+  expect_equal(unname(P[, "a"]), rep(1, 20))
+  D <- predict(fit, low, type = "decision")
+  expect_true(all(is.na(D[, "c/b"])))
+  expect_true(all(D[, "b/a"] == -1))
+  P2 <- predict(fit, x, type = "prob")
+  expect_equal(unname(rowSums(P2)), rep(1, nrow(x)))
+  expect_identical(predict(fit, x), factor(colnames(P2)[max.col(P2, ties.method = "first")],
+                                           levels = levels(y)))
+})
+
+test_that("localized models round-trip through saveRDS and check their input", {
+  d <- cells_data(800)
+  set.seed(11)
+  fit <- kernel_svm(y ~ ., data = data.frame(d$x, y = d$y),
+                    cells = kl_cells(cell_size = 200, folds = 3))
+  f <- tempfile(fileext = ".rds")
+  saveRDS(fit, f)
+  back <- readRDS(f)
+  nd <- data.frame(d$x)
+  expect_identical(predict(back, nd, type = "decision"), predict(fit, nd, type = "decision"))
+  expect_error(predict(fit, nd[, 1, drop = FALSE]), "lacks column")
+  bad <- nd
+  bad[3, 1] <- NA
+  expect_error(predict(fit, bad), "missing")
+  expect_error(predict(fit, nd, type = "prob"), "probability")
+  expect_output(print(fit), "Localized kernel SVM")
+  expect_output(print(summary(fit)), "Cells")
+  pdf(NULL)
+  on.exit(grDevices::dev.off(), add = TRUE)
+  expect_silent(plot(fit))
+  expect_error(kernel_svm(d$x, d$y, warm_start = fit, cells = TRUE), "warm_start")
+  K <- kernel_matrix(gaussian_kernel(1), d$x)
+  expect_error(kernel_svm(K, d$y, kernel = "precomputed", cells = TRUE), "precomputed")
+  expect_error(kernel_svm(d$x, d$y, kernel = linear_kernel(), gamma = 2, cells = TRUE), "gamma")
+})
+
+test_that("every future plan gives the same localized model", {
+  skip_if_not_installed("future")
+  skip_if_not_installed("future.apply")
+  skip_on_cran()
+  d <- cells_data(900)
+  fit_all <- function() {
+    set.seed(12)
+    a <- kernel_svm(d$x, d$y, cells = kl_cells(cell_size = 200, folds = 3, overlap = 0.1))
+    set.seed(13)
+    b <- kernel_ridge(d$x, d$z, cells = kl_cells(cell_size = 300, folds = 3))
+    list(a = predict(a, d$x, type = "decision"), b = predict(b, d$x),
+         ga = vapply(a$cells, function(c) as.numeric(c$gamma), 1), next_draw = stats::runif(1))
+  }
+  with_plan <- function(...) {
+    oplan <- future::plan(...)
+    on.exit(future::plan(oplan), add = TRUE)
+    fit_all()
+  }
+  ref <- fit_all()
+  expect_identical(with_plan(future::multisession, workers = 2), ref)
+  cl <- parallel::makeCluster(2L)
+  on.exit(parallel::stopCluster(cl), add = TRUE)
+  expect_identical(with_plan(future::cluster, workers = cl), ref)
+  skip_if_not_installed("future.batchtools")
+  expect_identical(with_plan(future.batchtools::batchtools_local), ref)
+})
