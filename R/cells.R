@@ -73,9 +73,17 @@
 #'   penalty of a fit on \eqn{m} rows is \eqn{m} times the value).
 #' @param relative_gamma Whether \code{gamma_grid} is relative to each cell's
 #'   reference width.
+#' @param cv_rows The cross-validation inside a cell runs on a sample of at
+#'   most this many of its rows (stratified by class); the chosen values are
+#'   then refitted on all the cell's rows. \code{NULL}: all rows for the SVM
+#'   (its warm-started cost paths are cheap), 1000 for kernel ridge (each
+#'   penalty costs a Cholesky factorisation).
 #' @param min_size Voronoi children with fewer rows are merged into their
 #'   neighbours; \code{NULL} means \code{max(cell_size / 8, 10)}.
 #' @param sample The rows of a node that its centres are computed from.
+#' @param sample_learn \code{\link{hgk}()} with cells learns the kernel's
+#'   weights on a stratified sample of this many rows, then fits every cell
+#'   with the learned kernel.
 #' @return An object of class \code{"kl_cells"}.
 #' @references
 #' Meister, M. and Steinwart, I. (2016). Optimal learning rates for localized
@@ -98,8 +106,8 @@
 #' @export
 kl_cells <- function(cell_size = 2000, method = c("voronoi", "tree"), overlap = 0, folds = 5,
                      gamma_grid = 4^(-1:3), cost_grid = 2^c(-1, 1, 3, 5, 7, 9),
-                     lambda_grid = 10^-(1:7), relative_gamma = TRUE, min_size = NULL,
-                     sample = 20000) {
+                     lambda_grid = 10^-(1:7), relative_gamma = TRUE, cv_rows = NULL,
+                     min_size = NULL, sample = 20000, sample_learn = 5000) {
   caller <- "kl_cells()"
   .check_number(cell_size, "cell_size", lower = 20, integer = TRUE, caller = caller)
   method <- .kl_choice(method, c("voronoi", "tree"), "method", caller)
@@ -111,16 +119,22 @@ kl_cells <- function(cell_size = 2000, method = c("voronoi", "tree"), overlap = 
       stop(sprintf("%s: '%s' must be a vector of positive numbers", caller, nm), call. = FALSE)
   }
   .check_flag(relative_gamma, "relative_gamma", caller)
+  if (!is.null(cv_rows))
+    .check_number(cv_rows, "cv_rows", lower = 10, integer = TRUE, caller = caller)
   if (is.null(min_size)) min_size <- max(cell_size %/% 8, min(10, cell_size %/% 2))
   .check_number(min_size, "min_size", lower = 1, upper = cell_size, integer = TRUE,
                 caller = caller)
   .check_number(sample, "sample", lower = 100, upper = 1e7, integer = TRUE, caller = caller)
+  .check_number(sample_learn, "sample_learn", lower = 50, upper = 1e6, integer = TRUE,
+                caller = caller)
   structure(list(cell_size = as.integer(cell_size), method = method, overlap = overlap,
                  folds = as.integer(folds), gamma_grid = sort(unique(as.numeric(gamma_grid))),
                  cost_grid = sort(unique(as.numeric(cost_grid))),
                  lambda_grid = sort(unique(as.numeric(lambda_grid))),
-                 relative_gamma = relative_gamma, min_size = as.integer(min_size),
-                 sample = as.integer(sample)),
+                 relative_gamma = relative_gamma,
+                 cv_rows = if (!is.null(cv_rows)) as.integer(min(cv_rows, .Machine$integer.max)),
+                 min_size = as.integer(min_size),
+                 sample = as.integer(sample), sample_learn = as.integer(sample_learn)),
             class = "kl_cells")
 }
 
@@ -144,6 +158,12 @@ print.kl_cells <- function(x, ...) {
   if (!inherits(cells, "kl_cells"))
     stop(sprintf("%s: 'cells' must be TRUE, FALSE or kl_cells(...)", caller), call. = FALSE)
   cells
+}
+
+# The rows of a cell's cross-validation: the setting, or the machine's default (0: all).
+.kl_cells_cv_rows <- function(cells, machine) {
+  if (!is.null(cells$cv_rows)) return(as.integer(cells$cv_rows))
+  if (machine == "ridge") 1000L else 0L
 }
 
 # The partition of the scaled training rows.
@@ -221,7 +241,9 @@ print.kl_cells <- function(x, ...) {
            else if (machine == "ridge") cells$lambda_grid else cells$cost_grid
   settings <- list(gamma = gamma, gamma_factor = gamma_factor, cost = costs,
                    cost_per_row = machine == "ridge" && is.null(cost),
-                   folds = cells$folds, has_gamma = gamma_free, seed = c(1L, 1L))
+                   folds = cells$folds,
+                   cv_rows = .kl_cells_cv_rows(cells, machine),
+                   has_gamma = gamma_free, seed = c(1L, 1L))
   yint <- if (cls) as.integer(inp$y) else NULL
   z <- if (cls) NULL else as.numeric(inp$y)
   own <- split(seq_len(n), factor(part$cell_of, levels = seq_len(part$n_cells)))
@@ -309,8 +331,10 @@ print.kl_cells <- function(x, ...) {
     if (!length(r)) next
     cm <- object$cells[[c]]
     xc <- x[r, , drop = FALSE]
-    kern <- object$kernel
+    kern <- if (!is.null(cm$kernel)) cm$kernel else object$kernel
     if (!is.null(cm$gamma) && !is.na(cm$gamma)) kern$gamma <- cm$gamma
+    if (!is.null(cm$xmin))  # a cell with its own input scaling
+      xc <- cpp_scale_columns(xc, as.double(cm$xmin), as.double(cm$xscale), threads)
     if (cls && length(cm$classes) == 1L) {
       # a cell with one class predicts it
       g <- cm$classes
@@ -433,7 +457,10 @@ print.kl_localized <- function(x, ...) {
               nrow(tab), min(tab$rows), max(tab$rows), as.integer(stats::median(tab$rows))))
   cat("  ")
   k <- x$kernel
-  if (.kernel_width_free(k)) {
+  if (identical(x$learner, "tkl")) {
+    cat(sprintf("Tessellated kernel learned in every cell (degree %d, box [-%s, 1 + %s] of each cell's range)\n",
+                x$degree, format(x$delta), format(x$delta)))
+  } else if (.kernel_width_free(k)) {
     k$gamma <- 1
     cat(sub("gamma = 1$", "gamma chosen per cell", utils::capture.output(print(k))), sep = "\n")
   } else {
@@ -638,4 +665,160 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   model$fitted.values <- f
   if (model$task == "regression") model$residuals <- as.numeric(inp$y) - f
   model
+}
+
+# hgk(cells = ): the kernel's weights learned by hgk() on a stratified sample of the rows, then
+# one machine per cell with the learned kernel, its width (on top of the learned weights) and
+# cost or penalty chosen per cell. loss "hinge": an SVM per cell; "ls": kernel ridge (the
+# least-squares SVM) per cell.
+.hgk_cells <- function(inp, args, cells, threads, call) {
+  caller <- "hgk()"
+  loss <- .kl_choice(args$loss, c("ls", "hinge"), "loss", caller)
+  if (loss == "hinge" && inp$task != "classification")
+    stop(sprintf("%s: loss = \"hinge\" is for classification; this is a regression (use loss = \"ls\")",
+                 caller), call. = FALSE)
+  n <- nrow(inp$x)
+  m <- min(n, cells$sample_learn)
+  rows <- if (m >= n) seq_len(n) else .kl_stratified_sample(inp$y, m)
+  sub <- inp
+  sub$x <- inp$x[rows, , drop = FALSE]
+  sub$y <- inp$y[rows]
+  if (inp$task == "classification") {
+    sub$y <- droplevels(sub$y)
+    if (nlevels(sub$y) < 2L)
+      stop(sprintf("%s: the sample of %d rows for learning the kernel has one class", caller, m),
+           call. = FALSE)
+    sub$levels <- levels(sub$y)
+  }
+  t0 <- proc.time()[["elapsed"]]
+  learned <- .hgk_fit(sub, args$depth, args$nodes, args$kernel, args$candidates,
+                      args$saturation, loss, args$gradient, args$final, args$folds,
+                      args$gamma, args$lambda, FALSE, args$control, TRUE, threads, NULL)
+  learn_time <- proc.time()[["elapsed"]] - t0
+  kernel <- learned_kernel(learned)
+  kernel$gamma <- NULL  # the width on top of the learned weights: chosen per cell
+  if (loss == "hinge") {
+    model <- .kernel_svm_cells(inp, kernel, NULL, NULL, 0.1, NULL, NULL, args$probability, 5,
+                               1e-3, TRUE, 1024, NULL, NULL, threads, cells, TRUE, call)
+  } else {
+    if (args$probability)
+      stop(sprintf("%s: probability = TRUE needs loss = \"hinge\"; least-squares outputs are not probabilities",
+                   caller), call. = FALSE)
+    model <- .kernel_ridge_cells(inp, kernel, NULL, threads, cells, call)
+  }
+  model$learner <- "hgk"
+  model$learned <- list(rows = m, seconds = learn_time, relevance = learned$relevance,
+                        architecture = learned$architecture)
+  model$time <- model$time + learn_time
+  model
+}
+
+# Row numbers of a sample of m rows, stratified by class for a factor (each class in proportion,
+# at least one row of each).
+.kl_stratified_sample <- function(y, m) {
+  n <- length(y)
+  if (!is.factor(y)) return(sort(sample.int(n, m)))
+  groups <- split(seq_len(n), y)
+  take <- pmax(1L, round(m * lengths(groups) / n))
+  take <- pmin(take, lengths(groups))
+  sort(unlist(lapply(seq_along(groups), function(g) {
+    r <- groups[[g]]
+    if (length(r) <= take[g]) r else r[sample.int(length(r), take[g])]
+  }), use.names = FALSE))
+}
+
+# tkl(cells = ): P learned in every cell, with the cell's rows scaled to [0, 1] by the cell's own
+# range (so the tessellation follows the cell), and the given cost and delta.
+.tkl_cells <- function(inp, args, cells, threads, call) {
+  caller <- "tkl()"
+  t0 <- proc.time()[["elapsed"]]
+  threads <- .kl_threads(threads)
+  .svm_check_task_args(inp$task, args$probability, args$class.weights, caller)
+  .check_number(args$cost, "cost", lower = 0, lower_open = TRUE, caller = caller)
+  .check_number(args$delta, "delta", lower = 0, caller = caller)
+  w <- if (inp$task == "classification") .svm_class_weights(args$class.weights, inp$y, caller)
+  part <- .kl_cells_partition(inp$x, cells, threads, caller)
+  own <- split(seq_len(nrow(inp$x)), factor(part$cell_of, levels = seq_len(part$n_cells)))
+  tasks <- vector("list", part$n_cells)
+  for (c in seq_len(part$n_cells)) {
+    rows <- c(own[[c]], part$extra[[c]])
+    tasks[[c]] <- list(cell = c, x = inp$x[rows, , drop = FALSE], y = inp$y[rows],
+                       own = length(own[[c]]), seed = .kl_seed())
+  }
+  use_future <- .klcv_use_future()
+  shared <- list(args = args, weight = w, levels = inp$levels,
+                 threads = if (use_future) NULL else threads)
+  res <- tryCatch(.kl_task_map(tasks, .tkl_cell_task, shared = shared, packages = "kernlearn"),
+                  error = function(e) {
+                    if (inherits(e, "interrupt")) stop(e)
+                    stop(sprintf("%s: %s", caller, conditionMessage(e)), call. = FALSE)
+                  })
+  cell_of <- part$cell_of
+  part$cell_of <- NULL
+  part$extra <- NULL
+  fit <- list(partition = part, cells = res, time = proc.time()[["elapsed"]] - t0)
+  params <- list(probability = isTRUE(args$probability), epsilon = args$epsilon)
+  kernel <- tessellated_kernel(diag(2), 0L, lower = -args$delta, upper = 1 + args$delta)
+  model <- .kl_localized_model(fit, inp, "svm", "tkl", kernel, params, w, cells, call,
+                               extra = list(degree = as.integer(args$degree),
+                                            delta = args$delta, cost_learn = args$cost))
+  .kl_cells_keep_fitted(model, isTRUE(args$fitted), inp, cell_of, threads)
+}
+
+# One cell of tkl(cells = ): a tkl fit on the cell's rows scaled to [0, 1] by the cell's range.
+.tkl_cell_task <- function(task, shared, progress = NULL) {
+  threads <- shared$threads
+  if (is.null(threads)) {
+    threads <- if (requireNamespace("parallelly", quietly = TRUE))
+      max(1L, as.integer(parallelly::availableCores())) else 1L
+  }
+  a <- shared$args
+  y <- task$y
+  cls <- is.factor(y)
+  out <- list(rows = nrow(task$x), own = task$own, gamma = NA_real_, cost = a$cost,
+              cv_error = NA_real_)
+  if (cls) {
+    g <- sort(unique(as.integer(y)))
+    out$classes <- g
+    if (length(g) < 2L) {
+      out$cost <- NA_real_
+      if (is.function(progress)) progress(sprintf("cell %d", task$cell))
+      return(out)
+    }
+    y <- factor(shared$levels[as.integer(y)], levels = shared$levels[g])
+  }
+  cx <- task$x
+  colnames(cx) <- paste0("V", seq_len(ncol(cx)))
+  inp <- .kl_finish_input(cx, y, "tkl()", spec = list(kind = "matrix", columns = colnames(cx)),
+                          scale = "minmax")
+  cw <- if (cls) stats::setNames(shared$weight[g], levels(y))
+  fit <- .kl_with_seed(task$seed, .tkl_fit(inp, a$degree, a$delta, a$cost, a$epsilon, a$tol,
+                                            a$maxit, cw, a$probability, a$svm_tol, a$cache,
+                                            threads, NULL))
+  s <- fit$svm
+  out$SV <- s$SV
+  out$coefs <- s$coefs
+  out$nSV <- if (cls) as.integer(s$nSV) else nrow(s$SV)
+  out$rho <- s$rho
+  out$converged <- all(s$converged)
+  if (isTRUE(a$probability)) {
+    out$probA <- s$probA
+    out$probB <- s$probB
+  }
+  out$kernel <- fit$kernel
+  out$xmin <- inp$spec$min
+  out$xscale <- inp$spec$scale
+  out$gap_converged <- fit$converged
+  if (is.function(progress)) progress(sprintf("cell %d", task$cell))
+  out
+}
+
+# Evaluates expr with R's random number generator seeded from two integers, restoring the
+# caller's generator afterwards (so a task's draws do not depend on where it runs).
+.kl_with_seed <- function(seed, expr) {
+  state <- .klcv_rng_save()
+  on.exit(.klcv_rng_restore(state), add = TRUE)
+  set.seed(as.integer(abs(seed[1L]) %% 2147483647L), kind = "Mersenne-Twister",
+           normal.kind = "Inversion", sample.kind = "Rejection")
+  expr
 }

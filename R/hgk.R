@@ -115,6 +115,15 @@
 #'   so that \code{predict(type = "prob")} works.
 #' @param control Optimisation constants: \code{\link{hgk_control}()}.
 #' @param scale Scale inputs to \eqn{[0, 1]} with the training range.
+#' @param cells \code{FALSE} (the default) for one global model; \code{TRUE}
+#'   or \code{\link{kl_cells}(...)} for large data: the kernel's weights are
+#'   learned as above on a stratified sample of \code{sample_learn} rows (5000
+#'   by default), and then one machine per cell of the input space is fitted
+#'   with the learned kernel (a \code{\link{kernel_svm}} per cell with
+#'   \code{loss = "hinge"}, \code{\link{kernel_ridge}} with \code{"ls"}), its
+#'   width on top of the learned weights and its cost or penalty chosen in each
+#'   cell by cross-validation. The result is a
+#'   \code{\link[=predict.kl_localized]{kl_localized}} model.
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
 #' @param ... Not used; unknown arguments are an error.
 #' @return An object of class \code{c("hgk", "kl_model")}: a list with
@@ -153,12 +162,16 @@ hgk.formula <- function(formula, data, depth = NULL, nodes = NULL, kernel = NULL
                         loss = c("ls", "hinge"), gradient = c("bilevel", "fixed"),
                         final = c("refit", "average"), folds = 5, gamma = NULL, lambda = NULL,
                         probability = FALSE, control = hgk_control(), scale = TRUE,
-                        subset = NULL, na.action = stats::na.fail,
+                        subset = NULL, na.action = stats::na.fail, cells = FALSE,
                         threads = NULL, ...) {
   .no_dots(..., caller = "hgk()")
+  cells <- .kl_cells_arg(cells, "hgk()")
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
                            na.action, "hgk()", parent.frame())
   inp <- .kl_input_formula(formula, data, "hgk()", scale = scale)
+  if (!is.null(cells))
+    return(.hgk_cells(inp, .hgk_cell_args(environment()), cells, threads,
+                      .kl_call(match.call(), "hgk")))
   .hgk_fit(inp, depth, nodes, kernel, candidates, saturation, loss, gradient, final, folds,
            gamma, lambda, probability, control, scale, threads, .kl_call(match.call(), "hgk"))
 }
@@ -170,13 +183,24 @@ hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
                         loss = c("ls", "hinge"), gradient = c("bilevel", "fixed"),
                         final = c("refit", "average"), folds = 5, gamma = NULL, lambda = NULL,
                         probability = FALSE, control = hgk_control(), scale = TRUE,
-                        threads = NULL, ...) {
+                        cells = FALSE, threads = NULL, ...) {
   .no_dots(..., caller = "hgk()")
+  cells <- .kl_cells_arg(cells, "hgk()")
   if (inherits(x, "formula"))
     stop("hgk(): use hgk(formula, data = ) with a formula", call. = FALSE)
   inp <- .kl_input_xy(x, y, "hgk()", scale = scale)
+  if (!is.null(cells))
+    return(.hgk_cells(inp, .hgk_cell_args(environment()), cells, threads,
+                      .kl_call(match.call(), "hgk")))
   .hgk_fit(inp, depth, nodes, kernel, candidates, saturation, loss, gradient, final, folds,
            gamma, lambda, probability, control, scale, threads, .kl_call(match.call(), "hgk"))
+}
+
+# The arguments of an hgk() call that the cells path passes on to the sample fit.
+.hgk_cell_args <- function(env) {
+  nm <- c("depth", "nodes", "kernel", "candidates", "saturation", "loss", "gradient", "final",
+          "folds", "gamma", "lambda", "probability", "control")
+  stats::setNames(lapply(nm, function(v) get(v, envir = env)), nm)
 }
 
 #' Optimisation constants of hgk()

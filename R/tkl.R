@@ -85,6 +85,12 @@
 #' @param fitted If \code{TRUE} (the default), keep the predictions on the
 #'   training rows for \code{\link[=kl_model_methods]{fitted}()} (one
 #'   prediction pass at the end of the fit).
+#' @param cells \code{FALSE} (the default) for one global model; \code{TRUE}
+#'   or \code{\link{kl_cells}(...)} for large data: \eqn{P} is learned in
+#'   every cell of the input space, on the cell's rows scaled to
+#'   \eqn{[0, 1]} by the cell's own range (so the tessellation follows the
+#'   cell), with the given \code{cost}, \code{delta} and \code{degree}. The
+#'   result is a \code{\link[=predict.kl_localized]{kl_localized}} model.
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
 #' @param ... Not used; unknown arguments are an error.
 #' @return An object of class \code{c("tkl", "kl_model")}: a list with
@@ -123,12 +129,16 @@ tkl <- function(x, ...) UseMethod("tkl")
 tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                         tol = 1e-2, maxit = 100, class.weights = NULL, probability = FALSE,
                         svm_tol = 1e-3, cache = 1024, fitted = TRUE, subset = NULL,
-                        na.action = stats::na.fail, threads = NULL, ...) {
+                        na.action = stats::na.fail, cells = FALSE, threads = NULL, ...) {
   .no_dots(..., caller = "tkl()")
   .check_flag(fitted, "fitted", "tkl()")
+  cells <- .kl_cells_arg(cells, "tkl()")
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
                            na.action, "tkl()", parent.frame())
   inp <- .kl_input_formula(formula, data, "tkl()")
+  if (!is.null(cells))
+    return(.tkl_cells(inp, .tkl_cell_args(environment()), cells, threads,
+                      .kl_call(match.call(), "tkl")))
   fit <- .tkl_fit(inp, degree, delta, cost, epsilon, tol, maxit, class.weights, probability,
                   svm_tol, cache, threads, .kl_call(match.call(), "tkl"))
   .kl_keep_fitted(fit, fitted, data, inp$y, threads)
@@ -138,15 +148,26 @@ tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsil
 #' @export
 tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1, tol = 1e-2,
                         maxit = 100, class.weights = NULL, probability = FALSE, svm_tol = 1e-3,
-                        cache = 1024, fitted = TRUE, threads = NULL, ...) {
+                        cache = 1024, fitted = TRUE, cells = FALSE, threads = NULL, ...) {
   .no_dots(..., caller = "tkl()")
   .check_flag(fitted, "fitted", "tkl()")
+  cells <- .kl_cells_arg(cells, "tkl()")
   if (inherits(x, "formula"))
     stop("tkl(): use tkl(formula, data = ) with a formula", call. = FALSE)
   inp <- .kl_input_xy(x, y, "tkl()")
+  if (!is.null(cells))
+    return(.tkl_cells(inp, .tkl_cell_args(environment()), cells, threads,
+                      .kl_call(match.call(), "tkl")))
   fit <- .tkl_fit(inp, degree, delta, cost, epsilon, tol, maxit, class.weights, probability,
                   svm_tol, cache, threads, .kl_call(match.call(), "tkl"))
   .kl_keep_fitted(fit, fitted, x, inp$y, threads)
+}
+
+# The arguments of a tkl() call that every cell's fit uses.
+.tkl_cell_args <- function(env) {
+  nm <- c("degree", "delta", "cost", "epsilon", "tol", "maxit", "class.weights", "probability",
+          "svm_tol", "cache", "fitted")
+  stats::setNames(lapply(nm, function(v) get(v, envir = env)), nm)
 }
 
 # The largest number of monomials (h) tkl() accepts: P is 2h x 2h.

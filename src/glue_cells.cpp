@@ -149,7 +149,7 @@ Rcpp::IntegerVector cpp_partition_route(const Eigen::Map<Eigen::MatrixXd> x, Rcp
 
 // One cell's selection and final fit. task: "classification" (y: 1-based class codes, k classes
 // in all), "regression" (z), "ridge" (y for least-squares classification, or z). settings:
-// list(gamma, gamma_factor, cost, cost_per_row, folds, has_gamma, seed); params: the SVM options
+// list(gamma, gamma_factor, cost, cost_per_row, folds, cv_rows, has_gamma, seed); params: the SVM options
 // of .svm_params(); weight: class weights (classification).
 // [[Rcpp::export]]
 Rcpp::List cpp_cell_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, SEXP z, std::string task,
@@ -169,6 +169,7 @@ Rcpp::List cpp_cell_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, SEXP z, std
     opt.cost = Rcpp::as<std::vector<double>>(settings["cost"]);
     opt.cost_per_row = Rcpp::as<bool>(settings["cost_per_row"]);
     opt.folds = Rcpp::as<int>(settings["folds"]);
+    opt.cv_rows = Rcpp::as<int>(settings["cv_rows"]);
     opt.seed = klr::seed_from_r(Rcpp::IntegerVector(settings["seed"]));
     opt.par = klr::svm_params_from_r(params, threads);
     opt.class_weight = Rcpp::as<std::vector<double>>(weight);

@@ -4,8 +4,8 @@
 # from the user's CRAN mirror with install.packages().
 set -e
 
-R_PKGS="Rcpp RcppEigen testthat roxygen2 knitr rmarkdown e1071 kernlab ranger glmnet mlbench future future.apply progressr caret MASS readxl parallelly Matrix"
-DEB_PKGS="r-base-dev r-cran-rcpp r-cran-rcppeigen r-cran-testthat r-cran-roxygen2 r-cran-knitr r-cran-rmarkdown r-cran-e1071 r-cran-kernlab r-cran-ranger r-cran-glmnet r-cran-mlbench r-cran-future r-cran-future.apply r-cran-progressr r-cran-caret r-cran-mass r-cran-readxl r-cran-parallelly r-cran-matrix r-cran-pkgbuild pandoc qpdf devscripts"
+R_PKGS="Rcpp RcppEigen testthat roxygen2 knitr rmarkdown e1071 kernlab ranger glmnet mlbench future future.apply future.batchtools progressr caret MASS readxl parallelly Matrix"
+DEB_PKGS="r-base-dev r-cran-rcpp r-cran-rcppeigen r-cran-testthat r-cran-roxygen2 r-cran-knitr r-cran-rmarkdown r-cran-e1071 r-cran-kernlab r-cran-ranger r-cran-glmnet r-cran-mlbench r-cran-future r-cran-future.apply r-cran-future.batchtools r-cran-progressr r-cran-caret r-cran-mass r-cran-readxl r-cran-parallelly r-cran-matrix r-cran-pkgbuild pandoc qpdf devscripts"
 
 missing_r() {
   command -v Rscript >/dev/null 2>&1 || { echo "R"; return; }

@@ -269,9 +269,34 @@ CellResult fit_cell(CMatRef X, const std::vector<int>* y, const std::vector<doub
 
   if (ng * nc > 1 && folds >= 2) {
     Rng rng(opt.seed);
-    const std::vector<int> fold = make_folds(m, y ? &yl : nullptr, folds, rng);
+    // the rows of the selection: all, or a sample of cv_rows (each class in proportion)
+    std::vector<int> sel(m);
+    std::iota(sel.begin(), sel.end(), 0);
+    if (opt.cv_rows > 0 && opt.cv_rows < m) {
+      std::vector<std::vector<int>> groups(y ? k : 1);
+      for (int i = 0; i < m; ++i) groups[y ? yl[i] : 0].push_back(i);
+      sel.clear();
+      for (auto& g : groups) {
+        rng.shuffle(g);
+        const std::size_t take = std::max<std::size_t>(
+            1, static_cast<std::size_t>(std::llround(static_cast<double>(opt.cv_rows) * g.size() / m)));
+        sel.insert(sel.end(), g.begin(), g.begin() + std::min(take, g.size()));
+      }
+      std::sort(sel.begin(), sel.end());
+    }
+    const int ms = static_cast<int>(sel.size());
+    Mat Xs(ms, X.cols());
+    std::vector<int> ys;
+    std::vector<double> zs;
+    for (int i = 0; i < ms; ++i) {
+      Xs.row(i) = X.row(sel[i]);
+      if (y) ys.push_back(yl[sel[i]]);
+      if (z) zs.push_back((*z)[sel[i]]);
+    }
+    const std::vector<int> fold = make_folds(ms, y ? &ys : nullptr, std::min(folds, ms), rng);
     res.cv.setZero(ng, nc);
-    const std::vector<int>* yy = y ? &yl : nullptr;
+    const std::vector<int>* yy = y ? &ys : nullptr;
+    const std::vector<double>* zz = z ? &zs : nullptr;
     CellOptions local = opt;
     if (y) {
       local.class_weight.resize(k);
@@ -279,10 +304,11 @@ CellResult fit_cell(CMatRef X, const std::vector<int>* y, const std::vector<doub
     }
     run_tasks(ng, threads, [&](int g, const std::atomic<bool>& stop) {
       const KernelPtr kern = opt.kernel_at(res.gamma.empty() ? 1.0 : res.gamma[g]);
-      Mat K(m, m);
-      kern->block(X, X, K, 1, stop_only(stop));
-      const std::vector<double> e = cv_errors(K, yy, z, fold, folds, local, res.cost, stop);
-      for (int c = 0; c < nc; ++c) res.cv(g, c) = e[c] / m;
+      Mat K(ms, ms);
+      kern->block(Xs, Xs, K, 1, stop_only(stop));
+      const std::vector<double> e =
+          cv_errors(K, yy, zz, fold, std::min(folds, ms), local, res.cost, stop);
+      for (int c = 0; c < nc; ++c) res.cv(g, c) = e[c] / ms;
     }, cb);
     // least error; ties to the smaller cost, then the smaller width
     double best = std::numeric_limits<double>::infinity();

@@ -9,7 +9,8 @@
 //      the kernel at width 1; for the Gaussian kernel 1 / the median squared distance), so the
 //      grid follows the scale of each cell; the costs (SVM) or penalties (kernel ridge) given,
 //      penalties as multiples of the rows they are fitted on;
-//   2. `folds`-fold cross-validation on seeded folds (stratified by class for classification):
+//   2. `folds`-fold cross-validation on seeded folds (stratified by class for classification)
+//      of the cell's rows, or of a seeded sample of `cv_rows` of them (stratified by class):
 //      one kernel matrix per width, shared by the folds; the SVM costs as a path in increasing
 //      order, each solve warm-started from the last; the mean validation error (classification)
 //      or squared error (regression) of every grid point;
@@ -51,6 +52,7 @@ struct CellOptions {
   std::vector<double> cost;          // SVM costs, or kernel ridge penalties
   bool cost_per_row = false;         // penalties multiply the rows of each fit (kernel ridge)
   int folds = 5;
+  int cv_rows = 0;                   // selection on a seeded sample of this many rows (0: all)
   SvmParams par;                     // tolerance, epsilon, cache, probability, ... (cost unused)
   std::vector<double> class_weight;  // one per class of the whole problem (classification)
   int threads = 1;

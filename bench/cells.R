@@ -1,0 +1,217 @@
+# Localized kernel machines (cells) at scale, against ranger, gem() and the global kernel
+# machines, in one run.
+#
+# Usage: KERNLEARN_DATA_DIR=<data> Rscript bench/cells.R [parts] [threads]
+#   parts    comma-separated, default all: covbin, cov7, friedman, growth, learned
+#     covbin    Covertype, class 2 against the rest: a random 50000 test rows (seed 1), the
+#               other 531012 train. kernel_svm(cells = TRUE) with its own per-cell selection;
+#               ranger with 100 and 500 trees; gem() with its defaults; the global kernel_svm()
+#               on the largest of 25000, 50000, 100000 training rows that fits in 10 minutes
+#               (a fit is stopped at 600 s), with the median gamma and cost the cells chose
+#     cov7      full 7-class Covertype, the same split and the same methods
+#     friedman  mlbench.friedman1 (sd = 1): 1,000,000 training rows, 50000 test rows.
+#               kernel_ridge(cells = TRUE); ranger 100 / 500 trees; the global kernel_ridge()
+#               on the largest of 10000, 20000, 30000 rows that fits in 10 minutes, with the
+#               median width and penalty per row the cells chose. gem() is a classifier and
+#               has no row here.
+#     growth    kernel_svm(cells = TRUE) on 100000, 200000 and 400000 of the covbin training
+#               rows: the exponent of fit time in n at the default cell size
+#     learned   hgk(cells = TRUE, loss = "hinge") and tkl(cells = TRUE) on covbin
+#   threads  default 2, for every method (ranger's num.threads too)
+# Every fit runs in a fresh R process (this script with --worker), so that its peak memory
+# (VmHWM, the resident set's high-water mark, which includes R and the data) is its own.
+# Rows replace those of the same dataset and method in bench/results/cells.csv; the table is
+# also written to inst/extdata/cells.csv for the "Large data" vignette.
+args <- commandArgs(TRUE)
+script <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1L])
+
+peak_mb <- function() {
+  s <- readLines("/proc/self/status")
+  kb <- as.numeric(gsub("[^0-9]", "", grep("^VmHWM:", s, value = TRUE)))
+  kb / 1024
+}
+
+# ---- data (cached per run) ------------------------------------------------------------------
+data_file <- function(cache, name) file.path(cache, paste0(name, ".rds"))
+
+prepare <- function(cache) {
+  suppressPackageStartupMessages(library(kernlearn))
+  dir <- Sys.getenv("KERNLEARN_DATA_DIR")
+  if (!nzchar(dir)) stop("set KERNLEARN_DATA_DIR to the data directory")
+  if (!file.exists(data_file(cache, "covtype"))) {
+    d <- kl_dataset("covtype", dir = dir)
+    set.seed(1)
+    n <- nrow(d$x)
+    te <- sample(n, 50000)
+    tr <- setdiff(seq_len(n), te)
+    saveRDS(list(x = d$x, y = d$y, train = tr, test = te), data_file(cache, "covtype"))
+  }
+  if (!file.exists(data_file(cache, "friedman"))) {
+    set.seed(2)
+    tr <- mlbench::mlbench.friedman1(1e6, sd = 1)
+    te <- mlbench::mlbench.friedman1(50000, sd = 1)
+    saveRDS(list(x = rbind(tr$x, te$x), y = c(tr$y, te$y), train = seq_len(1e6),
+                 test = 1e6 + seq_len(50000)), data_file(cache, "friedman"))
+  }
+}
+
+load_set <- function(cache, dataset) {
+  base <- if (dataset == "friedman") "friedman" else "covtype"
+  d <- readRDS(data_file(cache, base))
+  if (dataset == "covbin") d$y <- factor(ifelse(d$y == "2", "2", "other"))
+  d
+}
+
+# ---- one fit (in a worker process) ----------------------------------------------------------
+worker <- function(cache, dataset, method, n_train, threads, extra) {
+  suppressPackageStartupMessages(library(kernlearn))
+  options(kernlearn.threads = threads, kernlearn.backend = "cpu")
+  d <- load_set(cache, dataset)
+  set.seed(3)
+  tr <- d$train
+  if (n_train < length(tr)) tr <- sort(tr[sample.int(length(tr), n_train)])
+  x <- d$x[tr, , drop = FALSE]
+  y <- d$y[tr]
+  xt <- d$x[d$test, , drop = FALSE]
+  yt <- d$y[d$test]
+  params <- ""
+  note <- ""
+  gc(FALSE)
+  t0 <- proc.time()[["elapsed"]]
+  fit <- switch(method,
+    cells = if (is.factor(y)) kernel_svm(x, y, cells = TRUE, fitted = FALSE)
+            else kernel_ridge(x, y, cells = TRUE),
+    ranger100 = ranger::ranger(x = x, y = y, num.trees = 100, num.threads = threads, seed = 1),
+    ranger500 = ranger::ranger(x = x, y = y, num.trees = 500, num.threads = threads, seed = 1),
+    gem = gem(x, y),
+    global = if (is.factor(y)) kernel_svm(x, y, gamma = extra$gamma, cost = extra$cost,
+                                          fitted = FALSE)
+             else kernel_ridge(x, y, kernel = gaussian_kernel(extra$gamma),
+                               lambda = extra$lambda * nrow(x)),
+    hgk = hgk(x, y, loss = "hinge", cells = TRUE),
+    tkl = tkl(x, y, cells = TRUE, fitted = FALSE),
+    stop("unknown method ", method))
+  fit_s <- proc.time()[["elapsed"]] - t0
+  t0 <- proc.time()[["elapsed"]]
+  pred <- if (inherits(fit, "ranger")) predict(fit, xt, num.threads = threads)$predictions
+          else predict(fit, xt)
+  pred_s <- proc.time()[["elapsed"]] - t0
+  err <- if (is.factor(yt)) mean(pred != yt) else mean((pred - yt)^2)
+  if (inherits(fit, "kl_localized")) {
+    tab <- summary(fit)$cells
+    params <- sprintf("cells=%d rows=%d-%d median gamma=%.4g %s=%.4g", nrow(tab), min(tab$rows),
+                      max(tab$rows), stats::median(tab$gamma, na.rm = TRUE),
+                      if (fit$machine == "ridge") "lambda/row" else "cost",
+                      stats::median(if (fit$machine == "ridge") tab$cost / tab$train_rows
+                                    else tab$cost, na.rm = TRUE))
+  } else if (method == "global") {
+    params <- if (is.factor(y)) sprintf("gamma=%.4g cost=%.4g", extra$gamma, extra$cost)
+              else sprintf("gamma=%.4g lambda=%.4g", extra$gamma, extra$lambda * nrow(x))
+  }
+  data.frame(date = format(Sys.time(), "%Y-%m-%d %H:%M"), dataset = dataset, method = method,
+             n_train = nrow(x), n_test = nrow(xt), threads = threads,
+             fit_s = round(fit_s, 1), predict_s = round(pred_s, 1),
+             metric = if (is.factor(yt)) "test error" else "test MSE",
+             value = signif(err, 4), peak_mb = round(peak_mb()), params = params, note = note,
+             stringsAsFactors = FALSE)
+}
+
+if (length(args) && args[1L] == "--worker") {
+  extra <- if (nzchar(args[7L])) eval(parse(text = args[7L])) else list()
+  res <- worker(args[2L], args[3L], args[4L], as.numeric(args[5L]), as.integer(args[6L]), extra)
+  saveRDS(res, args[8L])
+  quit(save = "no")
+}
+
+# ---- the run --------------------------------------------------------------------------------
+parts <- if (length(args) >= 1L) strsplit(args[1L], ",")[[1L]]
+         else c("covbin", "cov7", "friedman", "growth", "learned")
+threads <- if (length(args) >= 2L) as.integer(args[2L]) else 2L
+cache <- file.path(tempdir(), "kl-cells-bench")
+dir.create(cache, showWarnings = FALSE)
+prepare(cache)
+rows <- list()
+
+run <- function(dataset, method, n_train = Inf, extra = list(), limit = 3600) {
+  out <- tempfile(fileext = ".rds")
+  ex <- paste(deparse(extra), collapse = " ")
+  cmd <- c(as.character(limit), file.path(R.home("bin"), "Rscript"), script, "--worker", cache,
+           dataset, method, format(n_train, scientific = FALSE), threads, shQuote(ex), out)
+  cat(sprintf("[%s] %s %s %s ... ", format(Sys.time(), "%H:%M:%S"), dataset, method,
+              if (is.finite(n_train)) format(n_train, big.mark = ",") else "all rows"))
+  status <- system2("timeout", cmd)
+  if (status != 0L || !file.exists(out)) {
+    cat(sprintf("stopped (%s)\n", if (status == 124L) sprintf("over %d s", limit)
+                else sprintf("status %d", status)))
+    return(NULL)
+  }
+  r <- readRDS(out)
+  cat(sprintf("%s %.4g, fit %.1f s, peak %d MB\n", r$metric, r$value, r$fit_s, r$peak_mb))
+  rows[[length(rows) + 1L]] <<- r
+  r
+}
+
+# The global machine on the largest subsample that fits in 10 minutes: sizes in order, the next
+# one tried only when the last fit's time, grown as n^2, stays within the limit.
+largest_global <- function(dataset, sizes, extra) {
+  last <- NULL
+  for (n in sizes) {
+    if (!is.null(last) && last$fit_s * (n / last$n_train)^2 > 600) break
+    r <- run(dataset, "global", n, extra, limit = 600)
+    if (is.null(r)) break
+    last <- r
+  }
+}
+
+median_of <- function(r, key) {
+  v <- sub(sprintf(".*%s=([0-9.eE+-]+).*", key), "\\1", r$params)
+  as.numeric(v)
+}
+
+for (ds in intersect(c("covbin", "cov7"), parts)) {
+  cells <- run(ds, "cells")
+  run(ds, "ranger100")
+  run(ds, "ranger500")
+  run(ds, "gem")
+  if (!is.null(cells))
+    largest_global(ds, c(25000, 50000, 100000),
+                   list(gamma = median_of(cells, "gamma"), cost = median_of(cells, "cost")))
+}
+if ("friedman" %in% parts) {
+  cells <- run("friedman", "cells")
+  run("friedman", "ranger100")
+  run("friedman", "ranger500")
+  if (!is.null(cells))
+    largest_global("friedman", c(10000, 20000, 30000),
+                   list(gamma = median_of(cells, "gamma"), lambda = median_of(cells, "lambda/row")))
+}
+if ("growth" %in% parts) {
+  g <- lapply(c(1e5, 2e5, 4e5), function(n) run("covbin", "cells", n))
+  if (!any(vapply(g, is.null, NA))) {
+    t <- vapply(g, function(r) r$fit_s, 1)
+    cat(sprintf("fit time exponent in n (100k to 400k rows): %.3f (100k to 200k %.3f, 200k to 400k %.3f)\n",
+                log(t[3] / t[1]) / log(4), log(t[2] / t[1]) / log(2), log(t[3] / t[2]) / log(2)))
+  }
+}
+if ("learned" %in% parts) {
+  run("covbin", "hgk")
+  run("covbin", "tkl")
+}
+
+if (length(rows)) {
+  new <- do.call(rbind, rows)
+  new$machine <- paste(Sys.info()[["machine"]], sub("^.*: ", "", grep("model name",
+                 readLines("/proc/cpuinfo"), value = TRUE)[1L]))
+  out_file <- file.path("bench", "results", "cells.csv")
+  old <- if (file.exists(out_file)) utils::read.csv(out_file, stringsAsFactors = FALSE)
+  if (!is.null(old)) {
+    key <- function(d) paste(d$dataset, d$method, d$n_train)
+    old <- old[!(key(old) %in% key(new)), , drop = FALSE]
+    new <- rbind(old[, names(new)], new)
+  }
+  utils::write.csv(new, out_file, row.names = FALSE)
+  if (dir.exists(file.path("inst", "extdata")))
+    utils::write.csv(new, file.path("inst", "extdata", "cells.csv"), row.names = FALSE)
+  print(new[, c("dataset", "method", "n_train", "fit_s", "metric", "value", "peak_mb")],
+        row.names = FALSE)
+}
