@@ -305,7 +305,7 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
 .svm_kernel <- function(kernel, gamma, caller) {
   kernel <- .as_kernel(kernel, caller)
   if (!is.null(gamma)) {
-    if (!(kernel$name %in% c("gaussian", "laplacian", "hierarchical_gaussian")))
+    if (!.kernel_has_gamma(kernel))
       stop(sprintf("%s: 'gamma' applies to the Gaussian, Laplacian and hierarchical Gaussian kernels, not the %s kernel",
                    caller, kernel$name), call. = FALSE)
     .check_number(gamma, "gamma", lower = 0, lower_open = TRUE)
