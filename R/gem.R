@@ -366,7 +366,7 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
 # Returns the input without them (and columns_all, the number of columns with them) and
 # `active`, the columns kept (NULL: all).
 .gem_drop_zero_columns <- function(inp) {
-  r <- cpp_column_range(inp$x, .kl_threads(NULL))
+  r <- .kl_core("gem()", cpp_column_range, inp$x, .kl_threads(NULL))
   keep <- which(r[1L, ] != 0 | r[2L, ] != 0)
   if (length(keep) == ncol(inp$x) || !length(keep)) return(list(inp = inp, active = NULL))
   inp$columns_all <- ncol(inp$x)
@@ -773,14 +773,12 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
   grid <- inputs[[1L]]$grid
   limit <- .kl_memory_limit()
   progress <- .kl_progressor()
-  fits <- .kl_name_classes(
-    cpp_gem_fit(x, yi, k, lapply(layers, .gem_layer_core), lapply(inputs, `[[`, "core"),
-                if (cls) 1L else 0L, grid, .gem_search_start(grid, lambda_start),
-                as.integer(maxit), as.double(tol), standardize, .gem_single_cells(head),
-                .gem_single_factor(), .gem_single_final(),
-                if (is.na(limit)) NA_real_ else as.double(limit),
-                .gem_method_code(eigen_method), 1e-8, threads, progress),
-    lev, caller)
+  fits <- .kl_core(caller, cpp_gem_fit, x, yi, k, lapply(layers, .gem_layer_core),
+                   lapply(inputs, `[[`, "core"), if (cls) 1L else 0L, grid,
+                   .gem_search_start(grid, lambda_start), as.integer(maxit), as.double(tol),
+                   standardize, .gem_single_cells(head), .gem_single_factor(),
+                   .gem_single_final(), if (is.na(limit)) NA_real_ else as.double(limit),
+                   .gem_method_code(eigen_method), 1e-8, threads, progress, levels = lev)
   members <- lapply(seq_len(ensemble), function(m)
     .gem_member_from_core(fits[[m]], inputs[[m]], layers, head, maxit, tol, n, lev, caller))
   if (on_sample) members[[1L]]$head$search <- sample_search
@@ -831,9 +829,9 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
 .gem_base_code <- function(nl) if (nl == "smooth_sqrt") 0L else 1L
 
 .gem_layer_map <- function(z, L, threads, standardize = FALSE, center = NULL, scale = NULL,
-                           rmap = NULL) {
-  cpp_gem_features(z, L$V, .gem_base_code(L$nonlinearity), L$degree, L$keep_input, L$ones,
-                   standardize, center, scale, threads, NULL, rmap$W, rmap$b)
+                           rmap = NULL, caller = "gem()") {
+  .kl_core(caller, cpp_gem_features, z, L$V, .gem_base_code(L$nonlinearity), L$degree,
+           L$keep_input, L$ones, standardize, center, scale, threads, NULL, rmap$W, rmap$b)
 }
 
 # The settings of a layer as the core reads them.
@@ -951,7 +949,7 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
   if (fitted && have) {
     lev <- fit$levels
     P <- 0
-    for (m in fit$members) P <- P + cpp_simplex_project(m$scores)
+    for (m in fit$members) P <- P + .kl_core("gem()", cpp_simplex_project, m$scores)
     P <- P / length(fit$members)
     fit$fitted.values <- factor(lev[max.col(P, ties.method = "first")], levels = lev)
   }
@@ -962,36 +960,37 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
 
 # Scores of a member's calibrated least-squares head for prepared (scaled) inputs x. A head
 # fitted on single-precision features predicts from features built the same way.
-.gem_member_cls_scores <- function(mem, x, threads, standardize) {
+.gem_member_cls_scores <- function(mem, x, threads, standardize, caller = "gem()") {
   if (!isTRUE(mem$head$single)) {
-    Z <- .gem_member_features(mem, x, threads, standardize)
-    return(cpp_cls_scores(Z, mem$head$W0, mem$head$link, mem$head$delta, threads))
+    Z <- .gem_member_features(mem, x, threads, standardize, caller)
+    return(.kl_core(caller, cpp_cls_scores, Z, mem$head$W0, mem$head$link, mem$head$delta,
+                    threads))
   }
-  li <- .gem_last_input(mem, x, threads)
+  li <- .gem_last_input(mem, x, threads, caller)
   L <- mem$layers[[length(mem$layers)]]
-  cpp_gem_cls_scores_single(li$z, L$V, .gem_base_code(L$nonlinearity), L$degree, L$keep_input,
-                            L$ones, standardize, mem$center, mem$scale, mem$head$W0,
-                            mem$head$link, mem$head$delta, threads, li$rmap$W, li$rmap$b)
+  .kl_core(caller, cpp_gem_cls_scores_single, li$z, L$V, .gem_base_code(L$nonlinearity),
+           L$degree, L$keep_input, L$ones, standardize, mem$center, mem$scale, mem$head$W0,
+           mem$head$link, mem$head$delta, threads, li$rmap$W, li$rmap$b)
 }
 
 # What the last layer of a member receives for prepared (scaled) inputs x: the representation
 # of the layers before it, and the random Fourier map still to apply (NULL once applied).
-.gem_last_input <- function(mem, x, threads) {
+.gem_last_input <- function(mem, x, threads, caller = "gem()") {
   z <- x
   pre <- mem$rff
   for (l in seq_len(length(mem$layers) - 1L)) {
-    z <- .gem_layer_map(z, mem$layers[[l]], threads, rmap = pre)
+    z <- .gem_layer_map(z, mem$layers[[l]], threads, rmap = pre, caller = caller)
     pre <- NULL
   }
   list(z = z, rmap = pre)
 }
 
 # The final features of one member for prepared (scaled) inputs x.
-.gem_member_features <- function(mem, x, threads, standardize) {
-  li <- .gem_last_input(mem, x, threads)
+.gem_member_features <- function(mem, x, threads, standardize, caller = "gem()") {
+  li <- .gem_last_input(mem, x, threads, caller)
   Z <- .gem_layer_map(li$z, mem$layers[[length(mem$layers)]], threads,
                       standardize = standardize, center = mem$center, scale = mem$scale,
-                      rmap = li$rmap)
+                      rmap = li$rmap, caller = caller)
   attr(Z, "center") <- NULL
   attr(Z, "scale") <- NULL
   Z
@@ -1041,7 +1040,7 @@ features.gem <- function(object, newdata, member = 1, threads = NULL, ...) {
   .check_number(member, "member", lower = 1, upper = length(object$members), integer = TRUE)
   x <- .gem_newdata(object, newdata, caller)
   mem <- object$members[[member]]
-  Z <- .gem_member_features(mem, x, .kl_threads(threads), object$params$standardize)
+  Z <- .gem_member_features(mem, x, .kl_threads(threads), object$params$standardize, caller)
   colnames(Z) <- .gem_feature_names(mem, colnames(x))
   rownames(Z) <- rownames(newdata)
   Z
@@ -1081,8 +1080,8 @@ predict.gem <- function(object, newdata, type = "class", threads = NULL, ...) {
     # Calibrated least squares: scores replayed step by step; probabilities are the scores
     # projected onto the simplex, averaged over an ensemble.
     for (mem in object$members) {
-      S <- .gem_member_cls_scores(mem, x, threads, object$params$standardize)
-      logp <- logp + if (type == "decision") S else cpp_simplex_project(S)
+      S <- .gem_member_cls_scores(mem, x, threads, object$params$standardize, caller)
+      logp <- logp + if (type == "decision") S else .kl_core(caller, cpp_simplex_project, S)
     }
     logp <- logp / length(object$members)
     dimnames(logp) <- list(rownames(newdata), lev)
@@ -1091,8 +1090,9 @@ predict.gem <- function(object, newdata, type = "class", threads = NULL, ...) {
     return(factor(lev[max.col(logp, ties.method = "first")], levels = lev))
   }
   for (mem in object$members) {
-    Z <- .gem_member_features(mem, x, threads, object$params$standardize)
-    eta <- cpp_linear_predictor(Z, mem$head$coefficients, mem$head$intercept, threads)
+    Z <- .gem_member_features(mem, x, threads, object$params$standardize, caller)
+    eta <- .kl_core(caller, cpp_linear_predictor, Z, mem$head$coefficients, mem$head$intercept,
+                    threads)
     if (type == "decision") {
       logp <- logp + eta
     } else {

@@ -465,10 +465,8 @@ hgk_control <- function(split = c(0.4, 0.4), maxit = 30, anneal_steps = 5, pertu
 # Algorithm 1 on the rows `rows`; returns a model on those rows.
 .hgk_learn_model <- function(ctx, start, rows, caller, keep = TRUE) {
   spec <- .kernel_spec(start)
-  r <- tryCatch(
-    cpp_hgk_learn(ctx$x[rows, , drop = FALSE], ctx$Y[rows, , drop = FALSE], spec, NULL,
-                  ctx$opts, .kl_seed(), ctx$threads, ctx$progress),
-    error = function(e) stop(sprintf("%s: %s", caller, conditionMessage(e)), call. = FALSE))
+  r <- .kl_core(caller, cpp_hgk_learn, ctx$x[rows, , drop = FALSE], ctx$Y[rows, , drop = FALSE],
+                spec, NULL, ctx$opts, .kl_seed(), ctx$threads, ctx$progress)
   k <- .hgk_set_params(start, as.vector(r$weights))
   k$gamma <- r$gamma
   tr <- as.data.frame(r$trace)
@@ -487,9 +485,9 @@ hgk_control <- function(split = c(0.4, 0.4), maxit = 30, anneal_steps = 5, pertu
 .hgk_final_model <- function(ctx, m, rows, gamma, lambda) {
   if (gamma != m$gamma || lambda != m$lambda) {
     m$kernel$gamma <- gamma
-    sol <- cpp_kernel_ridge_fit(ctx$x[rows, , drop = FALSE], ctx$Y[rows, , drop = FALSE],
-                                .kernel_spec(m$kernel), length(rows) * lambda, TRUE, ctx$threads,
-                                .kl_backend_arg(), NULL)
+    sol <- .kl_core("hgk()", cpp_kernel_ridge_fit, ctx$x[rows, , drop = FALSE],
+                    ctx$Y[rows, , drop = FALSE], .kernel_spec(m$kernel), length(rows) * lambda,
+                    TRUE, ctx$threads, .kl_backend_arg(), NULL)
     m$alpha <- sol$alpha
     m$bias <- as.vector(sol$bias)
     m$gamma <- gamma
@@ -511,10 +509,11 @@ hgk_control <- function(split = c(0.4, 0.4), maxit = 30, anneal_steps = 5, pertu
 }
 
 # The decision values of one model on scaled rows.
-.hgk_model_decision <- function(m, xtrain, newx, threads, svm_type = "decision") {
+.hgk_model_decision <- function(m, xtrain, newx, threads, svm_type = "decision",
+                                caller = "hgk()") {
   if (!is.null(m$svm)) return(stats::predict(m$svm, newx, type = svm_type, threads = threads))
-  cpp_kernel_predict(newx, xtrain[m$rows, , drop = FALSE], m$alpha, m$bias,
-                     .kernel_spec(m$kernel), threads, .kl_backend_arg())
+  .kl_core(caller, cpp_kernel_predict, newx, xtrain[m$rows, , drop = FALSE], m$alpha, m$bias,
+           .kernel_spec(m$kernel), threads, .kl_backend_arg())
 }
 
 .hgk_cv_error <- function(ctx, m, te) {
@@ -543,12 +542,12 @@ hgk_control <- function(split = c(0.4, 0.4), maxit = 30, anneal_steps = 5, pertu
       tr <- which(foldid != f)
       te <- which(foldid == f)
       for (li in seq_along(lambdas)) {
-        sol <- cpp_kernel_ridge_fit(ctx$x[tr, , drop = FALSE], ctx$Y[tr, , drop = FALSE], spec,
-                                    length(tr) * lambdas[li], TRUE, ctx$threads,
-                                    .kl_backend_arg(), NULL)
-        dec <- cpp_kernel_predict(ctx$x[te, , drop = FALSE], ctx$x[tr, , drop = FALSE],
-                                  sol$alpha, as.vector(sol$bias), spec, ctx$threads,
-                                  .kl_backend_arg())
+        sol <- .kl_core(caller, cpp_kernel_ridge_fit, ctx$x[tr, , drop = FALSE],
+                        ctx$Y[tr, , drop = FALSE], spec, length(tr) * lambdas[li], TRUE,
+                        ctx$threads, .kl_backend_arg(), NULL)
+        dec <- .kl_core(caller, cpp_kernel_predict, ctx$x[te, , drop = FALSE],
+                        ctx$x[tr, , drop = FALSE], sol$alpha, as.vector(sol$bias), spec,
+                        ctx$threads, .kl_backend_arg())
         err[gi, li] <- err[gi, li] +
           sum((pmin(pmax(dec, -1), 1) - ctx$Y[te, , drop = FALSE])^2) / (n * ncol(ctx$Y))
       }
@@ -636,21 +635,21 @@ predict.hgk <- function(object, newdata, type = NULL, threads = NULL, ...) {
   if (object$loss == "hinge") {
     if (type == "prob" || (type == "class" && isTRUE(object$probability))) {
       P <- Reduce(`+`, lapply(object$models, function(m)
-        .hgk_model_decision(m, object$x, x, threads, "prob"))) / nm
+        .hgk_model_decision(m, object$x, x, threads, "prob", caller))) / nm
       if (type == "prob") return(P)
       return(factor(lev[max.col(P, ties.method = "first")], levels = lev))
     }
     D <- Reduce(`+`, lapply(object$models, function(m)
-      as.matrix(.hgk_model_decision(m, object$x, x, threads)))) / nm
+      as.matrix(.hgk_model_decision(m, object$x, x, threads, caller = caller)))) / nm
     if (type == "decision") {
       if (length(lev) == 2L) return(as.vector(D))
       colnames(D) <- .svm_pair_names(lev)
       return(D)
     }
-    return(factor(lev[cpp_ovo_vote(D, length(lev))], levels = lev))
+    return(factor(lev[.kl_core(caller, cpp_ovo_vote, D, length(lev))], levels = lev))
   }
   D <- Reduce(`+`, lapply(object$models, function(m)
-    .hgk_model_decision(m, object$x, x, threads))) / nm
+    .hgk_model_decision(m, object$x, x, threads, caller = caller))) / nm
   if (object$task == "regression") {
     if (type == "decision") return(as.vector(D))
     yr <- object$y_range

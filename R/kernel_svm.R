@@ -381,13 +381,13 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
     k <- length(inp$levels)
     w <- .svm_class_weights(class.weights, inp$y, caller)
     warm <- .svm_warm_classification(warm_start, inp, cost, caller)
-    sol <- cpp_svm_classify(xarg, karg, as.integer(inp$y), k, unname(w), kspec, params,
-                            warm, threads, progress)
+    sol <- .kl_core(caller, cpp_svm_classify, xarg, karg, as.integer(inp$y), k, unname(w),
+                    kspec, params, warm, threads, progress, levels = inp$levels)
   } else {
     w <- NULL
     warm <- .svm_warm_regression(warm_start, inp, cost, caller)
-    sol <- .svm_regression_sol(cpp_svm_regress(xarg, karg, inp$y, kspec, params, warm, threads,
-                                               progress))
+    sol <- .svm_regression_sol(.kl_core(caller, cpp_svm_regress, xarg, karg, inp$y, kspec,
+                                        params, warm, threads, progress))
   }
   time <- proc.time()[["elapsed"]] - t0
   if (!all(sol$converged)) {
@@ -517,8 +517,8 @@ predict.kernel_svm <- function(object, newdata, type = NULL, threads = NULL, ...
     Kx <- .svm_newkernel(newdata, object$n, caller)
     m <- nrow(Kx)
     dec <- if (m == 0L) matrix(numeric(), 0L, length(object$rho))
-           else cpp_svm_decision_pre(Kx[, object$sv_index, drop = FALSE], object$coefs,
-                                     nsv_arg, object$rho, threads)
+           else .kl_core(caller, cpp_svm_decision_pre, Kx[, object$sv_index, drop = FALSE],
+                         object$coefs, nsv_arg, object$rho, threads)
   } else {
     if (is.null(newdata))
       stop(sprintf("%s: 'newdata' is required (the model does not keep its training data)",
@@ -526,10 +526,10 @@ predict.kernel_svm <- function(object, newdata, type = NULL, threads = NULL, ...
     x <- .kl_newdata(object$spec, newdata, caller)
     m <- nrow(x)
     dec <- if (m == 0L) matrix(numeric(), 0L, length(object$rho))
-           else cpp_svm_decision(x, object$SV, object$coefs, nsv_arg, object$rho,
-                                 .kernel_spec(object$kernel), threads, .kl_backend_arg())
+           else .kl_core(caller, cpp_svm_decision, x, object$SV, object$coefs, nsv_arg,
+                         object$rho, .kernel_spec(object$kernel), threads, .kl_backend_arg())
   }
-  .svm_output(object, dec, type)
+  .svm_output(object, dec, type, caller)
 }
 
 .svm_newkernel <- function(newdata, n, caller) {
@@ -556,7 +556,7 @@ predict.kernel_svm <- function(object, newdata, type = NULL, threads = NULL, ...
   out
 }
 
-.svm_output <- function(object, dec, type) {
+.svm_output <- function(object, dec, type, caller = "predict.kernel_svm()") {
   m <- nrow(dec)
   if (object$task == "regression") return(as.vector(dec))
   lev <- object$levels
@@ -568,13 +568,13 @@ predict.kernel_svm <- function(object, newdata, type = NULL, threads = NULL, ...
   }
   if (type == "prob" || (type == "class" && isTRUE(object$probability))) {
     P <- if (m == 0L) matrix(numeric(), 0L, k)
-         else cpp_ovo_prob(dec, k, object$probA, object$probB)
+         else .kl_core(caller, cpp_ovo_prob, dec, k, object$probA, object$probB)
     colnames(P) <- lev
     if (type == "prob") return(P)
     return(factor(lev[max.col(P, ties.method = "first")], levels = lev))
   }
   if (m == 0L) return(factor(character(), levels = lev))
-  factor(lev[cpp_ovo_vote(dec, k)], levels = lev)
+  factor(lev[.kl_core(caller, cpp_ovo_vote, dec, k)], levels = lev)
 }
 
 #' @export
@@ -678,9 +678,9 @@ print.summary.kernel_svm <- function(x, ...) {
     threads <- if (requireNamespace("parallelly", quietly = TRUE))
       max(1L, as.integer(parallelly::availableCores())) else 1L
   }
-  decs <- cpp_svm_path(task$X, NULL, task$y, task$k, task$w, task$kernel, task$params,
-                       seq_len(task$ntr), task$ntr + seq_len(task$ntest), task$path,
-                       as.integer(threads))
+  decs <- .kl_core(task$caller, cpp_svm_path, task$X, NULL, task$y, task$k, task$w,
+                   task$kernel, task$params, seq_len(task$ntr), task$ntr + seq_len(task$ntest),
+                   task$path, as.integer(threads))
   if (is.function(progress)) progress(sprintf("fold %d, kernel %d", task$fold, task$group))
   decs
 }
@@ -762,7 +762,7 @@ print.summary.kernel_svm <- function(x, ...) {
       kern <- .resolve_kernel(kernels[[grp[1L]]], ncol(X), caller)
       cst <- vapply(points[grp], function(p) as.numeric(p$cost), numeric(1))
       tasks[[length(tasks) + 1L]] <- list(
-        fold = k, group = gi, X = X, y = yarg, k = kk, w = unname(w),
+        fold = k, group = gi, caller = caller, X = X, y = yarg, k = kk, w = unname(w),
         kernel = .kernel_spec(kern), params = params, ntr = ntr, ntest = length(test),
         path = sort(unique(cst)), threads = if (is.null(dots$threads)) NULL else threads)
     }
@@ -781,8 +781,8 @@ print.summary.kernel_svm <- function(x, ...) {
     cst <- vapply(points[grp], function(p) as.numeric(p$cost), numeric(1))
     for (j in seq_along(grp)) {
       dec <- decs[[match(cst[j], path)]]
-      pr <- if (fy$cls) factor(spec$levels[cpp_ovo_vote(as.matrix(dec), fy$kk)],
-                               levels = spec$levels)
+      pr <- if (fy$cls) factor(spec$levels[.kl_core(caller, cpp_ovo_vote, as.matrix(dec),
+                                                    fy$kk)], levels = spec$levels)
             else as.vector(dec)
       i <- grp[j]
       val <- metric$fun(spec$y[fy$test], pr)

@@ -218,7 +218,8 @@ kernel_matrix <- function(kernel, x, y = NULL, threads = NULL) {
     stop(sprintf("%s: 'x' has %d columns but 'y' has %d", caller, ncol(x), ncol(y)),
          call. = FALSE)
   kernel <- .resolve_kernel(kernel, ncol(x), caller)
-  K <- cpp_kernel_matrix(x, y, .kernel_spec(kernel), .kl_threads(threads), .kl_backend_arg())
+  K <- .kl_core(caller, cpp_kernel_matrix, x, y, .kernel_spec(kernel), .kl_threads(threads),
+                .kl_backend_arg())
   if (!is.null(rownames(x)) || !is.null(rownames(y)))
     dimnames(K) <- list(rownames(x), rownames(y))
   K
