@@ -281,7 +281,7 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
     .check_number(gamma, "gamma", lower = 0, lower_open = TRUE)
   }
   Y <- .dikl_targets(inp$y, task)
-  classes <- if (task == "classification") as.integer(inp$y) - 1L else NULL
+  classes <- if (task == "classification") as.integer(inp$y) else NULL
   d <- ncol(x)
   # When the head's penalty is chosen by validation, the map is learned from the other rows
   # only, so that the held-out rows are unseen by the features as new data would be (with a

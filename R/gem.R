@@ -728,7 +728,7 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
                  caller), call. = FALSE)
   x <- inp$x
   n <- nrow(x)
-  yi <- as.integer(inp$y) - 1L
+  yi <- as.integer(inp$y)
   # Everything random is drawn here, member by member (pairs, random Fourier map, held-out
   # rows, eigensolver seeds, warm-start rows); the core then fits all members in one call.
   inputs <- vector("list", ensemble)
@@ -748,7 +748,7 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
     train <- if (is.null(val)) seq_len(n) else setdiff(seq_len(n), val)
     if (layers[[1L]]$ridge == 0 && nrow(pm)) {
       d <- if (is.null(rmap)) ncol(x) else ncol(rmap$W)
-      counts <- tabulate(yi[train] + 1L, k)
+      counts <- tabulate(yi[train], k)
       small <- unique(pm[, 2L][counts[pm[, 2L]] < d])
       if (length(small))
         stop(sprintf("%s: with ridge = 0 each denominator class needs at least as many rows as features (%d); class(es) %s have fewer (%s); use ridge > 0",
@@ -764,10 +764,10 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
     warm <- NULL
     if (head == "logistic" && length(grid) == 1L && n >= 3L * m0 && maxit > 0) {
       idx <- sort(sample.int(n, m0))
-      if (all(tabulate(yi[idx] + 1L, k) > 0L)) warm <- idx
+      if (all(tabulate(yi[idx], k) > 0L)) warm <- idx
     }
     inputs[[m]] <- list(pairs = pm, val = val, rmap = rmap, grid = grid,
-                        core = list(num = pm[, 1L] - 1L, den = pm[, 2L] - 1L, validation = val,
+                        core = list(num = pm[, 1L], den = pm[, 2L], validation = val,
                                     seeds = seeds, warm = warm, W = rmap$W, b = rmap$b))
   }
   grid <- inputs[[1L]]$grid

@@ -78,7 +78,7 @@
   }
   lev <- levels(y)
   K <- length(lev)
-  r <- .kl_core(caller, cpp_logistic_fit, x, as.integer(y) - 1L, K, as.double(lambda), weights,
+  r <- .kl_core(caller, cpp_logistic_fit, x, as.integer(y), K, as.double(lambda), weights,
                 as.integer(maxit), as.double(tol), threads, 1e-14, 10L, progress, levels = lev)
   coef <- r$coefficients
   dimnames(coef) <- list(colnames(x), lev)
@@ -150,7 +150,7 @@
   }
   if (!is.numeric(seed) || length(seed) != 2L || anyNA(seed))
     stop(sprintf("%s: 'seed' must be two integers", caller), call. = FALSE)
-  r <- .kl_core(caller, cpp_linear_svm_fit, x, as.integer(y) - 1L, K, as.double(cost), loss,
+  r <- .kl_core(caller, cpp_linear_svm_fit, x, as.integer(y), K, as.double(cost), loss,
                 as.double(bias), as.double(eps), as.integer(maxit), class_weights,
                 as.integer(seed), shrinking, progress, levels = lev)
   cols <- if (K == 2L) lev[2L] else lev
@@ -185,5 +185,5 @@
     return(D)
   }
   cls <- .kl_core(caller, cpp_linear_svm_predict, x, W, b)
-  factor(fit$levels[cls + 1L], levels = fit$levels)
+  factor(fit$levels[cls], levels = fit$levels)
 }

@@ -45,13 +45,24 @@ inline kl::Callbacks make_callbacks(SEXP progress = R_NilValue) {
   return cb;
 }
 
-// Class labels from R (0-based integers, no NA) as the core's integer vector.
+// Class labels cross the boundary in one convention: R passes and receives the codes of a
+// factor, 1..K (as.integer(y)); the core counts classes from 0. These two helpers are the only
+// places that convert. Labels from R (1-based, no NA) as the core's 0-based vector; the core
+// checks the range.
 inline kl::IVec labels_from_r(const Rcpp::IntegerVector& y) {
   kl::IVec out(y.size());
   for (R_xlen_t i = 0; i < y.size(); ++i) {
     if (y[i] == NA_INTEGER) Rcpp::stop("internal error: missing class label");
-    out[static_cast<Eigen::Index>(i)] = y[i];
+    out[static_cast<Eigen::Index>(i)] = y[i] - 1;
   }
+  return out;
+}
+
+// The core's 0-based class labels as R's 1-based codes.
+template <class V>
+Rcpp::IntegerVector labels_to_r(const V& y) {
+  Rcpp::IntegerVector out(static_cast<R_xlen_t>(y.size()));
+  for (R_xlen_t i = 0; i < out.size(); ++i) out[i] = static_cast<int>(y[i]) + 1;
   return out;
 }
 

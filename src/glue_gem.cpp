@@ -40,10 +40,16 @@ kl::InputMap input_map(SEXP W, SEXP b, Eigen::Index d) {
   return m;
 }
 
+// One side of the class pairs (labels 1..K from R) as the core's 0-based classes.
+std::vector<int> class_pairs_from_r(const Rcpp::IntegerVector& v) {
+  const kl::IVec l = klr::labels_from_r(v);
+  return std::vector<int>(l.data(), l.data() + l.size());
+}
+
 }  // namespace
 
-// Second moments of x by class (0-based y), then for every pair (num[q], den[q]) (0-based) the
-// top generalized eigenvectors. Returns one list per pair. With rff_W / rff_b, x is replaced by
+// Second moments of x by class (y: labels 1..K), then for every pair (num[q], den[q]) (class
+// labels 1..K) the top generalized eigenvectors. Returns one list per pair. With rff_W / rff_b, x is replaced by
 // its random Fourier map, applied a block of rows at a time.
 // [[Rcpp::export]]
 Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K,
@@ -64,7 +70,7 @@ Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::Integer
     opt.threads = kl::clamp_threads(threads);
     opt.seed = klr::seed_from_r(seed);
     kl::Callbacks cb = klr::make_callbacks(progress);
-    std::vector<int> nu(num.begin(), num.end()), de(den.begin(), den.end());
+    const std::vector<int> nu = class_pairs_from_r(num), de = class_pairs_from_r(den);
     std::vector<kl::GemPair> pairs = klr::with_eigen_threads(1, [&]() {
       kl::ClassMoments M = kl::class_moments(x, klr::labels_from_r(y), K, opt.threads, cb.stage(0.0, 0.5),
                                          map);
@@ -268,12 +274,12 @@ std::vector<Eigen::Index> rows_from_r(SEXP rows) {
 
 }  // namespace
 
-// A whole GEM model (kl::gem_fit): x the prepared inputs, y the classes (0-based). `layers`:
+// A whole GEM model (kl::gem_fit): x the prepared inputs, y the classes (labels 1..K). `layers`:
 // one list per layer with ridge, relative, top, threshold, method, base, degree, keep_input,
 // ones and optionally keep_max (the most directions kept per pair; where it keeps out a
 // direction, the fit is a comparison: its cls head stops after the search) and search_only
 // (TRUE: the cls head stops after the search in any case). `members`: one
-// list per ensemble member with num, den (0-based class pairs), validation (1-based held-out
+// list per ensemble member with num, den (class pairs, labels 1..K), validation (1-based held-out
 // rows or NULL), seeds (one pair of integers per layer), warm (1-based warm-start rows or
 // NULL) and W, b (the random Fourier map or NULL). `lambda`: the penalty, or the grid
 // searched (then cls starts at `start`, 0-based). single_factor, single_final: the smallest
@@ -328,9 +334,8 @@ Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector 
     for (R_xlen_t m = 0; m < members.size(); ++m) {
       Rcpp::List M = members[m];
       kl::GemMemberInput& g = in[static_cast<std::size_t>(m)];
-      Rcpp::IntegerVector num = M["num"], den = M["den"];
-      g.num.assign(num.begin(), num.end());
-      g.den.assign(den.begin(), den.end());
+      g.num = class_pairs_from_r(Rcpp::IntegerVector(M["num"]));
+      g.den = class_pairs_from_r(Rcpp::IntegerVector(M["den"]));
       g.validation = rows_from_r(M["validation"]);
       g.warm_rows = rows_from_r(M["warm"]);
       Rcpp::List seeds = M["seeds"];
@@ -531,12 +536,12 @@ Rcpp::NumericVector cpp_cholesky_seconds(const Eigen::Map<Eigen::MatrixXd> A, in
   });
 }
 
-// Class second moments and means (y: 0-based classes), as the fit computes them.
+// Class second moments and means (y: labels 1..K), as the fit computes them.
 // [[Rcpp::export]]
 Rcpp::List cpp_class_moments(const Eigen::Map<Eigen::MatrixXd> x, const Rcpp::IntegerVector y,
                              int K, int threads) {
   return klr::guard([&]() -> Rcpp::List {
-    const kl::IVec yy = Rcpp::as<kl::IVec>(y);
+    const kl::IVec yy = klr::labels_from_r(y);
     const kl::ClassMoments cm = klr::with_eigen_threads(
         1, [&]() { return kl::class_moments(x, yy, K, threads, klr::make_callbacks()); });
     Rcpp::List second(K);

@@ -21,3 +21,24 @@ test_that("errors from the core carry the caller, name a class by its level, and
   expect_error(core("f()", kernlearn:::cpp_linear_predictor, diag(2), matrix(1, 3, 1), 0, 1L),
                "^f\\(\\): internal error: coefficients of the wrong shape$")
 })
+
+test_that("class labels cross the boundary as R's factor codes, 1..K, both ways", {
+  x <- matrix(c(-2, -1, 1, 2), ncol = 1)
+  # two classes: one decision column, positive for the second
+  expect_identical(kernlearn:::cpp_linear_svm_predict(x, matrix(1), 0), c(1L, 1L, 2L, 2L))
+  # three classes: the largest decision value
+  expect_identical(kernlearn:::cpp_linear_svm_predict(x, matrix(c(-1, 0, 1), 1), c(0, 0.5, 0)),
+                   c(1L, 1L, 3L, 3L))
+  # one-vs-one votes: a positive decision is a vote for the pair's second class
+  expect_identical(kernlearn:::cpp_ovo_vote(matrix(c(1, -1), 2, 1), 2L), c(2L, 1L))
+  # the heads take the same codes and give back the levels
+  set.seed(1)
+  xx <- matrix(rnorm(60), 30)
+  yy <- factor(rep(c("u", "v", "w"), each = 10))
+  xx[yy == "v", 1] <- xx[yy == "v", 1] + 4
+  xx[yy == "w", 2] <- xx[yy == "w", 2] + 4
+  lf <- kernlearn:::.logistic_fit(xx, yy, lambda = 1e-3)
+  expect_gt(mean(kernlearn:::.logistic_predict(lf, xx, type = "class") == yy), 0.9)
+  sf <- kernlearn:::.linear_svm_fit(xx, yy, cost = 10, seed = c(1L, 2L))
+  expect_gt(mean(kernlearn:::.linear_svm_predict(sf, xx) == yy), 0.9)
+})

@@ -36,14 +36,14 @@ test_that("class moments equal crossprod() over several row chunks and column ti
   x <- matrix(rnorm(5000 * 300), 5000, 300)
   x[, 5] <- x[, 5] * 50
   y <- rep(0:2, c(4500, 400, 100))
-  m <- kernlearn:::cpp_class_moments(x, y, 3L, 2L)
+  m <- kernlearn:::cpp_class_moments(x, y + 1L, 3L, 2L)
   for (k in 0:2) {
     xk <- x[y == k, ]
     expect_equal(m$second[[k + 1]], crossprod(xk) / nrow(xk), tolerance = 1e-12)
     expect_equal(m$mean[, k + 1], colMeans(xk), tolerance = 1e-12)
   }
   expect_equal(m$count, c(4500L, 400L, 100L))
-  expect_identical(kernlearn:::cpp_class_moments(x, y, 3L, 1L), m)
+  expect_identical(kernlearn:::cpp_class_moments(x, y + 1L, 3L, 1L), m)
 })
 
 test_that("directions solve the regularised generalized eigenproblem", {
@@ -507,8 +507,8 @@ test_that("deep GEM and GEM on random Fourier features fit and predict", {
   Zr <- sqrt(2 / 40) * cos(sweep(xs %*% mem$rff$W, 2, mem$rff$b, "+"))
   expect_equal(kernlearn:::cpp_rff_map(xs, mem$rff$W, mem$rff$b, 2L), Zr, tolerance = 1e-12)
   L <- mem$layers[[1]]
-  direct <- kernlearn:::cpp_gem_directions(Zr, as.integer(dat$y) - 1L, nlevels(dat$y),
-                                           L$pairs[, 1L] - 1L, L$pairs[, 2L] - 1L, L$ridge,
+  direct <- kernlearn:::cpp_gem_directions(Zr, as.integer(dat$y), nlevels(dat$y),
+                                           L$pairs[, 1L], L$pairs[, 2L], L$ridge,
                                            L$ridge_type == "relative", L$top, L$threshold, 1L,
                                            1e-8, 2L, c(1L, 1L))
   expect_equal(lapply(direct, function(r) r$spectrum), unname(L$spectra), tolerance = 1e-8)
@@ -785,7 +785,7 @@ test_that("an error the core raises about a class names the class by its level",
                   error = function(e) conditionMessage(e))
   expect_match(err, "^gem\\(\\): the regularised second-moment matrix of class '(alpha|beta|gamma)' is singular")
   # the condition the glue raises carries the class number for R to name
-  cond <- tryCatch(kernlearn:::cpp_gem_directions(x, as.integer(y) - 1L, 3L, 0L, 1L, 0, FALSE,
+  cond <- tryCatch(kernlearn:::cpp_gem_directions(x, as.integer(y), 3L, 1L, 2L, 0, FALSE,
                                                   2L, 0, 0L, 1e-8, 1L, c(1L, 2L)),
                    error = function(e) e)
   expect_s3_class(cond, "kl_class_error")
