@@ -38,8 +38,9 @@
 #' \eqn{1, \dots,} \code{degree}: a two-piece cubic in \eqn{|p|^{1/2}} for
 #' \code{"smooth_sqrt"}, and \eqn{\max(0, \pm p)^{\alpha/2}}{max(0, +-p)^(alpha/2)},
 #' \eqn{\alpha = 1, \dots,} \code{degree} for \code{"relu_powers"}. With
-#' \code{standardize = TRUE} every feature is centred and scaled to unit
-#' variance on the training rows before the classifier.
+#' \code{standardize = TRUE} (the default of \code{\link{gem_control}}) every
+#' feature is centred and scaled to unit variance on the training rows before
+#' the classifier.
 #'
 #' \strong{Class pairs.} \code{pairs = "all"} uses all \eqn{k(k - 1)} ordered
 #' pairs. \code{"hypercube"} places the classes at random vertices of a
@@ -75,7 +76,7 @@
 #' \eqn{[S, S^2/2, S^3/6, S^4/24]}, projects its rows onto the probability
 #' simplex, and sets \eqn{S = P + F A^{-1} F'(Y - P)}. Steps stop when the
 #' root-mean-square change of \eqn{S} falls below \code{tol}, or after
-#' \code{maxit} steps. One Cholesky factorisation of \eqn{A} serves every
+#' \code{maxit} steps (both set by \code{\link{gem_control}}). One Cholesky factorisation of \eqn{A} serves every
 #' step, so the cost is dominated by \eqn{F'F} and that factorisation. Both
 #' are blocked and parallel, with kernels vectorised for AVX2 or AVX-512 when
 #' the processor has them (chosen at run time). The features are held in
@@ -237,16 +238,15 @@
 #'   Fourier features.
 #' @param ensemble Number of models on independent random hypercubes
 #'   (\code{pairs = "hypercube"}).
-#' @param standardize Centre and scale the features before the classifier.
 #' @param scale Scale the inputs to \eqn{[0, 1]} with the training range (the
 #'   kernlearn convention); \code{FALSE} uses them as they are.
-#' @param max_pairs Largest number of class pairs allowed (a guard against
-#'   \code{pairs = "all"} with many classes).
-#' @param maxit,tol Iteration cap and gradient tolerance of the logistic
-#'   regression (default 500 and 1e-6); for \code{"cls"}, the cap on the
-#'   calibration steps and the root-mean-square score change that stops them
-#'   (default 25 and 0.002; \code{tol = 0} runs exactly \code{maxit} steps).
-#' @param eigen_method \code{"auto"}, \code{"dense"} or \code{"iterative"}.
+#' @param control Tuning constants of the fit, from \code{\link{gem_control}}:
+#'   the iteration cap and tolerance of the classifier, the feature
+#'   standardisation, the eigensolver and the guard on the number of class
+#'   pairs. The arguments \code{maxit}, \code{tol}, \code{standardize},
+#'   \code{eigen_method} and \code{max_pairs} of earlier versions of
+#'   \code{gem()} are set there; given to \code{gem()} directly they are an
+#'   error that says so.
 #' @param fitted If \code{TRUE} (the default), keep the predicted classes of
 #'   the training rows for \code{\link[=kl_model_methods]{fitted}()}: with
 #'   \code{head = "cls"} from the final fit's own training scores (no extra
@@ -271,8 +271,8 @@
 #' Agarwal, A., Kakade, S. M., Karampatziakis, N., Song, L. and Valiant, G.
 #' (2014). Least squares revisited: scalable approaches for multi-class
 #' prediction. ICML.
-#' @seealso \code{\link{predict.gem}}, \code{\link{features}},
-#'   \code{\link{plot.gem}}, \code{\link{kl_tune}}.
+#' @seealso \code{\link{gem_control}}, \code{\link{predict.gem}},
+#'   \code{\link{features}}, \code{\link{plot.gem}}, \code{\link{kl_tune}}.
 #' @examples
 #' fit <- gem(Species ~ ., data = iris, top = 2, threshold = 1, lambda = 1e-3)
 #' fit
@@ -291,6 +291,11 @@
 #' # calibrated least squares instead of logistic regression
 #' ls <- gem(Species ~ ., data = iris, top = 2, threshold = 1, head = "cls")
 #' table(predict(ls, iris), iris$Species)
+#'
+#' # tuning constants: exactly 10 calibration steps, features not standardised
+#' ls10 <- gem(Species ~ ., data = iris, top = 2, threshold = 1, lambda = 1,
+#'             control = gem_control(maxit = 10, tol = 0, standardize = FALSE))
+#' ls10$members[[1]]$head$iterations
 #' @export
 gem <- function(x, ...) UseMethod("gem")
 
@@ -300,12 +305,11 @@ gem.formula <- function(formula, data, ridge = NULL, ridge_type = c("relative", 
                         top = 30, threshold = 2, pairs = "all",
                         nonlinearity = c("smooth_sqrt", "relu_powers"), degree = 3,
                         keep_input = TRUE, head = c("cls", "logistic"), lambda = NULL,
-                        depth = 1, first_layer = list(),
-                        rff = NULL, ensemble = 1, standardize = TRUE, scale = TRUE,
-                        max_pairs = 1000, maxit = NULL, tol = NULL,
-                        eigen_method = c("auto", "dense", "iterative"), fitted = TRUE,
+                        depth = 1, first_layer = list(), rff = NULL, ensemble = 1,
+                        scale = TRUE, control = gem_control(), fitted = TRUE,
                         subset = NULL, na.action = stats::na.fail, threads = NULL, ...) {
   caller <- "gem()"
+  .gem_check_moved(..., caller = caller)
   .no_dots(..., caller = caller)
   .check_flag(fitted, "fitted", caller)
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
@@ -313,9 +317,7 @@ gem.formula <- function(formula, data, ridge = NULL, ridge_type = c("relative", 
   .check_flag(scale, "scale", caller)
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
   dz <- if (is.null(rff)) .gem_drop_zero_columns(inp) else list(inp = inp, active = NULL)
-  fit <- .gem_fit_ridge(dz$inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree,
-                        keep_input, head, lambda, depth, first_layer, rff, ensemble,
-                        standardize, max_pairs, maxit, tol, eigen_method, threads,
+  fit <- .gem_fit_ridge(dz$inp, mget(.gem_settings, envir = environment()), control, threads,
                         .kl_call(match.call(), "gem"))
   fit$active <- dz$active
   .gem_keep_fitted(fit, fitted, data, inp$y, threads)
@@ -327,12 +329,11 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
                         top = 30, threshold = 2, pairs = "all",
                         nonlinearity = c("smooth_sqrt", "relu_powers"), degree = 3,
                         keep_input = TRUE, head = c("cls", "logistic"), lambda = NULL,
-                        depth = 1, first_layer = list(),
-                        rff = NULL, ensemble = 1, standardize = TRUE, scale = TRUE,
-                        max_pairs = 1000, maxit = NULL, tol = NULL,
-                        eigen_method = c("auto", "dense", "iterative"), fitted = TRUE,
+                        depth = 1, first_layer = list(), rff = NULL, ensemble = 1,
+                        scale = TRUE, control = gem_control(), fitted = TRUE,
                         threads = NULL, ...) {
   caller <- "gem()"
+  .gem_check_moved(..., caller = caller)
   .no_dots(..., caller = caller)
   .check_flag(fitted, "fitted", caller)
   if (inherits(x, "formula"))
@@ -349,12 +350,74 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
   }
   inp <- .kl_input_xy(x, y, caller, scale = scale)
   dz <- if (is.null(rff)) .gem_drop_zero_columns(inp) else list(inp = inp, active = NULL)
-  fit <- .gem_fit_ridge(dz$inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree,
-                        keep_input, head, lambda, depth, first_layer, rff, ensemble,
-                        standardize, max_pairs, maxit, tol, eigen_method, threads,
+  fit <- .gem_fit_ridge(dz$inp, mget(.gem_settings, envir = environment()), control, threads,
                         .kl_call(match.call(), "gem"))
   fit$active <- dz$active
   .gem_keep_fitted(fit, fitted, x, inp$y, threads)
+}
+
+#' Tuning constants of gem()
+#'
+#' The settings of \code{\link{gem}} that tune how a model is computed rather
+#' than what model it is: the classifier's iteration cap and tolerance, the
+#' standardisation of the features, the eigensolver, and the guard on the
+#' number of class pairs. Pass the result as \code{gem(control = )}.
+#'
+#' @param maxit,tol Iteration cap and gradient tolerance of the logistic
+#'   regression (default 500 and 1e-6); for \code{head = "cls"}, the cap on
+#'   the calibration steps and the root-mean-square score change that stops
+#'   them (default 25 and 0.002; \code{tol = 0} runs exactly \code{maxit}
+#'   steps). \code{NULL} means the default of the head.
+#' @param standardize Centre and scale the features to unit variance on the
+#'   training rows before the classifier.
+#' @param eigen_method How the generalized eigenvectors are computed:
+#'   \code{"auto"} (the block Krylov method, with the dense eigensolver for
+#'   small problems and as a fallback), \code{"dense"} or \code{"iterative"}.
+#' @param eigen_tol Convergence tolerance of the iterative eigensolver.
+#' @param max_pairs Largest number of class pairs allowed (a guard against
+#'   \code{pairs = "all"} with many classes).
+#' @return A list of class \code{"gem_control"}.
+#' @seealso \code{\link{gem}}
+#' @examples
+#' gem_control(maxit = 10, tol = 0)
+#' fit <- gem(Species ~ ., data = iris, top = 2, threshold = 1, lambda = 1e-3,
+#'            head = "logistic", control = gem_control(maxit = 1000, tol = 1e-8))
+#' fit$members[[1]]$head$converged
+#' @export
+gem_control <- function(maxit = NULL, tol = NULL, standardize = TRUE,
+                        eigen_method = c("auto", "dense", "iterative"), eigen_tol = 1e-8,
+                        max_pairs = 1000) {
+  caller <- "gem_control()"
+  .check_number(maxit, "maxit", lower = 0, upper = 1e7, integer = TRUE, null_ok = TRUE,
+                caller = caller)
+  .check_number(tol, "tol", lower = 0, null_ok = TRUE, caller = caller)
+  .check_flag(standardize, "standardize", caller)
+  eigen_method <- .kl_choice(eigen_method, c("auto", "dense", "iterative"), "eigen_method",
+                             caller)
+  .check_number(eigen_tol, "eigen_tol", lower = 0, lower_open = TRUE, caller = caller)
+  .check_number(max_pairs, "max_pairs", lower = 1, integer = TRUE, caller = caller)
+  structure(list(maxit = maxit, tol = tol, standardize = standardize,
+                 eigen_method = eigen_method, eigen_tol = as.numeric(eigen_tol),
+                 max_pairs = max_pairs),
+            class = "gem_control")
+}
+
+# The modelling arguments of the gem() methods, gathered by name (mget) into the settings
+# list the fit reads.
+.gem_settings <- c("ridge", "ridge_type", "top", "threshold", "pairs", "nonlinearity",
+                   "degree", "keep_input", "head", "lambda", "depth", "first_layer", "rff",
+                   "ensemble")
+
+# Arguments that gem() took before gem_control(): given to gem() they are an error that says
+# where they went.
+.gem_control_args <- c("maxit", "tol", "standardize", "eigen_method", "max_pairs")
+
+.gem_check_moved <- function(..., caller) {
+  moved <- intersect(names(list(...)), .gem_control_args)
+  if (length(moved))
+    stop(sprintf("%s: '%s' is now set through control = gem_control(%s = ...)", caller,
+                 moved[1L], moved[1L]), call. = FALSE)
+  invisible(NULL)
 }
 
 # Columns that are zero on every row after scaling (under the default scalings, every constant
@@ -429,16 +492,24 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
 # rows are a sample, the core stops such a fit after its penalty search, and the kept ridge is
 # then fitted in full on all rows from the random state the comparison started from (the fit
 # gem() makes with that ridge given); otherwise the comparison fit is the full fit.
-.gem_fit_ridge <- function(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree,
-                           keep_input, head, lambda, depth, first_layer, rff, ensemble,
-                           standardize, max_pairs, maxit, tol, eigen_method, threads, call) {
+# `settings`: the modelling arguments of gem() by name (.gem_settings); `control`: a
+# gem_control().
+.gem_fit_ridge <- function(inp, settings, control, threads, call) {
+  ridge <- settings$ridge
+  lambda <- settings$lambda
+  pairs <- settings$pairs
+  top <- settings$top
   fit_with <- function(r, keep_max = 0L, data = inp, search_only = FALSE, lambda_start = 1,
                        sample_search = NULL, top_fit = top) {
-    f <- .gem_fit(data, r, ridge_type, top_fit, threshold, pairs, nonlinearity, degree, keep_input,
-                  head, lambda, depth, first_layer, rff, ensemble, standardize, max_pairs, maxit,
-                  tol, eigen_method, threads, call, keep_max = keep_max,
-                  search_only = search_only, lambda_start = lambda_start,
-                  sample_search = sample_search)
+    s <- settings
+    s["ridge"] <- list(r)
+    s["top"] <- list(top_fit)
+    # (quote = TRUE: `call` is passed as the call it is, not evaluated)
+    f <- do.call(.gem_fit, c(list(data), s,
+                             list(control = control, threads = threads, call = call,
+                                  keep_max = keep_max, search_only = search_only,
+                                  lambda_start = lambda_start, sample_search = sample_search)),
+                 quote = TRUE)
     f$params$ridge <- r
     f
   }
@@ -589,7 +660,7 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
     if (kind == "none") return(matrix(integer(), 0L, 2L))
     if (kind == "all") {
       if (k * (k - 1) > max_pairs)
-        stop(sprintf("%s: pairs = \"all\" with %d classes gives %d ordered pairs, more than max_pairs = %d; use pairs = \"hypercube\" or raise 'max_pairs'",
+        stop(sprintf("%s: pairs = \"all\" with %d classes gives %d ordered pairs, more than max_pairs = %d; use pairs = \"hypercube\" or raise max_pairs in gem_control()",
                      caller, k, k * (k - 1), as.integer(max_pairs)), call. = FALSE)
       g <- expand.grid(num = seq_len(k), den = seq_len(k))
       g <- g[g$num != g$den, , drop = FALSE]
@@ -619,8 +690,8 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
                  which(pm[, 1L] == pm[, 2L])[1L]), call. = FALSE)
   pm <- unique(pm)
   if (nrow(pm) > max_pairs)
-    stop(sprintf("%s: %d class pairs, more than max_pairs = %d", caller, nrow(pm),
-                 as.integer(max_pairs)), call. = FALSE)
+    stop(sprintf("%s: %d class pairs, more than max_pairs = %d of gem_control()", caller,
+                 nrow(pm), as.integer(max_pairs)), call. = FALSE)
   unname(pm)
 }
 
@@ -652,10 +723,16 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
 # `lambda_start`: the first value of the cls head's local penalty search (a value of the grid;
 # otherwise 1).
 .gem_fit <- function(inp, ridge, ridge_type, top, threshold, pairs, nonlinearity, degree,
-                     keep_input, head, lambda, depth, first_layer, rff, ensemble, standardize,
-                     max_pairs, maxit, tol, eigen_method, threads, call, keep_max = 0L,
-                     search_only = FALSE, lambda_start = 1, sample_search = NULL) {
+                     keep_input, head, lambda, depth, first_layer, rff, ensemble, control,
+                     threads, call, keep_max = 0L, search_only = FALSE, lambda_start = 1,
+                     sample_search = NULL) {
   caller <- "gem()"
+  if (!inherits(control, "gem_control"))
+    stop(sprintf("%s: 'control' must come from gem_control()", caller), call. = FALSE)
+  maxit <- control$maxit
+  tol <- control$tol
+  standardize <- control$standardize
+  max_pairs <- control$max_pairs
   if (inp$task != "classification")
     stop(sprintf("%s: GEM is a classifier; 'y' must be a factor of class labels", caller),
          call. = FALSE)
@@ -676,12 +753,6 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
   on_sample <- !is.null(sample_search)
   if (on_sample) lambda <- attr(sample_search, "chosen")
   .check_number(ensemble, "ensemble", lower = 1, upper = 1000, integer = TRUE)
-  .check_number(max_pairs, "max_pairs", lower = 1, integer = TRUE)
-  .check_number(maxit, "maxit", lower = 0, upper = 1e7, integer = TRUE)
-  .check_number(tol, "tol", lower = 0)
-  .check_flag(standardize, "standardize", caller)
-  eigen_method <- .kl_choice(eigen_method, c("auto", "dense", "iterative"), "eigen_method",
-                              caller)
   layers <- list(last)
   if (depth == 2) {
     if (!is.list(first_layer))
@@ -735,8 +806,8 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
   for (m in seq_len(ensemble)) {
     pm <- .gem_pairs(pairs, lev, max_pairs, caller)
     if (nrow(pm) > max_pairs)
-      stop(sprintf("%s: %d class pairs, more than max_pairs = %d; raise 'max_pairs'", caller,
-                   nrow(pm), as.integer(max_pairs)), call. = FALSE)
+      stop(sprintf("%s: %d class pairs, more than max_pairs = %d; raise max_pairs in gem_control()",
+                   caller, nrow(pm), as.integer(max_pairs)), call. = FALSE)
     if (nrow(pm) == 0L && !layers[[length(layers)]]$keep_input)
       stop(sprintf("%s: with pairs = \"none\" the input must be kept (keep_input = TRUE)", caller),
            call. = FALSE)
@@ -773,12 +844,16 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
   grid <- inputs[[1L]]$grid
   limit <- .kl_memory_limit()
   progress <- .kl_progressor()
+  # the fit's options, which the glue reads by name
+  options <- list(head = head, lambda = grid, start = .gem_search_start(grid, lambda_start),
+                  maxit = as.integer(maxit), tol = as.double(tol), standardize = standardize,
+                  eigen_method = control$eigen_method, eigen_tol = control$eigen_tol,
+                  single_cells = as.double(.gem_single_cells(head)),
+                  single_factor = .gem_single_factor(), single_final = .gem_single_final(),
+                  memory_limit = if (is.na(limit)) NA_real_ else as.double(limit),
+                  threads = threads)
   fits <- .kl_core(caller, cpp_gem_fit, x, yi, k, lapply(layers, .gem_layer_core),
-                   lapply(inputs, `[[`, "core"), if (cls) 1L else 0L, grid,
-                   .gem_search_start(grid, lambda_start), as.integer(maxit), as.double(tol),
-                   standardize, .gem_single_cells(head), .gem_single_factor(),
-                   .gem_single_final(), if (is.na(limit)) NA_real_ else as.double(limit),
-                   .gem_method_code(eigen_method), 1e-8, threads, progress, levels = lev)
+                   lapply(inputs, `[[`, "core"), options, progress, levels = lev)
   members <- lapply(seq_len(ensemble), function(m)
     .gem_member_from_core(fits[[m]], inputs[[m]], layers, head, maxit, tol, n, lev, caller))
   if (on_sample) members[[1L]]$head$search <- sample_search
@@ -824,8 +899,6 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
   as.double(getOption("kernlearn.gem_single_factor", 0))
 }
 
-.gem_method_code <- function(m) switch(m, auto = 0L, dense = 1L, iterative = 2L)
-
 .gem_base_code <- function(nl) if (nl == "smooth_sqrt") 0L else 1L
 
 .gem_layer_map <- function(z, L, threads, standardize = FALSE, center = NULL, scale = NULL,
@@ -840,7 +913,7 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
        relative = L$ridge_type == "relative", top = L$top,
        threshold = L$threshold, keep_max = if (is.null(L$keep_max)) 0L else L$keep_max,
        search_only = isTRUE(L$search_only),
-       base = .gem_base_code(L$nonlinearity), degree = L$degree, keep_input = L$keep_input,
+       nonlinearity = L$nonlinearity, degree = L$degree, keep_input = L$keep_input,
        ones = L$ones)
 }
 
@@ -905,7 +978,7 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
   }
   if (head == "cls") {
     if (!isTRUE(h$converged) && tol > 0)
-      warning(sprintf("%s: the calibrated least squares took all %d steps without the scores settling (last change %s > tol = %s); raise 'maxit' or 'tol'",
+      warning(sprintf("%s: the calibrated least squares took all %d steps without the scores settling (last change %s > tol = %s); raise maxit or tol in gem_control()",
                       caller, as.integer(maxit), format(signif(utils::tail(h$change, 1L), 3)),
                       format(tol)), call. = FALSE)
     # the training rows' final scores, in the caller's row order (for the fitted values)
@@ -925,7 +998,7 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
   # In single precision the line search ends when the objective cannot decrease any more in
   # float arithmetic: that is convergence to the precision of the features.
   if (!isTRUE(h$converged) && !(isTRUE(h$single) && grepl("line search", h$message)))
-    warning(sprintf("%s: the logistic regression stopped before converging (%s); raise 'maxit' or 'lambda'",
+    warning(sprintf("%s: the logistic regression stopped before converging (%s); raise maxit in gem_control() or 'lambda'",
                     caller, h$message), call. = FALSE)
   coef <- h$coefficients
   colnames(coef) <- lev

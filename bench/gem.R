@@ -61,7 +61,8 @@ for (r in seq_len(runs)) {
   set.seed(r)
   t0 <- clock()
   fit <- gem(x, y, ridge = 0.05, ridge_type = "absolute", top = 30, threshold = 2.5,
-             lambda = 1e-4, scale = FALSE, maxit = 400, tol = 1e-5, threads = threads)
+             lambda = 1e-4, scale = FALSE, control = gem_control(maxit = 400, tol = 1e-5),
+             threads = threads)
   total <- clock() - t0
   tm <- fit$members[[1]]$timing
   h <- fit$members[[1]]$head
@@ -80,7 +81,8 @@ if (what %in% c("cls", "all")) {
     set.seed(r)
     t0 <- clock()
     fit <- gem(x, y, ridge = 0.05, ridge_type = "absolute", top = 30, threshold = 2.5,
-               head = "cls", lambda = 0.5, maxit = 7, tol = 0.002, standardize = FALSE,
+               head = "cls", lambda = 0.5,
+               control = gem_control(maxit = 7, tol = 0.002, standardize = FALSE),
                scale = FALSE, threads = threads)
     total <- clock() - t0
     tm <- fit$members[[1]]$timing
