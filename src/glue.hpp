@@ -97,8 +97,8 @@ inline std::vector<kl::HgkNode> hgk_nodes_from_r(const Rcpp::List& k) {
   return nodes;
 }
 
-// The kernel object of a kernel list built by .kernel_spec() in R/kernels.R: the one place on
-// this side of the glue that knows the kernel families.
+// The kernel object of a kernel list built by the .kernel_spec() methods (R/kernels.R,
+// R/kernels-learned.R): the one place on this side of the glue that knows the kernel families.
 //   list(name = "gaussian" | "laplacian" | "linear" | "polynomial", gamma, degree, scale, offset)
 //   list(name = "hierarchical_gaussian", d, leaf (logical per node), members (list of 0-based
 //        integer vectors), weights (list of numeric vectors), scale (numeric per node))
@@ -130,7 +130,7 @@ inline kl::KernelPtr kernel_from_r(const Rcpp::List& k) {
 
 // A core error about one class as an R condition of class "kl_class_error" that carries the
 // parts of the message and the class number (1-based), for R to name the class by its level
-// (.kl_name_classes() in R/utils.R). Signalled through R's stop(), so it does not return.
+// (.kl_core() in R/utils.R). Signalled through R's stop(), so it does not return.
 [[noreturn]] inline void stop_class_error(const kl::ClassError& e) {
   Rcpp::List cond = Rcpp::List::create(
       Rcpp::Named("message") = std::string(e.what()), Rcpp::Named("call") = R_NilValue,
