@@ -151,6 +151,8 @@
 # interrupt (Ctrl-C, which the glue turns into R's condition of class "interrupt") is not an
 # error: it passes through unchanged and stops the caller as an interrupt.
 .kl_core <- function(caller, fun, ..., levels = NULL) {
+  # the arguments are evaluated first, so that only the errors of the core get the prefix
+  list(...)
   # one handler: tryCatch() nests several, so an error raised by an inner one would reach the
   # outer one
   tryCatch(fun(...), error = function(e) {

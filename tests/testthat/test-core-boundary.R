@@ -42,3 +42,9 @@ test_that("class labels cross the boundary as R's factor codes, 1..K, both ways"
   sf <- kernlearn:::.linear_svm_fit(xx, yy, cost = 10, seed = c(1L, 2L))
   expect_gt(mean(kernlearn:::.linear_svm_predict(sf, xx) == yy), 0.9)
 })
+
+test_that("only the core's errors get the caller's prefix, not those of its arguments", {
+  core <- kernlearn:::.kl_core
+  expect_error(core("f()", function(a) a, stop("g(): bad argument")), "^g\\(\\): bad argument$")
+  expect_identical(core("f()", function(a, b) a + b, 1, b = 2), 3)
+})
