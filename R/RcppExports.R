@@ -53,8 +53,8 @@ cpp_linear_predictor <- function(x, B, b, threads) {
     .Call(`_kernlearn_cpp_linear_predictor`, x, B, b, threads)
 }
 
-cpp_gem_fit <- function(x, y, K, layers, members, head, lambda, start, maxit, tol, standardize, single_cells, single_factor, single_final, memory_limit, method, eigen_tol, threads, progress = NULL) {
-    .Call(`_kernlearn_cpp_gem_fit`, x, y, K, layers, members, head, lambda, start, maxit, tol, standardize, single_cells, single_factor, single_final, memory_limit, method, eigen_tol, threads, progress)
+cpp_gem_fit <- function(x, y, K, layers, members, options, progress = NULL) {
+    .Call(`_kernlearn_cpp_gem_fit`, x, y, K, layers, members, options, progress)
 }
 
 cpp_cls_scores <- function(Z, W0, link, delta, threads) {

@@ -41,7 +41,8 @@ kl_backend <- function(verbose = FALSE) {
             else if (!nzchar(arg$lib)) "kernlearn was built without CUDA"
             else probe$why
   if (isTRUE(verbose) && nzchar(reason)) message("kernlearn uses the CPU: ", reason)
-  structure(name, gpu_library = arg$lib, reason = reason, simd = cpp_simd_level())
+  structure(name, gpu_library = arg$lib, reason = reason,
+            simd = .kl_core("kl_backend()", cpp_simd_level))
 }
 
 .backend_mode <- function() {
@@ -63,7 +64,8 @@ kl_backend <- function(verbose = FALSE) {
 
 # Loads the GPU library once per session and remembers the answer.
 .gpu_probe <- function() {
-  if (is.null(.kl_state$gpu)) .kl_state$gpu <- cpp_gpu_probe(.gpu_lib_path())
+  if (is.null(.kl_state$gpu))
+    .kl_state$gpu <- .kl_core("kl_backend()", cpp_gpu_probe, .gpu_lib_path())
   .kl_state$gpu
 }
 

@@ -281,7 +281,7 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
     .check_number(gamma, "gamma", lower = 0, lower_open = TRUE)
   }
   Y <- .dikl_targets(inp$y, task)
-  classes <- if (task == "classification") as.integer(inp$y) - 1L else NULL
+  classes <- if (task == "classification") as.integer(inp$y) else NULL
   d <- ncol(x)
   # When the head's penalty is chosen by validation, the map is learned from the other rows
   # only, so that the held-out rows are unseen by the features as new data would be (with a
@@ -323,14 +323,11 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
     lr_used <- lr
     collapsed <- NULL
     for (attempt in 1:3) {
-      r <- tryCatch(
-        cpp_dikl_train(xm, Y[map_rows, , drop = FALSE], classes[map_rows],
-                       .dikl_map_code(map), gamma, P0, b0,
-                       .dikl_objective_code(objective), rho, 1e-10, batch_map,
-                       lr_used, as.integer(max_epochs), as.integer(patience), tol, 0.1, threads,
-                       .kl_seed(), backend, .kl_progressor()),
-        error = function(e) stop(sprintf("%s: %s", caller, conditionMessage(e)),
-                                 call. = FALSE))
+      r <- .kl_core(caller, cpp_dikl_train, xm, Y[map_rows, , drop = FALSE], classes[map_rows],
+                    .dikl_map_code(map), gamma, P0, b0, .dikl_objective_code(objective), rho,
+                    1e-10, batch_map, lr_used, as.integer(max_epochs), as.integer(patience),
+                    tol, 0.1, threads, .kl_seed(), backend, .kl_progressor(),
+                    levels = inp$levels)
       collapsed <- .dikl_collapse(r, map, gamma, xm, objective, threads, backend)
       if (is.null(collapsed)) break
       if (attempt < 3L) lr_used <- lr_used / 10
@@ -349,7 +346,7 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
   training$seconds_map <- proc.time()[["elapsed"]] - t_train
   mp <- list(type = map, gamma = gamma, dim = dim)
   if (map == "nystrom") {
-    wh <- cpp_nystrom_whitener(P, gamma, threads, backend)
+    wh <- .kl_core(caller, cpp_nystrom_whitener, P, gamma, threads, backend)
     mp$Z <- P
     mp$T <- wh$T
     mp$eigenvalues <- as.vector(wh$values)
@@ -407,11 +404,12 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
 }
 
 # Features of scaled inputs x for a fitted map.
-.dikl_features <- function(mp, x, threads) {
+.dikl_features <- function(mp, x, threads, caller = "dikl()") {
   backend <- .kl_backend_arg(message = FALSE)
   if (mp$type == "nystrom")
-    return(cpp_dikl_features(x, 0L, mp$gamma, mp$Z, numeric(), mp$T, threads, backend))
-  cpp_dikl_features(x, 1L, 1, t(mp$W), mp$b, NULL, threads, backend)
+    return(.kl_core(caller, cpp_dikl_features, x, 0L, mp$gamma, mp$Z, numeric(), mp$T,
+                    threads, backend))
+  .kl_core(caller, cpp_dikl_features, x, 1L, 1, t(mp$W), mp$b, NULL, threads, backend)
 }
 
 # Why a trained map is unusable, or NULL: the DI per row fell below a thousandth of its first
@@ -425,9 +423,11 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
   if (any(!is.finite(r$P))) return("non-finite map parameters")
   rows <- x[seq_len(min(nrow(x), 2000L)), , drop = FALSE]
   Fx <- if (map == "nystrom") {
-    cpp_dikl_features(rows, 0L, gamma, r$P, numeric(), NULL, threads, backend)
+    .kl_core("dikl()", cpp_dikl_features, rows, 0L, gamma, r$P, numeric(), NULL, threads,
+             backend)
   } else {
-    cpp_dikl_features(rows, 1L, 1, r$P, as.vector(r$b), NULL, threads, backend)
+    .kl_core("dikl()", cpp_dikl_features, rows, 1L, 1, r$P, as.vector(r$b), NULL, threads,
+             backend)
   }
   s <- sqrt(pmax(colMeans(Fx^2) - colMeans(Fx)^2, 0))
   if (!(max(s) > 1e-6 * max(1, max(abs(Fx))))) return("the features no longer vary across rows")
@@ -499,16 +499,16 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
   if (head == "logistic")
     return(c(list(type = "logistic"), .logistic_fit(Fx, y, lambda, threads = threads)))
   Y <- if (task == "classification") .dikl_targets(y, task) else matrix(y, ncol = 1L)
-  r <- cpp_ridge_fit(Fx, Y, lambda, TRUE, threads)
+  r <- .kl_core("dikl()", cpp_ridge_fit, Fx, Y, lambda, TRUE, threads)
   list(type = "krr", coef = r$coef, intercept = as.vector(r$intercept), lambda = lambda)
 }
 
 # Decision values of the head: n x 1 (binary SVM, regression) or n x K.
-.dikl_decision <- function(object, Fx, threads) {
+.dikl_decision <- function(object, Fx, threads, caller = "dikl()") {
   hd <- object$head
   if (hd$type == "svm") return(.linear_svm_predict(hd, Fx, type = "decision"))
   if (hd$type == "logistic")
-    return(cpp_linear_predictor(Fx, hd$coefficients, hd$intercept, threads))
+    return(.kl_core(caller, cpp_linear_predictor, Fx, hd$coefficients, hd$intercept, threads))
   D <- Fx %*% hd$coef
   D <- sweep(D, 2L, hd$intercept, `+`)
   if (object$task == "classification") colnames(D) <- object$levels
@@ -536,7 +536,7 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
       te <- which(fold == f)
       if (task == "classification" && nlevels(droplevels(ys[tr])) < 2L) next
       Z <- xs[tr[sample.int(length(tr), min(J, length(tr)))], , drop = FALSE]
-      wh <- cpp_nystrom_whitener(Z, g, threads, backend)
+      wh <- .kl_core(caller, cpp_nystrom_whitener, Z, g, threads, backend)
       mp <- list(type = "nystrom", gamma = g, Z = Z, T = wh$T)
       Ftr <- .dikl_features(mp, xs[tr, , drop = FALSE], threads)
       Fte <- .dikl_features(mp, xs[te, , drop = FALSE], threads)
@@ -544,7 +544,7 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
         h <- .linear_svm_fit(Ftr, droplevels(ys[tr]), loss = "l2")
         e <- e + sum(as.character(.linear_svm_predict(h, Fte)) != as.character(ys[te]))
       } else {
-        r <- cpp_ridge_fit(Ftr, matrix(ys[tr], ncol = 1L), 1e-4, TRUE, threads)
+        r <- .kl_core(caller, cpp_ridge_fit, Ftr, matrix(ys[tr], ncol = 1L), 1e-4, TRUE, threads)
         e <- e + sum((Fte %*% r$coef + r$intercept[1L] - ys[te])^2)
       }
     }
@@ -559,7 +559,7 @@ features.dikl <- function(object, newdata, threads = NULL, ...) {
   caller <- "features()"
   .no_dots(..., caller = caller)
   x <- .kl_newdata(object$spec, newdata, caller)
-  Fx <- .dikl_features(object$map, x, .kl_threads(threads))
+  Fx <- .dikl_features(object$map, x, .kl_threads(threads), caller)
   colnames(Fx) <- paste0("f", seq_len(ncol(Fx)))
   rownames(Fx) <- rownames(newdata)
   Fx
@@ -597,8 +597,8 @@ predict.dikl <- function(object, newdata, type = NULL, threads = NULL, ...) {
   empty <- nrow(x) == 0L
   # No rows: the shapes of the answer come from one placeholder row.
   if (empty) x <- matrix(0, 1L, ncol(x))
-  Fx <- .dikl_features(object$map, x, threads)
-  D <- .dikl_decision(object, Fx, threads)
+  Fx <- .dikl_features(object$map, x, threads, caller)
+  D <- .dikl_decision(object, Fx, threads, caller)
   if (empty) D <- D[0L, , drop = FALSE]
   rownames(D) <- rownames(newdata)
   if (object$task == "regression") {

@@ -78,10 +78,8 @@
   }
   lev <- levels(y)
   K <- length(lev)
-  r <- .kl_name_classes(
-    cpp_logistic_fit(x, as.integer(y) - 1L, K, as.double(lambda), weights, as.integer(maxit),
-                     as.double(tol), threads, 1e-14, 10L, progress),
-    lev, caller)
+  r <- .kl_core(caller, cpp_logistic_fit, x, as.integer(y), K, as.double(lambda), weights,
+                as.integer(maxit), as.double(tol), threads, 1e-14, 10L, progress, levels = lev)
   coef <- r$coefficients
   dimnames(coef) <- list(colnames(x), lev)
   intercept <- as.vector(r$intercept)
@@ -104,7 +102,8 @@
     stop(sprintf("%s: 'x' has %d columns but the fit has %d coefficients per class", caller,
                  ncol(x), nrow(B)), call. = FALSE)
   storage.mode(B) <- "double"
-  P <- cpp_logistic_predict(x, B, as.double(fit$intercept), .kl_threads(threads))
+  P <- .kl_core(caller, cpp_logistic_predict, x, B, as.double(fit$intercept),
+                .kl_threads(threads))
   colnames(P) <- fit$levels
   rownames(P) <- rownames(x)
   if (type == "prob") return(P)
@@ -151,9 +150,9 @@
   }
   if (!is.numeric(seed) || length(seed) != 2L || anyNA(seed))
     stop(sprintf("%s: 'seed' must be two integers", caller), call. = FALSE)
-  r <- cpp_linear_svm_fit(x, as.integer(y) - 1L, K, as.double(cost), loss, as.double(bias),
-                          as.double(eps), as.integer(maxit), class_weights, as.integer(seed),
-                          shrinking, progress)
+  r <- .kl_core(caller, cpp_linear_svm_fit, x, as.integer(y), K, as.double(cost), loss,
+                as.double(bias), as.double(eps), as.integer(maxit), class_weights,
+                as.integer(seed), shrinking, progress, levels = lev)
   cols <- if (K == 2L) lev[2L] else lev
   W <- r$W
   dimnames(W) <- list(colnames(x), cols)
@@ -181,10 +180,10 @@
   storage.mode(W) <- "double"
   b <- as.double(fit$b)
   if (type == "decision") {
-    D <- cpp_linear_svm_decision(x, W, b)
+    D <- .kl_core(caller, cpp_linear_svm_decision, x, W, b)
     dimnames(D) <- list(rownames(x), colnames(W))
     return(D)
   }
-  cls <- cpp_linear_svm_predict(x, W, b)
-  factor(fit$levels[cls + 1L], levels = fit$levels)
+  cls <- .kl_core(caller, cpp_linear_svm_predict, x, W, b)
+  factor(fit$levels[cls], levels = fit$levels)
 }

@@ -130,8 +130,8 @@ kernel_ridge.default <- function(x, y, kernel = gaussian_kernel(), lambda = 0.01
                           floor(sqrt(limit / 8))))
   Y <- if (inp$task == "classification") .pm1_targets(inp$y) else matrix(inp$y, ncol = 1L)
   progress <- if (n >= 3000L) .kl_progressor() else NULL
-  sol <- cpp_kernel_ridge_fit(inp$x, Y, .kernel_spec(kernel), lambda, TRUE, threads,
-                              .kl_backend_arg(), progress)
+  sol <- .kl_core(caller, cpp_kernel_ridge_fit, inp$x, Y, .kernel_spec(kernel), lambda, TRUE,
+                  threads, .kl_backend_arg(), progress)
   structure(list(call = call, task = inp$task, levels = inp$levels, spec = inp$spec,
                  kernel = kernel, lambda = lambda, x = inp$x, y = inp$y, alpha = sol$alpha,
                  bias = as.vector(sol$bias), n = n),
@@ -171,9 +171,8 @@ predict.kernel_ridge <- function(object, newdata, type = NULL, threads = NULL, .
              matrix(numeric(), 0L, length(object$levels), dimnames = list(NULL, object$levels))
            else numeric())
   }
-  dec <- cpp_kernel_predict(x, object$x, object$alpha, object$bias,
-                            .kernel_spec(object$kernel), .kl_threads(threads),
-                            .kl_backend_arg())
+  dec <- .kl_core(caller, cpp_kernel_predict, x, object$x, object$alpha, object$bias,
+                  .kernel_spec(object$kernel), .kl_threads(threads), .kl_backend_arg())
   if (object$task == "regression") return(as.vector(dec))
   if (type == "class") return(.kl_decision_to_class(dec, object$levels))
   if (ncol(dec) == 1L) return(as.vector(dec))

@@ -119,6 +119,44 @@ hierarchical_gaussian_kernel <- function(weights, nodes = NULL, node_weights = N
               node_weights = node_weights, gamma = as.numeric(gamma))
 }
 
+#' @export
+format.kl_hierarchical_gaussian_kernel <- function(x, ...) {
+  e <- .hgk_extent(x)
+  if (e[["depth"]] == 1)
+    sprintf("Hierarchical Gaussian kernel: depth 1, %d weights (range %s to %s), gamma = %s",
+            length(x$weights), format(min(abs(x$weights)), digits = 3),
+            format(max(abs(x$weights)), digits = 3), format(x$gamma, digits = 6))
+  else
+    sprintf("Hierarchical Gaussian kernel: depth %d, %d first-layer node(s) over columns up to %d, gamma = %s",
+            e[["depth"]], length(.hgk_flatten(x)$leaf) - sum(!.hgk_flatten(x)$leaf),
+            e[["cols"]], format(x$gamma, digits = 6))
+}
+
+#' @exportS3Method .kernel_has_gamma kl_hierarchical_gaussian_kernel
+.kernel_has_gamma.kl_hierarchical_gaussian_kernel <- function(kernel, ...) TRUE
+
+# A hierarchical kernel is defined on the data's columns when its depth-1 weights are one per
+# column and no node sees a column beyond them; it records their number.
+#' @exportS3Method .resolve_kernel kl_hierarchical_gaussian_kernel
+.resolve_kernel.kl_hierarchical_gaussian_kernel <- function(kernel, p, caller = "kernel", ...) {
+  e <- .hgk_extent(kernel)
+  if (is.null(kernel$nodes) && length(kernel$weights) != p)
+    stop(sprintf("%s: the hierarchical Gaussian kernel has %d weights but the data have %d columns",
+                 caller, length(kernel$weights), p), call. = FALSE)
+  if (e[["cols"]] > p)
+    stop(sprintf("%s: the hierarchical Gaussian kernel uses column %d but the data have %d columns",
+                 caller, e[["cols"]], p), call. = FALSE)
+  kernel$d <- as.integer(p)
+  kernel
+}
+
+#' @exportS3Method .kernel_spec kl_hierarchical_gaussian_kernel
+.kernel_spec.kl_hierarchical_gaussian_kernel <- function(kernel, ...) {
+  c(list(name = kernel$name,
+         d = if (is.null(kernel$d)) .hgk_extent(kernel)[["cols"]] else kernel$d),
+    .hgk_flatten(kernel))
+}
+
 # The largest input column a hierarchical kernel uses, and its depth.
 .hgk_extent <- function(k) {
   if (is.null(k$nodes)) return(c(cols = length(k$weights), depth = 1))
@@ -280,4 +318,37 @@ tessellated_kernel <- function(P, degree = 1, lower = -0.1, upper = 1.1) {
     stop(sprintf("%s: 'lower' must be below 'upper' in every column", caller), call. = FALSE)
   .new_kernel("tessellated", P = P, degree = degree, lower = as.numeric(lower),
               upper = as.numeric(upper), d = d)
+}
+
+#' @export
+format.kl_tessellated_kernel <- function(x, ...) {
+  sprintf("Tessellated kernel: degree %d, P %d x %d, box [%s, %s]%s", x$degree,
+          nrow(x$P), ncol(x$P), paste(format(unique(x$lower)), collapse = ", "),
+          paste(format(unique(x$upper)), collapse = ", "),
+          if (is.na(x$d)) "" else sprintf(" in %d columns", x$d))
+}
+
+# A tessellated kernel is defined on the columns its P was made for (when P says), and its box
+# bounds are recycled to them.
+#' @exportS3Method .resolve_kernel kl_tessellated_kernel
+.resolve_kernel.kl_tessellated_kernel <- function(kernel, p, caller = "kernel", ...) {
+  if (!is.na(kernel$d) && kernel$d != p)
+    stop(sprintf("%s: the tessellated kernel's P (%d x %d, degree %d) is for %d columns but the data have %d",
+                 caller, nrow(kernel$P), ncol(kernel$P), kernel$degree, kernel$d, p),
+         call. = FALSE)
+  if (!is.na(kernel$d) || length(kernel$lower) %in% c(1L, p) && length(kernel$upper) %in% c(1L, p)) {
+    kernel$lower <- rep_len(kernel$lower, p)
+    kernel$upper <- rep_len(kernel$upper, p)
+  } else {
+    stop(sprintf("%s: the tessellated kernel's box has %d bounds but the data have %d columns",
+                 caller, max(length(kernel$lower), length(kernel$upper)), p), call. = FALSE)
+  }
+  kernel$d <- as.integer(p)
+  kernel
+}
+
+#' @exportS3Method .kernel_spec kl_tessellated_kernel
+.kernel_spec.kl_tessellated_kernel <- function(kernel, ...) {
+  list(name = kernel$name, P = kernel$P, degree = kernel$degree,
+       lower = as.numeric(kernel$lower), upper = as.numeric(kernel$upper))
 }

@@ -67,31 +67,37 @@ polynomial_kernel <- function(degree = 3, scale = 1, offset = 1) {
 
 #' @export
 print.kl_kernel <- function(x, ...) {
-  g <- if (is.null(x$gamma)) "1/ncol(x)" else format(x$gamma, digits = 6)
-  txt <- switch(x$name,
-    gaussian = sprintf("Gaussian kernel: exp(-gamma ||x - z||^2), gamma = %s", g),
-    laplacian = sprintf("Laplacian kernel: exp(-gamma ||x - z||), gamma = %s", g),
-    linear = "Linear kernel: <x, z>",
-    polynomial = sprintf("Polynomial kernel: (%s <x, z> + %s)^%d", format(x$scale),
-                         format(x$offset), x$degree),
-    hierarchical_gaussian = {
-      e <- .hgk_extent(x)
-      if (e[["depth"]] == 1)
-        sprintf("Hierarchical Gaussian kernel: depth 1, %d weights (range %s to %s), gamma = %s",
-                length(x$weights), format(min(abs(x$weights)), digits = 3),
-                format(max(abs(x$weights)), digits = 3), format(x$gamma, digits = 6))
-      else
-        sprintf("Hierarchical Gaussian kernel: depth %d, %d first-layer node(s) over columns up to %d, gamma = %s",
-                e[["depth"]], length(.hgk_flatten(x)$leaf) - sum(!.hgk_flatten(x)$leaf),
-                e[["cols"]], format(x$gamma, digits = 6))
-    },
-    tessellated = sprintf("Tessellated kernel: degree %d, P %d x %d, box [%s, %s]%s", x$degree,
-                          nrow(x$P), ncol(x$P), paste(format(unique(x$lower)), collapse = ", "),
-                          paste(format(unique(x$upper)), collapse = ", "),
-                          if (is.na(x$d)) "" else sprintf(" in %d columns", x$d)),
-    sprintf("%s kernel", x$name))
-  cat(txt, "\n", sep = "")
+  cat(format(x), "\n", sep = "")
   invisible(x)
+}
+
+# format() of a kernel: the one line print() writes, a method per kernel class (the learned
+# kernels' are in R/kernels-learned.R).
+#' @export
+format.kl_kernel <- function(x, ...) sprintf("%s kernel", x$name)
+
+#' @export
+format.kl_gaussian_kernel <- function(x, ...) {
+  sprintf("Gaussian kernel: exp(-gamma ||x - z||^2), gamma = %s", .kernel_gamma_text(x))
+}
+
+#' @export
+format.kl_laplacian_kernel <- function(x, ...) {
+  sprintf("Laplacian kernel: exp(-gamma ||x - z||), gamma = %s", .kernel_gamma_text(x))
+}
+
+#' @export
+format.kl_linear_kernel <- function(x, ...) "Linear kernel: <x, z>"
+
+#' @export
+format.kl_polynomial_kernel <- function(x, ...) {
+  sprintf("Polynomial kernel: (%s <x, z> + %s)^%d", format(x$scale), format(x$offset),
+          x$degree)
+}
+
+# The width of a Gaussian or Laplacian kernel as print() shows it (NULL: the data's rule).
+.kernel_gamma_text <- function(x) {
+  if (is.null(x$gamma)) "1/ncol(x)" else format(x$gamma, digits = 6)
 }
 
 # A kernel argument: a kernel object, or one of the names "gaussian", "laplacian", "linear",
@@ -112,56 +118,67 @@ print.kl_kernel <- function(x, ...) {
   kernel
 }
 
+# What differs between kernel families on the R side is behind the internal generics below,
+# with a method per kernel class (c("kl_<name>_kernel", "kl_kernel")); the learned kernels'
+# methods are in R/kernels-learned.R. The `name` field stays in every kernel object: the glue
+# reads it (klr::kernel_from_r in src/glue.hpp), and saved models keep it.
+
+# TRUE for kernels with a width `gamma` that kernel_svm()'s `gamma` argument (and kl_tune()
+# grids over it) may replace.
+.kernel_has_gamma <- function(kernel, ...) UseMethod(".kernel_has_gamma")
+
+#' @exportS3Method .kernel_has_gamma kl_kernel
+.kernel_has_gamma.kl_kernel <- function(kernel, ...) FALSE
+
+#' @exportS3Method .kernel_has_gamma kl_gaussian_kernel
+.kernel_has_gamma.kl_gaussian_kernel <- function(kernel, ...) TRUE
+
+#' @exportS3Method .kernel_has_gamma kl_laplacian_kernel
+.kernel_has_gamma.kl_laplacian_kernel <- function(kernel, ...) TRUE
+
 # Fills in data-dependent defaults (gamma = 1 / p) and checks that the kernel is defined on p
 # columns.
-.resolve_kernel <- function(kernel, p, caller = "kernel") {
-  if (kernel$name %in% c("gaussian", "laplacian") && is.null(kernel$gamma))
-    kernel$gamma <- 1 / p
-  if (kernel$name == "hierarchical_gaussian") {
-    e <- .hgk_extent(kernel)
-    if (is.null(kernel$nodes) && length(kernel$weights) != p)
-      stop(sprintf("%s: the hierarchical Gaussian kernel has %d weights but the data have %d columns",
-                   caller, length(kernel$weights), p), call. = FALSE)
-    if (e[["cols"]] > p)
-      stop(sprintf("%s: the hierarchical Gaussian kernel uses column %d but the data have %d columns",
-                   caller, e[["cols"]], p), call. = FALSE)
-    kernel$d <- as.integer(p)
-  }
-  if (kernel$name == "tessellated") {
-    if (!is.na(kernel$d) && kernel$d != p)
-      stop(sprintf("%s: the tessellated kernel's P (%d x %d, degree %d) is for %d columns but the data have %d",
-                   caller, nrow(kernel$P), ncol(kernel$P), kernel$degree, kernel$d, p),
-           call. = FALSE)
-    if (!is.na(kernel$d) || length(kernel$lower) %in% c(1L, p) && length(kernel$upper) %in% c(1L, p)) {
-      kernel$lower <- rep_len(kernel$lower, p)
-      kernel$upper <- rep_len(kernel$upper, p)
-    } else {
-      stop(sprintf("%s: the tessellated kernel's box has %d bounds but the data have %d columns",
-                   caller, max(length(kernel$lower), length(kernel$upper)), p), call. = FALSE)
-    }
-    kernel$d <- as.integer(p)
-  }
+.resolve_kernel <- function(kernel, p, caller = "kernel", ...) UseMethod(".resolve_kernel")
+
+#' @exportS3Method .resolve_kernel kl_kernel
+.resolve_kernel.kl_kernel <- function(kernel, p, caller = "kernel", ...) kernel
+
+#' @exportS3Method .resolve_kernel kl_gaussian_kernel
+.resolve_kernel.kl_gaussian_kernel <- function(kernel, p, caller = "kernel", ...) {
+  if (is.null(kernel$gamma)) kernel$gamma <- 1 / p
   kernel
 }
 
-# The list the C++ glue reads (klr::kernel_from_r in src/glue.hpp) of a resolved kernel: the one
-# place on the R side that knows what each family sends.
-.kernel_spec <- function(kernel) {
-  switch(kernel$name,
-    gaussian = , laplacian = , linear = , polynomial =
-      list(name = kernel$name,
-           gamma = if (is.null(kernel$gamma)) 1 else as.numeric(kernel$gamma),
-           degree = if (is.null(kernel$degree)) 1 else as.numeric(kernel$degree),
-           scale = if (is.null(kernel$scale)) 1 else as.numeric(kernel$scale),
-           offset = if (is.null(kernel$offset)) 0 else as.numeric(kernel$offset)),
-    hierarchical_gaussian = c(list(name = kernel$name,
-                                   d = if (is.null(kernel$d)) .hgk_extent(kernel)[["cols"]]
-                                       else kernel$d),
-                              .hgk_flatten(kernel)),
-    tessellated = list(name = kernel$name, P = kernel$P, degree = kernel$degree,
-                       lower = as.numeric(kernel$lower), upper = as.numeric(kernel$upper)),
-    stop("internal error: unknown kernel ", kernel$name, call. = FALSE))
+#' @exportS3Method .resolve_kernel kl_laplacian_kernel
+.resolve_kernel.kl_laplacian_kernel <- .resolve_kernel.kl_gaussian_kernel
+
+# The list the C++ glue reads (klr::kernel_from_r in src/glue.hpp) of a resolved kernel: what
+# each family sends, one method per kernel class.
+.kernel_spec <- function(kernel, ...) UseMethod(".kernel_spec")
+
+#' @exportS3Method .kernel_spec default
+.kernel_spec.default <- function(kernel, ...) {
+  stop("internal error: unknown kernel ", class(kernel)[1L], call. = FALSE)
 }
+
+# The Gaussian, Laplacian, linear and polynomial kernels: one list with every parameter.
+#' @exportS3Method .kernel_spec kl_gaussian_kernel
+.kernel_spec.kl_gaussian_kernel <- function(kernel, ...) {
+  list(name = kernel$name,
+       gamma = if (is.null(kernel$gamma)) 1 else as.numeric(kernel$gamma),
+       degree = if (is.null(kernel$degree)) 1 else as.numeric(kernel$degree),
+       scale = if (is.null(kernel$scale)) 1 else as.numeric(kernel$scale),
+       offset = if (is.null(kernel$offset)) 0 else as.numeric(kernel$offset))
+}
+
+#' @exportS3Method .kernel_spec kl_laplacian_kernel
+.kernel_spec.kl_laplacian_kernel <- .kernel_spec.kl_gaussian_kernel
+
+#' @exportS3Method .kernel_spec kl_linear_kernel
+.kernel_spec.kl_linear_kernel <- .kernel_spec.kl_gaussian_kernel
+
+#' @exportS3Method .kernel_spec kl_polynomial_kernel
+.kernel_spec.kl_polynomial_kernel <- .kernel_spec.kl_gaussian_kernel
 
 #' Kernel matrix between two sets of points
 #'
@@ -201,7 +218,8 @@ kernel_matrix <- function(kernel, x, y = NULL, threads = NULL) {
     stop(sprintf("%s: 'x' has %d columns but 'y' has %d", caller, ncol(x), ncol(y)),
          call. = FALSE)
   kernel <- .resolve_kernel(kernel, ncol(x), caller)
-  K <- cpp_kernel_matrix(x, y, .kernel_spec(kernel), .kl_threads(threads), .kl_backend_arg())
+  K <- .kl_core(caller, cpp_kernel_matrix, x, y, .kernel_spec(kernel), .kl_threads(threads),
+                .kl_backend_arg())
   if (!is.null(rownames(x)) || !is.null(rownames(y)))
     dimnames(K) <- list(rownames(x), rownames(y))
   K

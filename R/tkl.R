@@ -208,13 +208,13 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
   if (inp$task == "classification") {
     k <- length(inp$levels)
     w <- .svm_class_weights(class.weights, inp$y, caller)
-    res <- cpp_tkl_fit(x, as.integer(inp$y), k, unname(w), lower, upper, params, opts, threads,
-                       progress)
+    res <- .kl_core(caller, cpp_tkl_fit, x, as.integer(inp$y), k, unname(w), lower, upper,
+                    params, opts, threads, progress, levels = inp$levels)
     sol <- res$model
   } else {
     w <- NULL
-    res <- cpp_tkl_fit(x, as.numeric(inp$y), 0L, numeric(), lower, upper, params, opts,
-                       threads, progress)
+    res <- .kl_core(caller, cpp_tkl_fit, x, as.numeric(inp$y), 0L, numeric(), lower, upper,
+                    params, opts, threads, progress)
     sol <- .svm_regression_sol(res$model)
   }
   seconds <- proc.time()[["elapsed"]] - t0

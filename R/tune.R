@@ -102,15 +102,12 @@ kl_tune <- function(learner, x, y = NULL, data = NULL, grid, folds = 5, foldid =
   fold_info <- .klcv_folds(spec, folds, foldid, caller)
   run <- NULL
   if (.svm_fast_eligible(learner, spec, g, metric)) {
-    # Cost paths with warm starts; any problem sends the grid to the general path, which
-    # reports it.
+    # Cost paths with warm starts; any error sends the grid to the general path, which
+    # reports it. A user interrupt is a condition of class "interrupt", not "error": the
+    # handler does not catch it, so it stops kl_tune() as an interrupt.
     state <- .klcv_rng_save()
     run <- tryCatch(.svm_tune_run(spec, g, fold_info$foldid, metric, caller),
-                    error = function(e) {
-                      if (grepl("interrupted by the user", conditionMessage(e), fixed = TRUE))
-                        stop(e)
-                      NULL
-                    })
+                    error = function(e) NULL)
     if (is.null(run)) .klcv_rng_restore(state)
   }
   if (is.null(run)) run <- .klcv_run(spec, g$points, fold_info$foldid, metric, caller)

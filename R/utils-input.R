@@ -163,7 +163,7 @@
     stop(sprintf("%s: '%s' is empty (%d x %d)", caller, name, nrow(x), ncol(x)), call. = FALSE)
   storage.mode(x) <- "double"
   if (is.null(colnames(x))) colnames(x) <- paste0("V", seq_len(ncol(x)))
-  if (!cpp_all_finite(x, .kl_threads(NULL))) {
+  if (!.kl_core(caller, cpp_all_finite, x, .kl_threads(NULL))) {
     bad <- !is.finite(x)
     cols <- which(colSums(bad) > 0)
     rows <- which(rowSums(bad) > 0)
@@ -300,13 +300,13 @@
   # one pass over the columns each: the values of apply(x, 2, min) and max, or of colMeans(x)
   # and apply(x, 2, sd)
   if (mode == "minmax") {
-    r <- cpp_column_range(x, .kl_threads(NULL))
+    r <- .kl_core(caller, cpp_column_range, x, .kl_threads(NULL))
     mn <- r[1L, ]
     rg <- r[2L, ] - mn
     sc <- ifelse(rg > 0, 1 / rg, 0)
   } else if (mode == "standardize") {
     if (nrow(x) > 1L) {
-      r <- cpp_column_mean_sd(x, .kl_threads(NULL))
+      r <- .kl_core(caller, cpp_column_mean_sd, x, .kl_threads(NULL))
       mn <- r[1L, ]
       sdv <- r[2L, ]
     } else {
@@ -322,7 +322,7 @@
   spec$scaling <- mode
   spec$min <- unname(mn)
   spec$scale <- unname(sc)
-  xs <- .scale_apply(x, spec)
+  xs <- .scale_apply(x, spec, caller)
   task <- if (is.factor(y)) "classification" else "regression"
   list(x = xs, y = y, task = task, levels = if (is.factor(y)) levels(y) else NULL, spec = spec)
 }
@@ -333,10 +333,11 @@
          minmax = "scaled to [0, 1]", standardize = "standardized", none = "not scaled")
 }
 
-.scale_apply <- function(x, spec) {
+.scale_apply <- function(x, spec, caller = "scaling") {
   # (x - min) * scale column by column, as two sweep()s give it, in one pass
   if (!is.double(x)) storage.mode(x) <- "double"
-  x <- cpp_scale_columns(x, as.double(spec$min), as.double(spec$scale), .kl_threads(NULL))
+  x <- .kl_core(caller, cpp_scale_columns, x, as.double(spec$min), as.double(spec$scale),
+                .kl_threads(NULL))
   dimnames(x) <- list(NULL, spec$features)
   x
 }
@@ -371,7 +372,7 @@
     }
     x <- .check_numeric_matrix(newdata, caller, "newdata")
     colnames(x) <- cols
-    return(.scale_apply(x, spec))
+    return(.scale_apply(x, spec, caller))
   }
   if (is.matrix(newdata)) newdata <- as.data.frame(newdata)
   if (!is.data.frame(newdata))
@@ -410,7 +411,7 @@
     stop(sprintf("%s: 'newdata' could not be encoded like the training data (missing %s)",
                  caller, .name_list(miss)), call. = FALSE)
   x <- x[, spec$features, drop = FALSE]
-  .scale_apply(x, spec)
+  .scale_apply(x, spec, caller)
 }
 
 # predict() type handling shared by the learners.

@@ -144,13 +144,18 @@
   sort(val)
 }
 
-# Evaluates expr (a call into the core) and turns its errors into R errors prefixed by the
-# caller. An error about one class (condition "kl_class_error", which the core raises with the
-# class number) names the class by its level; this is the one place where that happens.
-.kl_name_classes <- function(expr, levels, caller) {
+# Every call into the C++ core goes through here: fun (a cpp_*() export) is called with `...`
+# and its errors become R errors prefixed by the caller ("kernel_svm(): ..."). An error about
+# one class (condition "kl_class_error", which the glue raises with the class number, 1-based)
+# names the class by its level in `levels`; this is the one place where that happens. A user
+# interrupt (Ctrl-C, which the glue turns into R's condition of class "interrupt") is not an
+# error: it passes through unchanged and stops the caller as an interrupt.
+.kl_core <- function(caller, fun, ..., levels = NULL) {
+  # the arguments are evaluated first, so that only the errors of the core get the prefix
+  list(...)
   # one handler: tryCatch() nests several, so an error raised by an inner one would reach the
   # outer one
-  tryCatch(expr, error = function(e) {
+  tryCatch(fun(...), error = function(e) {
     if (!inherits(e, "kl_class_error"))
       stop(sprintf("%s: %s", caller, conditionMessage(e)), call. = FALSE)
     lab <- if (e$index >= 1L && e$index <= length(levels)) sprintf("class '%s'", levels[e$index])

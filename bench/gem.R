@@ -29,12 +29,12 @@ add <- function(...) {
 clock <- function() proc.time()[["elapsed"]]
 
 # Stage 1 and 2 alone: kernlearn's moments + 90 eigenproblems (top 30).
-pm <- as.matrix(expand.grid(num = 0:9, den = 0:9))
+pm <- as.matrix(expand.grid(num = 1:10, den = 1:10))
 pm <- pm[pm[, 1] != pm[, 2], ]
 if (what %in% c("logistic", "all")) {
 for (r in seq_len(runs)) {
   t0 <- clock()
-  res <- kernlearn:::cpp_gem_directions(x, as.integer(y) - 1L, 10L, pm[, 1], pm[, 2], 0.05,
+  res <- kernlearn:::cpp_gem_directions(x, as.integer(y), 10L, pm[, 1], pm[, 2], 0.05,
                                         FALSE, 30L, 2.5, 0L, 1e-8, threads, c(1L, 2L))
   add(stage = "moments + 90 eigenproblems", tool = "kernlearn", run = r,
       seconds = clock() - t0, note = sprintf("%d operator applications per pair (median), %d dense fallbacks",
@@ -47,7 +47,7 @@ add(stage = "moments", tool = "R crossprod", run = 1L, seconds = clock() - t0, n
 t0 <- clock()
 d <- ncol(x)
 for (q in 1:3) {
-  i <- pm[q, 1] + 1; j <- pm[q, 2] + 1
+  i <- pm[q, 1]; j <- pm[q, 2]
   L <- t(chol(C[[j]] + 0.05 * diag(d)))
   T <- forwardsolve(L, C[[i]])
   M <- forwardsolve(L, t(T))
@@ -61,7 +61,8 @@ for (r in seq_len(runs)) {
   set.seed(r)
   t0 <- clock()
   fit <- gem(x, y, ridge = 0.05, ridge_type = "absolute", top = 30, threshold = 2.5,
-             lambda = 1e-4, scale = FALSE, maxit = 400, tol = 1e-5, threads = threads)
+             lambda = 1e-4, scale = FALSE, control = gem_control(maxit = 400, tol = 1e-5),
+             threads = threads)
   total <- clock() - t0
   tm <- fit$members[[1]]$timing
   h <- fit$members[[1]]$head
@@ -80,7 +81,8 @@ if (what %in% c("cls", "all")) {
     set.seed(r)
     t0 <- clock()
     fit <- gem(x, y, ridge = 0.05, ridge_type = "absolute", top = 30, threshold = 2.5,
-               head = "cls", lambda = 0.5, maxit = 7, tol = 0.002, standardize = FALSE,
+               head = "cls", lambda = 0.5,
+               control = gem_control(maxit = 7, tol = 0.002, standardize = FALSE),
                scale = FALSE, threads = threads)
     total <- clock() - t0
     tm <- fit$members[[1]]$timing

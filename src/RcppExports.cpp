@@ -260,8 +260,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_gem_fit
-Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K, Rcpp::List layers, Rcpp::List members, int head, Rcpp::NumericVector lambda, int start, int maxit, double tol, bool standardize, double single_cells, double single_factor, double single_final, double memory_limit, int method, double eigen_tol, int threads, SEXP progress);
-RcppExport SEXP _kernlearn_cpp_gem_fit(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP layersSEXP, SEXP membersSEXP, SEXP headSEXP, SEXP lambdaSEXP, SEXP startSEXP, SEXP maxitSEXP, SEXP tolSEXP, SEXP standardizeSEXP, SEXP single_cellsSEXP, SEXP single_factorSEXP, SEXP single_finalSEXP, SEXP memory_limitSEXP, SEXP methodSEXP, SEXP eigen_tolSEXP, SEXP threadsSEXP, SEXP progressSEXP) {
+Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K, Rcpp::List layers, Rcpp::List members, Rcpp::List options, SEXP progress);
+RcppExport SEXP _kernlearn_cpp_gem_fit(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP layersSEXP, SEXP membersSEXP, SEXP optionsSEXP, SEXP progressSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -270,21 +270,9 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< int >::type K(KSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type layers(layersSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type members(membersSEXP);
-    Rcpp::traits::input_parameter< int >::type head(headSEXP);
-    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type lambda(lambdaSEXP);
-    Rcpp::traits::input_parameter< int >::type start(startSEXP);
-    Rcpp::traits::input_parameter< int >::type maxit(maxitSEXP);
-    Rcpp::traits::input_parameter< double >::type tol(tolSEXP);
-    Rcpp::traits::input_parameter< bool >::type standardize(standardizeSEXP);
-    Rcpp::traits::input_parameter< double >::type single_cells(single_cellsSEXP);
-    Rcpp::traits::input_parameter< double >::type single_factor(single_factorSEXP);
-    Rcpp::traits::input_parameter< double >::type single_final(single_finalSEXP);
-    Rcpp::traits::input_parameter< double >::type memory_limit(memory_limitSEXP);
-    Rcpp::traits::input_parameter< int >::type method(methodSEXP);
-    Rcpp::traits::input_parameter< double >::type eigen_tol(eigen_tolSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type options(optionsSEXP);
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_gem_fit(x, y, K, layers, members, head, lambda, start, maxit, tol, standardize, single_cells, single_factor, single_final, memory_limit, method, eigen_tol, threads, progress));
+    rcpp_result_gen = Rcpp::wrap(cpp_gem_fit(x, y, K, layers, members, options, progress));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -983,7 +971,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_gem_features_single", (DL_FUNC) &_kernlearn_cpp_gem_features_single, 9},
     {"_kernlearn_cpp_rff_map", (DL_FUNC) &_kernlearn_cpp_rff_map, 4},
     {"_kernlearn_cpp_linear_predictor", (DL_FUNC) &_kernlearn_cpp_linear_predictor, 4},
-    {"_kernlearn_cpp_gem_fit", (DL_FUNC) &_kernlearn_cpp_gem_fit, 19},
+    {"_kernlearn_cpp_gem_fit", (DL_FUNC) &_kernlearn_cpp_gem_fit, 7},
     {"_kernlearn_cpp_cls_scores", (DL_FUNC) &_kernlearn_cpp_cls_scores, 5},
     {"_kernlearn_cpp_gem_cls_scores_single", (DL_FUNC) &_kernlearn_cpp_gem_cls_scores_single, 15},
     {"_kernlearn_cpp_cls_products", (DL_FUNC) &_kernlearn_cpp_cls_products, 4},

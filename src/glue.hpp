@@ -45,13 +45,24 @@ inline kl::Callbacks make_callbacks(SEXP progress = R_NilValue) {
   return cb;
 }
 
-// Class labels from R (0-based integers, no NA) as the core's integer vector.
+// Class labels cross the boundary in one convention: R passes and receives the codes of a
+// factor, 1..K (as.integer(y)); the core counts classes from 0. These two helpers are the only
+// places that convert. Labels from R (1-based, no NA) as the core's 0-based vector; the core
+// checks the range.
 inline kl::IVec labels_from_r(const Rcpp::IntegerVector& y) {
   kl::IVec out(y.size());
   for (R_xlen_t i = 0; i < y.size(); ++i) {
     if (y[i] == NA_INTEGER) Rcpp::stop("internal error: missing class label");
-    out[static_cast<Eigen::Index>(i)] = y[i];
+    out[static_cast<Eigen::Index>(i)] = y[i] - 1;
   }
+  return out;
+}
+
+// The core's 0-based class labels as R's 1-based codes.
+template <class V>
+Rcpp::IntegerVector labels_to_r(const V& y) {
+  Rcpp::IntegerVector out(static_cast<R_xlen_t>(y.size()));
+  for (R_xlen_t i = 0; i < out.size(); ++i) out[i] = static_cast<int>(y[i]) + 1;
   return out;
 }
 
@@ -86,8 +97,8 @@ inline std::vector<kl::HgkNode> hgk_nodes_from_r(const Rcpp::List& k) {
   return nodes;
 }
 
-// The kernel object of a kernel list built by .kernel_spec() in R/kernels.R: the one place on
-// this side of the glue that knows the kernel families.
+// The kernel object of a kernel list built by the .kernel_spec() methods (R/kernels.R,
+// R/kernels-learned.R): the one place on this side of the glue that knows the kernel families.
 //   list(name = "gaussian" | "laplacian" | "linear" | "polynomial", gamma, degree, scale, offset)
 //   list(name = "hierarchical_gaussian", d, leaf (logical per node), members (list of 0-based
 //        integer vectors), weights (list of numeric vectors), scale (numeric per node))
@@ -119,7 +130,7 @@ inline kl::KernelPtr kernel_from_r(const Rcpp::List& k) {
 
 // A core error about one class as an R condition of class "kl_class_error" that carries the
 // parts of the message and the class number (1-based), for R to name the class by its level
-// (.kl_name_classes() in R/utils.R). Signalled through R's stop(), so it does not return.
+// (.kl_core() in R/utils.R). Signalled through R's stop(), so it does not return.
 [[noreturn]] inline void stop_class_error(const kl::ClassError& e) {
   Rcpp::List cond = Rcpp::List::create(
       Rcpp::Named("message") = std::string(e.what()), Rcpp::Named("call") = R_NilValue,

@@ -22,6 +22,7 @@ kl::DiklObjective objective_from_r(int obj) {
   return static_cast<kl::DiklObjective>(obj);
 }
 
+// Class labels 1..K (NULL for a regression).
 kl::IVec classes_from_r(SEXP classes) {
   if (Rf_isNull(classes)) return kl::IVec();
   return klr::labels_from_r(Rcpp::IntegerVector(classes));

@@ -40,10 +40,16 @@ kl::InputMap input_map(SEXP W, SEXP b, Eigen::Index d) {
   return m;
 }
 
+// One side of the class pairs (labels 1..K from R) as the core's 0-based classes.
+std::vector<int> class_pairs_from_r(const Rcpp::IntegerVector& v) {
+  const kl::IVec l = klr::labels_from_r(v);
+  return std::vector<int>(l.data(), l.data() + l.size());
+}
+
 }  // namespace
 
-// Second moments of x by class (0-based y), then for every pair (num[q], den[q]) (0-based) the
-// top generalized eigenvectors. Returns one list per pair. With rff_W / rff_b, x is replaced by
+// Second moments of x by class (y: labels 1..K), then for every pair (num[q], den[q]) (class
+// labels 1..K) the top generalized eigenvectors. Returns one list per pair. With rff_W / rff_b, x is replaced by
 // its random Fourier map, applied a block of rows at a time.
 // [[Rcpp::export]]
 Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K,
@@ -64,7 +70,7 @@ Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::Integer
     opt.threads = kl::clamp_threads(threads);
     opt.seed = klr::seed_from_r(seed);
     kl::Callbacks cb = klr::make_callbacks(progress);
-    std::vector<int> nu(num.begin(), num.end()), de(den.begin(), den.end());
+    const std::vector<int> nu = class_pairs_from_r(num), de = class_pairs_from_r(den);
     std::vector<kl::GemPair> pairs = klr::with_eigen_threads(1, [&]() {
       kl::ClassMoments M = kl::class_moments(x, klr::labels_from_r(y), K, opt.threads, cb.stage(0.0, 0.5),
                                          map);
@@ -256,6 +262,21 @@ kl::ClsFit cls_head_from_r(const Eigen::Map<Eigen::MatrixXd>& W0, const Rcpp::Li
   return f;
 }
 
+// The eigensolver and the feature map named as in R (gem_control(eigen_method), the layer's
+// nonlinearity) as the core's codes.
+int eigen_method_code(const std::string& m) {
+  if (m == "auto") return 0;
+  if (m == "dense") return 1;
+  if (m == "iterative") return 2;
+  Rcpp::stop("internal error: unknown eigen_method \"" + m + "\"");
+}
+
+int nonlinearity_code(const std::string& nl) {
+  if (nl == "smooth_sqrt") return 0;
+  if (nl == "relu_powers") return 1;
+  Rcpp::stop("internal error: unknown nonlinearity \"" + nl + "\"");
+}
+
 // Rows (1-based, from R) as 0-based indices; NULL gives none.
 std::vector<Eigen::Index> rows_from_r(SEXP rows) {
   std::vector<Eigen::Index> out;
@@ -268,29 +289,31 @@ std::vector<Eigen::Index> rows_from_r(SEXP rows) {
 
 }  // namespace
 
-// A whole GEM model (kl::gem_fit): x the prepared inputs, y the classes (0-based). `layers`:
-// one list per layer with ridge, relative, top, threshold, method, base, degree, keep_input,
-// ones and optionally keep_max (the most directions kept per pair; where it keeps out a
-// direction, the fit is a comparison: its cls head stops after the search) and search_only
-// (TRUE: the cls head stops after the search in any case). `members`: one
-// list per ensemble member with num, den (0-based class pairs), validation (1-based held-out
-// rows or NULL), seeds (one pair of integers per layer), warm (1-based warm-start rows or
-// NULL) and W, b (the random Fourier map or NULL). `lambda`: the penalty, or the grid
-// searched (then cls starts at `start`, 0-based). single_factor, single_final: the smallest
-// cls systems (in columns) factored in single precision in the search and in the final fit.
-// memory_limit: bytes (NA: no limit).
+// A whole GEM model (kl::gem_fit): x the prepared inputs, y the classes (labels 1..K).
+// `layers`: one list per layer with ridge, relative, top, threshold, nonlinearity
+// ("smooth_sqrt" or "relu_powers"), degree, keep_input, ones and optionally keep_max (the most
+// directions kept per pair; where it keeps out a direction, the fit is a comparison: its cls
+// head stops after the search) and search_only (TRUE: the cls head stops after the search in
+// any case). `members`: one list per ensemble member with num, den (class pairs, labels
+// 1..K), validation (1-based held-out rows or NULL), seeds (one pair of integers per layer),
+// warm (1-based warm-start rows or NULL) and W, b (the random Fourier map or NULL).
+// `options`, read by name: head ("cls" or "logistic"); lambda (the penalty, or the grid
+// searched; then cls starts at `start`, 0-based); maxit, tol, standardize; eigen_method
+// ("auto", "dense" or "iterative") and eigen_tol of the eigensolver; single_cells (feature
+// matrices with more entries are held in single precision), single_factor, single_final (the
+// smallest cls systems, in columns, factored in single precision in the search and in the
+// final fit); memory_limit (bytes, NA: no limit); threads.
 // Returns one list per member: layers (per layer: spectra, kept, vectors of every pair,
 // dense, applications, V), head (the classifier; for cls with the training scores in the
 // member's row order: the held-out rows last) and timing.
 // [[Rcpp::export]]
 Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K,
-                       Rcpp::List layers, Rcpp::List members, int head,
-                       Rcpp::NumericVector lambda, int start, int maxit, double tol,
-                       bool standardize, double single_cells, double single_factor,
-                       double single_final, double memory_limit, int method,
-                       double eigen_tol, int threads,
+                       Rcpp::List layers, Rcpp::List members, Rcpp::List options,
                        SEXP progress = R_NilValue) {
   return klr::guard([&]() -> Rcpp::List {
+    const std::string method = Rcpp::as<std::string>(options["eigen_method"]);
+    const std::string head = Rcpp::as<std::string>(options["head"]);
+    if (head != "cls" && head != "logistic") Rcpp::stop("internal error: unknown head");
     kl::GemFitOptions opt;
     for (R_xlen_t l = 0; l < layers.size(); ++l) {
       Rcpp::List L = layers[l];
@@ -305,32 +328,34 @@ Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector 
       // a comparison fit on a sample of the rows: only its penalty search is used
       if (L.containsElementNamed("search_only") && Rcpp::as<bool>(L["search_only"]))
         opt.search_only = true;
-      s.dir.method = method;
-      s.dir.tol = eigen_tol;
-      s.base = Rcpp::as<int>(L["base"]);
+      s.dir.method = eigen_method_code(method);
+      s.dir.tol = Rcpp::as<double>(options["eigen_tol"]);
+      s.base = nonlinearity_code(Rcpp::as<std::string>(L["nonlinearity"]));
       s.degree = Rcpp::as<int>(L["degree"]);
       s.keep_input = Rcpp::as<bool>(L["keep_input"]);
       s.ones = Rcpp::as<bool>(L["ones"]);
       opt.layers.push_back(s);
     }
-    opt.head.head = head;
+    const Rcpp::NumericVector lambda = options["lambda"];
+    opt.head.head = head == "cls" ? 1 : 0;
     opt.head.lambda.assign(lambda.begin(), lambda.end());
-    opt.head.start = start;
-    opt.head.max_iter = maxit;
-    opt.head.tol = tol;
-    opt.head.standardize = standardize;
-    opt.head.threads = kl::clamp_threads(threads);
-    opt.single_cells = single_cells;
-    opt.head.single_factor_min = single_factor;
-    opt.head.single_final_min = single_final;
+    opt.head.start = Rcpp::as<int>(options["start"]);
+    opt.head.max_iter = Rcpp::as<int>(options["maxit"]);
+    opt.head.tol = Rcpp::as<double>(options["tol"]);
+    opt.head.standardize = Rcpp::as<bool>(options["standardize"]);
+    opt.head.threads = kl::clamp_threads(Rcpp::as<int>(options["threads"]));
+    opt.single_cells = Rcpp::as<double>(options["single_cells"]);
+    opt.head.single_factor_min = Rcpp::as<double>(options["single_factor"]);
+    opt.head.single_final_min = Rcpp::as<double>(options["single_final"]);
+    const double memory_limit = Rcpp::as<double>(options["memory_limit"]);
     if (!ISNAN(memory_limit)) opt.memory_limit = memory_limit;
+    const bool standardize = opt.head.standardize;
     std::vector<kl::GemMemberInput> in(static_cast<std::size_t>(members.size()));
     for (R_xlen_t m = 0; m < members.size(); ++m) {
       Rcpp::List M = members[m];
       kl::GemMemberInput& g = in[static_cast<std::size_t>(m)];
-      Rcpp::IntegerVector num = M["num"], den = M["den"];
-      g.num.assign(num.begin(), num.end());
-      g.den.assign(den.begin(), den.end());
+      g.num = class_pairs_from_r(Rcpp::IntegerVector(M["num"]));
+      g.den = class_pairs_from_r(Rcpp::IntegerVector(M["den"]));
       g.validation = rows_from_r(M["validation"]);
       g.warm_rows = rows_from_r(M["warm"]);
       Rcpp::List seeds = M["seeds"];
@@ -531,12 +556,12 @@ Rcpp::NumericVector cpp_cholesky_seconds(const Eigen::Map<Eigen::MatrixXd> A, in
   });
 }
 
-// Class second moments and means (y: 0-based classes), as the fit computes them.
+// Class second moments and means (y: labels 1..K), as the fit computes them.
 // [[Rcpp::export]]
 Rcpp::List cpp_class_moments(const Eigen::Map<Eigen::MatrixXd> x, const Rcpp::IntegerVector y,
                              int K, int threads) {
   return klr::guard([&]() -> Rcpp::List {
-    const kl::IVec yy = Rcpp::as<kl::IVec>(y);
+    const kl::IVec yy = klr::labels_from_r(y);
     const kl::ClassMoments cm = klr::with_eigen_threads(
         1, [&]() { return kl::class_moments(x, yy, K, threads, klr::make_callbacks()); });
     Rcpp::List second(K);

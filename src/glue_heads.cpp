@@ -20,6 +20,7 @@ Rcpp::LogicalVector to_logical(const std::vector<bool>& v) {
 
 }  // namespace
 
+// Multinomial logistic regression; y: class labels 1..K.
 // [[Rcpp::export]]
 Rcpp::List cpp_logistic_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K,
                             double lambda, SEXP weights, int maxit, double tol, int threads,
@@ -50,7 +51,7 @@ Rcpp::List cpp_logistic_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVe
   });
 }
 
-// The objective and its gradient at (B, b).
+// The objective and its gradient at (B, b); y: class labels 1..K.
 // [[Rcpp::export]]
 Rcpp::List cpp_logistic_objective(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y,
                                   int K, double lambda, SEXP weights,
@@ -77,6 +78,7 @@ Rcpp::NumericMatrix cpp_logistic_predict(const Eigen::Map<Eigen::MatrixXd> x,
   });
 }
 
+// Linear SVM by dual coordinate descent; y: class labels 1..K.
 // [[Rcpp::export]]
 Rcpp::List cpp_linear_svm_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K,
                               double cost, std::string loss, double bias, double eps, int maxit,
@@ -118,12 +120,12 @@ Rcpp::NumericMatrix cpp_linear_svm_decision(const Eigen::Map<Eigen::MatrixXd> x,
   });
 }
 
-// Predicted classes, 0-based.
+// Predicted classes, 1..K.
 // [[Rcpp::export]]
 Rcpp::IntegerVector cpp_linear_svm_predict(const Eigen::Map<Eigen::MatrixXd> x,
                                            const Eigen::Map<Eigen::MatrixXd> W,
                                            const Eigen::Map<Eigen::VectorXd> b) {
   return klr::guard([&]() -> Rcpp::IntegerVector {
-    return Rcpp::wrap(kl::linear_svm_predict(x, W, b));
+    return klr::labels_to_r(kl::linear_svm_predict(x, W, b));
   });
 }

@@ -22,6 +22,7 @@ std::unique_ptr<kl::TrainingKernel> training_kernel(SEXP x, SEXP kpre, const Rcp
       new kl::TrainingKernel(klr::kernel_from_r(kernel), Xm));
 }
 
+// Rows (1-based in R) as 0-based indices, and back.
 std::vector<int> zero_based(const Rcpp::IntegerVector& v) {
   std::vector<int> out(v.size());
   for (R_xlen_t i = 0; i < v.size(); ++i) out[i] = v[i] - 1;
@@ -109,6 +110,7 @@ Rcpp::List regress_result(const kl::BinaryMachine& m) {
 
 }  // namespace klr
 
+// One-vs-one C-classification; y: class labels 1..k.
 // [[Rcpp::export]]
 Rcpp::List cpp_svm_classify(SEXP x, SEXP kpre, Rcpp::IntegerVector y, int k,
                             Rcpp::NumericVector weight, Rcpp::List kernel, Rcpp::List params,
@@ -116,7 +118,7 @@ Rcpp::List cpp_svm_classify(SEXP x, SEXP kpre, Rcpp::IntegerVector y, int k,
   return klr::guard([&]() -> Rcpp::List {
     auto K = training_kernel(x, kpre, kernel);
     kl::SvmParams par = klr::svm_params_from_r(params, threads);
-    std::vector<int> yy = zero_based(y);
+    std::vector<int> yy = klr::svm_labels_from_r(y);
     std::vector<std::vector<double>> w0;
     for (R_xlen_t t = 0; t < warm.size(); ++t) w0.push_back(Rcpp::as<std::vector<double>>(warm[t]));
     kl::Callbacks cb = klr::make_callbacks(progress);
@@ -172,10 +174,11 @@ Rcpp::NumericMatrix cpp_svm_decision_pre(const Eigen::Map<Eigen::MatrixXd> kx,
   });
 }
 
+// The class (1..k) each row's one-vs-one decision values vote for.
 // [[Rcpp::export]]
 Rcpp::IntegerVector cpp_ovo_vote(const Eigen::Map<Eigen::MatrixXd> dec, int k) {
   return klr::guard([&]() -> Rcpp::IntegerVector {
-    return one_based(kl::ovo_vote(dec, k));
+    return klr::labels_to_r(kl::ovo_vote(dec, k));
   });
 }
 
@@ -207,7 +210,7 @@ Rcpp::NumericVector cpp_pairwise_coupling(const Eigen::Map<Eigen::MatrixXd> r) {
 }
 
 // Decision values on `test` rows for each cost of an increasing path, fitted on `train` rows
-// (1-based) with warm starts: a list of test x pairs matrices (classification) or of vectors.
+// (1-based; y: class labels 1..k, or the response when k < 2) with warm starts: a list of test x pairs matrices (classification) or of vectors.
 // [[Rcpp::export]]
 Rcpp::List cpp_svm_path(SEXP x, SEXP kpre, SEXP y, int k, Rcpp::NumericVector weight,
                         Rcpp::List kernel, Rcpp::List params, Rcpp::IntegerVector train,
@@ -221,7 +224,7 @@ Rcpp::List cpp_svm_path(SEXP x, SEXP kpre, SEXP y, int k, Rcpp::NumericVector we
     Rcpp::List out(cs.size());
     bool converged = true;
     if (k >= 2) {
-      std::vector<int> yy = zero_based(Rcpp::IntegerVector(y));
+      std::vector<int> yy = klr::svm_labels_from_r(Rcpp::IntegerVector(y));
       std::vector<Eigen::MatrixXd> d = kl::svm_classify_path(
           *K, yy, k, Rcpp::as<std::vector<double>>(weight), tr, te, cs, par, cb, &converged);
       for (std::size_t c = 0; c < cs.size(); ++c) out[c] = Rcpp::wrap(d[c]);

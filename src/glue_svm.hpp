@@ -9,6 +9,12 @@
 
 namespace klr {
 
+// Class labels from R (1..k) as the solver's 0-based vector (klr::labels_from_r).
+inline std::vector<int> svm_labels_from_r(const Rcpp::IntegerVector& y) {
+  const kl::IVec l = labels_from_r(y);
+  return std::vector<int>(l.data(), l.data() + l.size());
+}
+
 // The SVM options of R/kernel_svm.R (.svm_params) with a thread count.
 kl::SvmParams svm_params_from_r(const Rcpp::List& p, int threads);
 // One-vs-one machines on rows with classes y (0..k-1): support vector rows (1-based, by class),

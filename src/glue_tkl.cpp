@@ -48,9 +48,7 @@ Rcpp::List cpp_tkl_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, int k,
     kl::TklResult r;
     Rcpp::List model;
     if (k >= 2) {
-      Rcpp::IntegerVector yr(y);
-      std::vector<int> yy(yr.size());
-      for (R_xlen_t i = 0; i < yr.size(); ++i) yy[i] = yr[i] - 1;
+      std::vector<int> yy = klr::svm_labels_from_r(Rcpp::IntegerVector(y));
       r = kl::tkl_classify(x, yy, k, Rcpp::as<std::vector<double>>(weight), lo, hi, par, cb);
       model = klr::classify_result(r.machines, yy, k);
     } else {

@@ -53,10 +53,14 @@ record <- function(stage, model, settings, fit, err_val, err_test, secs) {
   print(row)
 }
 
+# The settings lists hold gem()'s tuning constants (maxit, tol, standardize) beside its other
+# arguments; those go to gem() through gem_control().
 run <- function(stage, model, settings, args, train, test_x, test_y) {
   set.seed(1)
+  ctl <- names(args) %in% names(formals(gem_control))
   t0 <- proc.time()[["elapsed"]]
-  fit <- do.call(gem, c(list(x[train, ], y[train], scale = FALSE, threads = threads), args))
+  fit <- do.call(gem, c(list(x[train, ], y[train], scale = FALSE, threads = threads,
+                             control = do.call(gem_control, args[ctl])), args[!ctl]))
   secs <- proc.time()[["elapsed"]] - t0
   err <- sum(predict(fit, test_x, threads = threads) != test_y)
   list(fit = fit, err = err, secs = secs)

@@ -1,8 +1,8 @@
 be <- function() kernlearn:::.kl_backend_arg(message = FALSE)
 obj_fn <- function(x, Y, cl, map, gamma, P, b, obj, rho, V, cc, grad = FALSE, jitter = 0,
                    threads = 1L)
-  kernlearn:::cpp_dikl_objective(x, Y, cl, map, gamma, P, b, obj, rho, jitter, V, cc, grad,
-                                 threads, be())
+  kernlearn:::cpp_dikl_objective(x, Y, if (is.null(cl)) NULL else cl + 1L, map, gamma, P, b, obj,
+                                 rho, jitter, V, cc, grad, threads, be())
 
 toy <- function(n = 40, d = 3, L = 3, seed = 1) {
   set.seed(seed)
@@ -129,7 +129,7 @@ test_that("DI training moves a landmark to where the optimum is and increases th
   Y <- diag(2)[cls + 1L, ]
   di <- function(P) kernlearn:::cpp_dikl_ridge_head(x, Y, 0L, 10, P, numeric(), 1e-4, 1e-10,
                                                      1L, be())$di
-  r <- kernlearn:::cpp_dikl_train(x, Y, cls, 0L, 10, matrix(0.3), numeric(), 0L, 1e-4, 1e-10,
+  r <- kernlearn:::cpp_dikl_train(x, Y, cls + 1L, 0L, 10, matrix(0.3), numeric(), 0L, 1e-4, 1e-10,
                                   100L, 0.01, 300L, 5L, 1e-5, 0.1, 1L, c(1L, 2L), be())
   expect_lt(abs(r$P[1, 1] - 0.5), 0.05)
   expect_gt(di(r$P), di(matrix(0.3)) + 80)

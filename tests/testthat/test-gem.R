@@ -36,14 +36,14 @@ test_that("class moments equal crossprod() over several row chunks and column ti
   x <- matrix(rnorm(5000 * 300), 5000, 300)
   x[, 5] <- x[, 5] * 50
   y <- rep(0:2, c(4500, 400, 100))
-  m <- kernlearn:::cpp_class_moments(x, y, 3L, 2L)
+  m <- kernlearn:::cpp_class_moments(x, y + 1L, 3L, 2L)
   for (k in 0:2) {
     xk <- x[y == k, ]
     expect_equal(m$second[[k + 1]], crossprod(xk) / nrow(xk), tolerance = 1e-12)
     expect_equal(m$mean[, k + 1], colMeans(xk), tolerance = 1e-12)
   }
   expect_equal(m$count, c(4500L, 400L, 100L))
-  expect_identical(kernlearn:::cpp_class_moments(x, y, 3L, 1L), m)
+  expect_identical(kernlearn:::cpp_class_moments(x, y + 1L, 3L, 1L), m)
 })
 
 test_that("directions solve the regularised generalized eigenproblem", {
@@ -83,10 +83,12 @@ test_that("the iterative eigensolver agrees with the dense one", {
   x <- matrix(rnorm(n * d), n, d) + matrix(rnorm(n * d), n, d) %*% matrix(rnorm(d * d, sd = 0.05), d, d)
   y <- factor(sample(c("u", "v"), n, TRUE))
   x[y == "v", 1:12] <- x[y == "v", 1:12] %*% diag(seq(1.5, 4, length.out = 12))
-  a <- suppressWarnings(gem(x, y, top = 8, threshold = 0, eigen_method = "dense", scale = FALSE,
-                            head = "logistic", lambda = 1e-4, maxit = 5))
-  b <- suppressWarnings(gem(x, y, top = 8, threshold = 0, eigen_method = "iterative",
-                            scale = FALSE, head = "logistic", lambda = 1e-4, maxit = 5))
+  a <- suppressWarnings(gem(x, y, top = 8, threshold = 0, scale = FALSE, head = "logistic",
+                            lambda = 1e-4,
+                            control = gem_control(eigen_method = "dense", maxit = 5)))
+  b <- suppressWarnings(gem(x, y, top = 8, threshold = 0, scale = FALSE, head = "logistic",
+                            lambda = 1e-4,
+                            control = gem_control(eigen_method = "iterative", maxit = 5)))
   La <- a$members[[1]]$layers[[1]]
   Lb <- b$members[[1]]$layers[[1]]
   expect_true(all(La$dense))
@@ -106,7 +108,7 @@ test_that("Proposition 1: projections are invariant to invertible linear maps of
   xa <- dat$x %*% t(A)        # each row x becomes A x
   colnames(xa) <- colnames(dat$x)
   args <- list(ridge = 0, top = 3, threshold = 0, scale = FALSE, keep_input = FALSE,
-               lambda = 1e-3, tol = 1e-5, maxit = 2000)
+               lambda = 1e-3, control = gem_control(tol = 1e-5, maxit = 2000))
   f1 <- do.call(gem, c(list(dat$x, dat$y), args))
   f2 <- do.call(gem, c(list(xa, dat$y), args))
   P1 <- dat$x %*% f1$members[[1]]$layers[[1]]$V
@@ -139,7 +141,7 @@ test_that("the feature maps match their definitions", {
   dat <- gem_toy(n = 300, d = 4)
   for (nl in c("smooth_sqrt", "relu_powers")) {
     fit <- gem(dat$x, dat$y, top = 2, threshold = 0, nonlinearity = nl, degree = 3,
-               standardize = FALSE, head = "logistic", lambda = 1e-3)
+               control = gem_control(standardize = FALSE), head = "logistic", lambda = 1e-3)
     xs <- kernlearn:::.kl_newdata(fit$spec, dat$x[1:20, ], "test")
     expect_true(all(xs >= 0 & xs <= 1))
     p <- xs %*% fit$members[[1]]$layers[[1]]$V
@@ -206,7 +208,8 @@ test_that("single-precision features are the double-precision ones rounded, row 
 
 test_that("the classifier is the penalised logistic regression on the features", {
   dat <- gem_toy(n = 400, d = 4)
-  fit <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "logistic", lambda = 1e-2, tol = 1e-9, maxit = 2000)
+  fit <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "logistic", lambda = 1e-2,
+             control = gem_control(tol = 1e-9, maxit = 2000))
   Z <- features(fit, dat$x)
   ref <- kernlearn:::.logistic_fit(Z, dat$y, lambda = 1e-2, tol = 1e-9, maxit = 2000)
   expect_equal(unname(fit$members[[1]]$head$coefficients), unname(ref$coefficients),
@@ -217,7 +220,8 @@ test_that("the classifier is the penalised logistic regression on the features",
   # the single-precision head (fused kernel) reaches the same optimum up to float rounding
   old <- options(kernlearn.gem_single_cells = 0)
   on.exit(options(old))
-  fs <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "logistic", lambda = 1e-2, tol = 1e-6, maxit = 2000)
+  fs <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "logistic", lambda = 1e-2,
+            control = gem_control(tol = 1e-6, maxit = 2000))
   expect_true(fs$members[[1]]$head$single)
   expect_equal(unname(predict(fs, dat$x, type = "prob")), unname(P), tolerance = 1e-3)
   expect_gt(mean(predict(fs, dat$x) == predict(fit, dat$x)), 0.99)
@@ -265,7 +269,8 @@ cls_reference <- function(F, y, lambda, steps) {
 test_that("the calibrated least-squares head follows its definition", {
   dat <- gem_toy(n = 400, d = 4)
   # the default single-precision features agree with the definition to single precision
-  fs <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "cls", lambda = 0.3, maxit = 4, tol = 0)
+  fs <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "cls", lambda = 0.3,
+            control = gem_control(maxit = 4, tol = 0))
   expect_true(fs$members[[1]]$head$single)
   rs <- cls_reference(features(fs, dat$x), dat$y, 0.3, 4)
   expect_equal(unname(predict(fs, dat$x, type = "decision")), unname(rs$scores), tolerance = 1e-5)
@@ -273,8 +278,8 @@ test_that("the calibrated least-squares head follows its definition", {
   old <- options(kernlearn.gem_single_cells = Inf, kernlearn.gem_single_factor = Inf)
   on.exit(options(old))
   for (std in c(FALSE, TRUE)) {
-    fit <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "cls", lambda = 0.3, maxit = 4,
-               tol = 0, standardize = std)
+    fit <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "cls", lambda = 0.3,
+               control = gem_control(maxit = 4, tol = 0, standardize = std))
     h <- fit$members[[1]]$head
     expect_identical(h$type, "cls")
     expect_identical(h$iterations, 4L)
@@ -311,8 +316,8 @@ test_that("the calibrated least-squares head follows its definition", {
 
 test_that("the calibrated least-squares head: single precision, threads, Gram and simplex", {
   dat <- gem_toy(n = 500, d = 5)
-  args <- list(dat$x, dat$y, top = 3, threshold = 0, head = "cls", lambda = 0.5, maxit = 5,
-               tol = 0)
+  args <- list(dat$x, dat$y, top = 3, threshold = 0, head = "cls", lambda = 0.5,
+               control = gem_control(maxit = 5, tol = 0))
   f1 <- do.call(gem, c(args, threads = 1))
   f2 <- do.call(gem, c(args, threads = 2))
   expect_identical(f1$members[[1]]$head$delta, f2$members[[1]]$head$delta)
@@ -391,7 +396,8 @@ test_that("the calibrated least-squares head: ensembles, warnings and bad input"
   expect_equal(P, Pm, tolerance = 1e-12)
   expect_equal(unname(rowSums(P)), rep(1, nrow(P)))
   expect_output(print(fit), "calibrated least squares")
-  expect_warning(gem(dat$x, dat$y, top = 2, threshold = 0, head = "cls", maxit = 1, tol = 1e-12),
+  expect_warning(gem(dat$x, dat$y, top = 2, threshold = 0, head = "cls",
+                     control = gem_control(maxit = 1, tol = 1e-12)),
                  "calibrated least squares took all 1 steps")
   expect_error(gem(dat$x, dat$y, head = "svm"), "'head' must be one of")
   expect_error(gem(dat$x, dat$y, head = "cls", lambda = -1), "lambda")
@@ -507,8 +513,8 @@ test_that("deep GEM and GEM on random Fourier features fit and predict", {
   Zr <- sqrt(2 / 40) * cos(sweep(xs %*% mem$rff$W, 2, mem$rff$b, "+"))
   expect_equal(kernlearn:::cpp_rff_map(xs, mem$rff$W, mem$rff$b, 2L), Zr, tolerance = 1e-12)
   L <- mem$layers[[1]]
-  direct <- kernlearn:::cpp_gem_directions(Zr, as.integer(dat$y) - 1L, nlevels(dat$y),
-                                           L$pairs[, 1L] - 1L, L$pairs[, 2L] - 1L, L$ridge,
+  direct <- kernlearn:::cpp_gem_directions(Zr, as.integer(dat$y), nlevels(dat$y),
+                                           L$pairs[, 1L], L$pairs[, 2L], L$ridge,
                                            L$ridge_type == "relative", L$top, L$threshold, 1L,
                                            1e-8, 2L, c(1L, 1L))
   expect_equal(lapply(direct, function(r) r$spectrum), unname(L$spectra), tolerance = 1e-8)
@@ -579,9 +585,10 @@ test_that("bad input gets clear errors", {
                    first_layer = list(top = 5)),
                "at least as many rows as features \\(61\\); class 'c' has fewer \\(20\\)")
   expect_error(gem(dat$x, dat$y, threshold = 1e6), "no eigenvalue reaches threshold")
-  expect_error(gem(dat$x, dat$y, max_pairs = 3), "max_pairs")
+  expect_error(gem(dat$x, dat$y, control = gem_control(max_pairs = 3)), "max_pairs")
   many <- factor(rep(letters[1:12], length.out = 200))
-  expect_error(gem(dat$x, many, pairs = "hypercube", max_pairs = 5), "more than max_pairs = 5")
+  expect_error(gem(dat$x, many, pairs = "hypercube", control = gem_control(max_pairs = 5)),
+               "more than max_pairs = 5")
   two <- factor(dat$y == levels(dat$y)[1])
   expect_error(gem(dat$x, two, pairs = "hypercube", ensemble = 2), "at least 3 classes")
   expect_error(gem(dat$x, dat$y, pairs = "none", depth = 2), "without directions")
@@ -712,8 +719,9 @@ test_that("without lambda, gem chooses the penalty on held-out rows and refits w
   Z <- features(fit, dat$x)
   tr <- setdiff(seq_len(600), val)
   for (i in seq_len(nrow(s))) {
-    f <- gem(Z[tr, ], dat$y[tr], pairs = "none", degree = 1, standardize = FALSE, scale = FALSE,
-             head = "cls", lambda = s$lambda[i], fitted = FALSE)
+    f <- gem(Z[tr, ], dat$y[tr], pairs = "none", degree = 1, scale = FALSE,
+             control = gem_control(standardize = FALSE), head = "cls", lambda = s$lambda[i],
+             fitted = FALSE)
     expect_equal(s$error[i], mean(predict(f, Z[val, ]) != dat$y[val]))
     P <- predict(f, Z[val, ], type = "prob")
     onehot <- outer(as.integer(dat$y[val]), seq_len(nlevels(dat$y)), "==") * 1
@@ -731,8 +739,9 @@ test_that("without lambda, gem chooses the penalty on held-out rows and refits w
   expect_equal(fit$members[[1]]$layers[[1]]$V, ref_dir$members[[1]]$layers[[1]]$V,
                tolerance = 1e-8)
   # the final head is the fit at the chosen value on all rows
-  ref <- gem(Z, dat$y, pairs = "none", degree = 1, standardize = FALSE, scale = FALSE,
-             head = "cls", lambda = h$lambda, fitted = FALSE)
+  ref <- gem(Z, dat$y, pairs = "none", degree = 1, scale = FALSE,
+             control = gem_control(standardize = FALSE), head = "cls", lambda = h$lambda,
+             fitted = FALSE)
   expect_equal(unname(predict(fit, dat$x, type = "decision")),
                unname(predict(ref, Z, type = "decision")), tolerance = 1e-7)
   # a given lambda: no search, directions from all rows
@@ -747,8 +756,9 @@ test_that("without lambda, gem chooses the penalty on held-out rows and refits w
   expect_true(all(diff(sl$lambda) < 0))
   expect_equal(lg$params$lambda, sl$lambda[order(sl$error, sl$loss)[1L]])
   Zl <- features(lg, dat$x)
-  lref <- gem(Zl, dat$y, pairs = "none", degree = 1, standardize = FALSE, scale = FALSE,
-              head = "logistic", lambda = lg$params$lambda, fitted = FALSE)
+  lref <- gem(Zl, dat$y, pairs = "none", degree = 1, scale = FALSE,
+              control = gem_control(standardize = FALSE), head = "logistic",
+              lambda = lg$params$lambda, fitted = FALSE)
   expect_equal(unname(predict(lg, dat$x, type = "prob")), unname(predict(lref, Zl, type = "prob")),
                tolerance = 1e-4)
 })
@@ -785,7 +795,7 @@ test_that("an error the core raises about a class names the class by its level",
                   error = function(e) conditionMessage(e))
   expect_match(err, "^gem\\(\\): the regularised second-moment matrix of class '(alpha|beta|gamma)' is singular")
   # the condition the glue raises carries the class number for R to name
-  cond <- tryCatch(kernlearn:::cpp_gem_directions(x, as.integer(y) - 1L, 3L, 0L, 1L, 0, FALSE,
+  cond <- tryCatch(kernlearn:::cpp_gem_directions(x, as.integer(y), 3L, 1L, 2L, 0, FALSE,
                                                   2L, 0, 0L, 1e-8, 1L, c(1L, 2L)),
                    error = function(e) e)
   expect_s3_class(cond, "kl_class_error")
@@ -880,8 +890,8 @@ test_that("the penalty search may factor in single precision and chooses as in d
     old <- options(kernlearn.gem_single_factor = m, kernlearn.gem_single_cells = Inf)
     on.exit(options(old))
     set.seed(3)
-    f <- gem(x, dat$y, top = 2, threshold = 0, scale = FALSE, standardize = FALSE,
-             fitted = FALSE)
+    f <- gem(x, dat$y, top = 2, threshold = 0, scale = FALSE,
+             control = gem_control(standardize = FALSE), fitted = FALSE)
     s <- f$members[[1]]$head$search
     s[order(s$lambda), ]
   })
@@ -932,8 +942,8 @@ test_that("the final fit factors large systems in single precision, else in doub
     old <- options(kernlearn.gem_single_final = m)
     on.exit(options(old))
     set.seed(3)
-    gem(x, dat$y, top = 2, threshold = 0, scale = FALSE, standardize = FALSE,
-        lambda = 4^-6, fitted = FALSE)
+    gem(x, dat$y, top = 2, threshold = 0, scale = FALSE,
+        control = gem_control(standardize = FALSE), lambda = 4^-6, fitted = FALSE)
   })
   expect_false(col[[1]]$members[[1]]$head$single_factor)
   expect_identical(predict(col[[1]], x, type = "decision"),
@@ -987,7 +997,8 @@ test_that("without ridge and lambda, gem compares the ridges 0.1 and 0.5 on the 
   expect_equal(h$params$ridge, 0.1)
   # only the kept fit's warnings are given
   w <- character()
-  withCallingHandlers(gem(dat$x, dat$y, top = 3, threshold = 0, maxit = 1, tol = 1e-12),
+  withCallingHandlers(gem(dat$x, dat$y, top = 3, threshold = 0,
+                          control = gem_control(maxit = 1, tol = 1e-12)),
                       warning = function(cond) {
                         w <<- c(w, conditionMessage(cond))
                         invokeRestart("muffleWarning")
@@ -1103,8 +1114,9 @@ test_that("with many rows, the ridges are compared on a stratified sample of the
   # and the head is calibrated least squares on all rows of the model's features with the
   # sample's penalty
   Z <- features(f, dat$x)
-  h <- gem(Z, dat$y, pairs = "none", degree = 1, standardize = FALSE, scale = FALSE,
-           head = "cls", lambda = f$params$lambda, fitted = FALSE)
+  h <- gem(Z, dat$y, pairs = "none", degree = 1, scale = FALSE,
+           control = gem_control(standardize = FALSE), head = "cls",
+           lambda = f$params$lambda, fitted = FALSE)
   expect_equal(predict(h, Z, type = "prob"), predict(f, dat$x, type = "prob"),
                tolerance = 1e-5, ignore_attr = TRUE)
   # with more than 16 times the sample's rows, the search on all rows starts at the sample's
@@ -1161,4 +1173,39 @@ test_that("when no class has two rows, nothing is held out and the default penal
   expect_null(fit$params$ridge_search)
   expect_equal(fit$params$lambda, 1)
   expect_output(print(fit), "too few rows to validate")
+})
+
+test_that("gem_control() holds the tuning constants, and gem() names those it moved there", {
+  ctl <- gem_control()
+  expect_s3_class(ctl, "gem_control")
+  expect_null(ctl$maxit)
+  expect_null(ctl$tol)
+  expect_true(ctl$standardize)
+  expect_identical(ctl$eigen_method, "auto")
+  expect_equal(ctl$eigen_tol, 1e-8)
+  expect_equal(ctl$max_pairs, 1000)
+  expect_error(gem_control(maxit = -1), "gem_control\\(\\): 'maxit' must be a whole number")
+  expect_error(gem_control(maxit = 2.5), "'maxit'")
+  expect_error(gem_control(tol = -1), "gem_control\\(\\): 'tol' must be")
+  expect_error(gem_control(standardize = NA), "'standardize' must be TRUE or FALSE")
+  expect_error(gem_control(eigen_method = "qr"), "'eigen_method' must be one of")
+  expect_error(gem_control(eigen_tol = 0), "'eigen_tol' must be a number > 0")
+  expect_error(gem_control(max_pairs = 0), "'max_pairs'")
+  dat <- gem_toy(n = 200, d = 4)
+  for (a in c("maxit", "tol", "standardize", "eigen_method", "max_pairs"))
+    expect_error(do.call(gem, c(list(dat$x, dat$y), stats::setNames(list(1), a))),
+                 sprintf("^gem\\(\\): '%s' is now set through control = gem_control\\(%s = \\.\\.\\.\\)$",
+                         a, a), info = a)
+  expect_error(gem(Species ~ ., data = iris, tol = 0), "control = gem_control\\(tol = \\.\\.\\.\\)")
+  expect_error(gem(dat$x, dat$y, control = list(maxit = 5)),
+               "'control' must come from gem_control\\(\\)")
+  # the constants reach the fit
+  f <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "cls", lambda = 1,
+           control = gem_control(maxit = 3, tol = 0, standardize = FALSE))
+  expect_identical(f$members[[1]]$head$iterations, 3L)
+  expect_null(f$members[[1]]$center)
+  expect_false(f$params$standardize)
+  d <- suppressWarnings(gem(dat$x, dat$y, top = 2, threshold = 0, head = "logistic",
+                            lambda = 1e-3, control = gem_control(eigen_method = "dense")))
+  expect_true(all(d$members[[1]]$layers[[1]]$dense))
 })

@@ -71,6 +71,38 @@ test_that("kernel objects print and validate their parameters", {
   expect_error(polynomial_kernel(2, offset = NA), "'offset'")
 })
 
+test_that("what differs between kernels follows the kernel's class", {
+  expect_identical(format(gaussian_kernel(0.5)),
+                   "Gaussian kernel: exp(-gamma ||x - z||^2), gamma = 0.5")
+  expect_identical(format(laplacian_kernel()),
+                   "Laplacian kernel: exp(-gamma ||x - z||), gamma = 1/ncol(x)")
+  expect_output(print(linear_kernel()), "^Linear kernel: <x, z>$")
+  expect_identical(format(polynomial_kernel(2, scale = 0.5)), "Polynomial kernel: (0.5 <x, z> + 1)^2")
+  has_gamma <- kernlearn:::.kernel_has_gamma
+  expect_true(has_gamma(gaussian_kernel()))
+  expect_true(has_gamma(laplacian_kernel(2)))
+  expect_true(has_gamma(hierarchical_gaussian_kernel(c(1, 2))))
+  expect_false(has_gamma(linear_kernel()))
+  expect_false(has_gamma(polynomial_kernel()))
+  expect_false(has_gamma(tessellated_kernel(diag(6))))
+  expect_error(kernel_svm(as.matrix(iris[, 1:4]), iris$Species, kernel = polynomial_kernel(),
+                          gamma = 1), "not the polynomial kernel")
+  # the data's rule fills in gamma for the distance kernels only
+  expect_equal(kernlearn:::.resolve_kernel(laplacian_kernel(), 4)$gamma, 1 / 4)
+  expect_identical(kernlearn:::.resolve_kernel(polynomial_kernel(), 4), polynomial_kernel())
+  # a kernel class the package does not know prints by its name and is refused by the glue
+  odd <- structure(list(name = "odd"), class = c("kl_odd_kernel", "kl_kernel"))
+  expect_identical(format(odd), "odd kernel")
+  expect_false(has_gamma(odd))
+  expect_error(kernlearn:::.kernel_spec(odd), "unknown kernel kl_odd_kernel")
+  # a kernel read back from a file behaves as the one saved
+  f <- tempfile(fileext = ".rds")
+  saveRDS(gaussian_kernel(2), f)
+  k <- readRDS(f)
+  x <- matrix(runif(6), 3)
+  expect_identical(kernel_matrix(k, x), kernel_matrix(gaussian_kernel(2), x))
+})
+
 test_that("kernel_matrix rejects bad input with clear errors", {
   x <- matrix(1:6 + 0.5, 3)
   expect_error(kernel_matrix("nope", x), "unknown kernel")

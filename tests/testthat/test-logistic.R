@@ -29,7 +29,7 @@ test_that("the objective matches an R computation and its gradient matches finit
   b <- rnorm(3)
   w <- runif(60, 0.2, 2)
   lambda <- 0.3
-  yi <- as.integer(d$y) - 1L
+  yi <- as.integer(d$y)
   obj <- kernlearn:::cpp_logistic_objective(d$x, yi, 3L, lambda, w, B, b, 2L)
   expect_equal(obj$value, logistic_objective_r(d$x, d$y, B, b, lambda, w), tolerance = 1e-12)
 
@@ -67,7 +67,7 @@ test_that("the fit is a stationary point with centred intercepts", {
   expect_equal(colnames(fit$coefficients), c("a", "b", "c"))
   expect_equal(sum(fit$intercept), 0, tolerance = 1e-12)
   expect_equal(unname(rowSums(fit$coefficients)), rep(0, 5), tolerance = 1e-7)
-  g <- kernlearn:::cpp_logistic_objective(d$x, as.integer(d$y) - 1L, 3L, 0.05, NULL,
+  g <- kernlearn:::cpp_logistic_objective(d$x, as.integer(d$y), 3L, 0.05, NULL,
                                           fit$coefficients, fit$intercept, 1L)
   expect_lt(max(abs(g$grad_coef), abs(g$grad_intercept)), 1e-8)
   expect_equal(fit$objective, logistic_objective_r(d$x, d$y, fit$coefficients, fit$intercept,

@@ -1,0 +1,150 @@
+# kl_tune() fast path: for kernel_svm grids over cost (and gamma or kernel), each fold and
+# kernel gets one kernel cache and a path over increasing costs with warm starts; the
+# decision values of the held-out rows come from one pass over the support vectors.
+
+.svm_fast_args <- c("kernel", "gamma", "epsilon", "type", "class.weights", "tol",
+                    "shrinking", "cache", "max_iter", "scale", "threads")
+
+# TRUE when kl_tune() may use the cost path for this learner, grid and metric.
+.svm_fast_eligible <- function(learner, spec, g, metric) {
+  if (!identical(learner, kernel_svm)) return(FALSE)
+  nm <- names(g$table)
+  if (!("cost" %in% nm) || !all(nm %in% c("cost", "gamma", "kernel"))) return(FALSE)
+  dn <- names(spec$dots)
+  if (length(spec$dots) && (is.null(dn) || any(!nzchar(dn)))) return(FALSE)
+  if (!all(dn %in% .svm_fast_args)) return(FALSE)
+  if (!is.null(spec$dots$kernel) && identical(spec$dots$kernel, "precomputed")) return(FALSE)
+  if (!(metric$pred_type %in% c("class", "response"))) return(FALSE)
+  costs <- vapply(g$points, function(p) {
+    v <- p$cost
+    if (is.numeric(v) && length(v) == 1L && is.finite(v) && v > 0) v else NA_real_
+  }, numeric(1))
+  !anyNA(costs)
+}
+
+# One (fold, kernel) cost path: decision values of the held-out rows for every cost. Runs on a
+# future worker or here; `threads` NULL means what the process has (availableCores() on a
+# worker, the package default here).
+.svm_path_task <- function(task, default_threads, progress = NULL) {
+  threads <- task$threads
+  if (is.null(threads)) threads <- default_threads
+  if (is.null(threads)) {
+    threads <- if (requireNamespace("parallelly", quietly = TRUE))
+      max(1L, as.integer(parallelly::availableCores())) else 1L
+  }
+  decs <- .kl_core(task$caller, cpp_svm_path, task$X, NULL, task$y, task$k, task$w,
+                   task$kernel, task$params, seq_len(task$ntr), task$ntr + seq_len(task$ntest),
+                   task$path, as.integer(threads))
+  if (is.function(progress)) progress(sprintf("fold %d, kernel %d", task$fold, task$group))
+  decs
+}
+
+.svm_path_dispatch <- function(tasks, threads) {
+  # on a worker, the threads it is given (unless the call fixed them)
+  .kl_task_map(tasks, .svm_path_task,
+               default_threads = if (.klcv_use_future()) NULL else threads,
+               packages = "kernlearn")
+}
+
+.svm_tune_run <- function(spec, g, foldid, metric, caller) {
+  K <- max(foldid)
+  invisible(.klcv_draw_seeds(K))  # the same draws as the general path, so refits match
+  points <- g$points
+  G <- length(points)
+  dots <- spec$dots
+  threads <- .kl_threads(dots$threads)
+  formals_def <- formals(kernel_svm.default)
+  arg <- function(name, p) {
+    if (!is.null(p[[name]])) return(p[[name]])
+    if (name %in% names(dots)) return(dots[[name]])
+    eval(formals_def[[name]])
+  }
+  # Group the grid points by kernel.
+  kernel_of <- function(p) .svm_kernel(arg("kernel", p), arg("gamma", p), caller)
+  kernels <- lapply(points, kernel_of)
+  keys <- vapply(kernels, function(k) paste(deparse(unclass(k)), collapse = ""), "")
+  groups <- split(seq_len(G), factor(keys, levels = unique(keys)))
+  p0 <- list()
+  type <- .svm_type(arg("type", p0), caller)
+  params <- .svm_params(1, arg("epsilon", p0), arg("tol", p0), arg("shrinking", p0),
+                        arg("cache", p0), arg("max_iter", p0), FALSE, 5, caller)
+  # One task per (fold, kernel): the fold's scaled rows and the kernel's increasing costs.
+  # Tasks run through future.apply when a parallel plan is set (as the general path's do),
+  # each with the threads its worker has, and report progress.
+  tasks <- list()
+  folds_y <- vector("list", K)
+  for (k in seq_len(K)) {
+    train <- which(foldid != k)
+    test <- which(foldid == k)
+    if (spec$interface == "formula") {
+      d <- spec$data
+      if (identical(type, "C-classification")) {
+        nm <- all.vars(spec$formula[[2L]])
+        if (length(nm) == 1L && nm %in% names(d) && is.numeric(d[[nm]]))
+          d[[nm]] <- factor(d[[nm]])
+      }
+      inp <- .kl_input_formula(spec$formula, d[train, , drop = FALSE], caller,
+                               scale = arg("scale", p0))
+      xt <- .kl_newdata(inp$spec, d[test, , drop = FALSE], caller)
+    } else {
+      yy <- spec$y
+      if (identical(type, "C-classification") && !is.factor(yy)) yy <- factor(yy)
+      inp <- .kl_input_xy(spec$x[train, , drop = FALSE], yy[train], caller,
+                          scale = arg("scale", p0))
+      xt <- .kl_newdata(inp$spec, spec$x[test, , drop = FALSE], caller)
+    }
+    if (!is.null(type) && (type == "C-classification") != (inp$task == "classification"))
+      stop("type and response do not match", call. = FALSE)
+    X <- rbind(inp$x, xt)
+    ntr <- nrow(inp$x)
+    cls <- inp$task == "classification"
+    if (cls) {
+      if (!identical(inp$levels, spec$levels)) stop("a class is missing from a fold", call. = FALSE)
+      w <- .svm_class_weights(arg("class.weights", p0), inp$y, caller)
+      yarg <- as.integer(inp$y)
+      kk <- length(inp$levels)
+    } else {
+      if (!is.null(arg("class.weights", p0)))
+        stop("class.weights is for classification", call. = FALSE)
+      w <- numeric()
+      yarg <- as.numeric(inp$y)
+      kk <- 0L
+    }
+    folds_y[[k]] <- list(test = test, cls = cls, kk = kk)
+    for (gi in seq_along(groups)) {
+      grp <- groups[[gi]]
+      kern <- .resolve_kernel(kernels[[grp[1L]]], ncol(X), caller)
+      cst <- vapply(points[grp], function(p) as.numeric(p$cost), numeric(1))
+      tasks[[length(tasks) + 1L]] <- list(
+        fold = k, group = gi, caller = caller, X = X, y = yarg, k = kk, w = unname(w),
+        kernel = .kernel_spec(kern), params = params, ntr = ntr, ntest = length(test),
+        path = sort(unique(cst)), threads = if (is.null(dots$threads)) NULL else threads)
+    }
+  }
+  res <- .svm_path_dispatch(tasks, threads)
+  fm <- matrix(NA_real_, G, K, dimnames = list(NULL, paste0("Fold", seq_len(K))))
+  preds <- lapply(seq_len(G), function(i) vector("list", K))
+  for (t in seq_along(tasks)) {
+    k <- tasks[[t]]$fold
+    grp <- groups[[tasks[[t]]$group]]
+    decs <- res[[t]]
+    if (!isTRUE(attr(decs, "converged")))
+      stop("a solve reached the iteration cap", call. = FALSE)  # the general path warns
+    fy <- folds_y[[k]]
+    path <- tasks[[t]]$path
+    cst <- vapply(points[grp], function(p) as.numeric(p$cost), numeric(1))
+    for (j in seq_along(grp)) {
+      dec <- decs[[match(cst[j], path)]]
+      pr <- if (fy$cls) factor(spec$levels[.kl_core(caller, cpp_ovo_vote, as.matrix(dec),
+                                                    fy$kk)], levels = spec$levels)
+            else as.vector(dec)
+      i <- grp[j]
+      val <- metric$fun(spec$y[fy$test], pr)
+      if (!is.numeric(val) || length(val) != 1L)
+        stop("the metric must return a single number", call. = FALSE)
+      fm[i, k] <- as.numeric(val)
+      preds[[i]][[k]] <- pr
+    }
+  }
+  list(fold_metrics = fm, preds = preds)
+}
