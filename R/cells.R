@@ -171,7 +171,7 @@ print.kl_cells <- function(x, ...) {
   opts <- list(method = cells$method, cell_size = cells$cell_size, min_size = cells$min_size,
                branching = 16L, sample = cells$sample, iterations = 10L,
                overlap = cells$overlap, seed = .kl_seed())
-  .kl_name_classes(cpp_partition_build(x, opts, threads), NULL, caller)
+  .kl_core(caller, cpp_partition_build, x, opts, threads)
 }
 
 # One cell's selection and fit; runs on a future worker or here. Returns the cell's compact
@@ -184,8 +184,9 @@ print.kl_cells <- function(x, ...) {
   }
   settings <- shared$settings
   settings$seed <- task$seed
-  fit <- cpp_cell_fit(task$x, task$y, task$z, shared$task, shared$kernel, settings,
-                      shared$params, shared$weight, as.integer(threads))
+  fit <- .kl_core(shared$caller, cpp_cell_fit, task$x, task$y, task$z, shared$task,
+                  shared$kernel, settings, shared$params, shared$weight, as.integer(threads),
+                  levels = shared$levels)
   constant <- !is.null(task$y) && length(fit$classes) < 2L
   gamma <- if (is.nan(fit$gamma_value) && !is.null(shared$gamma)) shared$gamma
            else fit$gamma_value
@@ -256,15 +257,12 @@ print.kl_cells <- function(x, ...) {
   }
   use_future <- .klcv_use_future()
   if (cls && is.null(weight)) weight <- rep(1, length(inp$levels))
-  shared <- list(task = task, kernel = kspec, settings = settings, params = params,
+  shared <- list(caller = caller, levels = inp$levels, task = task, kernel = kspec,
+                 settings = settings, params = params,
                  weight = if (cls) unname(as.numeric(weight)) else numeric(),
                  gamma = if (!gamma_free && !is.null(kernel$gamma)) as.numeric(kernel$gamma),
                  threads = if (use_future) NULL else threads)
-  res <- tryCatch(.kl_task_map(tasks, .kl_cell_task, shared = shared, packages = "kernlearn"),
-                  error = function(e) {
-                    if (inherits(e, "interrupt")) stop(e)
-                    stop(sprintf("%s: %s", caller, conditionMessage(e)), call. = FALSE)
-                  })
+  res <- .kl_task_map(tasks, .kl_cell_task, shared = shared, packages = "kernlearn")
   cell_of <- part$cell_of
   part$cell_of <- NULL
   part$extra <- NULL
@@ -305,7 +303,7 @@ print.kl_cells <- function(x, ...) {
 }
 
 # Predictions of a localized model on scaled rows x whose cells are `cell`.
-.kl_localized_predict_x <- function(object, x, cell, type, threads) {
+.kl_localized_predict_x <- function(object, x, cell, type, threads, caller = "predict()") {
   m <- nrow(x)
   lev <- object$levels
   K <- length(lev)
@@ -334,7 +332,8 @@ print.kl_cells <- function(x, ...) {
     kern <- if (!is.null(cm$kernel)) cm$kernel else object$kernel
     if (!is.null(cm$gamma) && !is.na(cm$gamma)) kern$gamma <- cm$gamma
     if (!is.null(cm$xmin))  # a cell with its own input scaling
-      xc <- cpp_scale_columns(xc, as.double(cm$xmin), as.double(cm$xscale), threads)
+      xc <- .kl_core(caller, cpp_scale_columns, xc, as.double(cm$xmin), as.double(cm$xscale),
+                     threads)
     if (cls && length(cm$classes) == 1L) {
       # a cell with one class predicts it
       g <- cm$classes
@@ -351,7 +350,8 @@ print.kl_cells <- function(x, ...) {
       next
     }
     if (object$machine == "ridge") {
-      dec <- cpp_kernel_predict(xc, cm$x, cm$alpha, cm$bias, .kernel_spec(kern), threads,
+      dec <- .kl_core(caller, cpp_kernel_predict, xc, cm$x, cm$alpha, cm$bias, .kernel_spec(kern),
+                      threads,
                                 backend)
       if (!cls) {
         out[r] <- as.vector(dec)
@@ -374,7 +374,8 @@ print.kl_cells <- function(x, ...) {
       next
     }
     nsv <- if (cls) as.integer(cm$nSV) else NULL
-    dec <- cpp_svm_decision(xc, cm$SV, cm$coefs, nsv, cm$rho, .kernel_spec(kern), threads,
+    dec <- .kl_core(caller, cpp_svm_decision, xc, cm$SV, cm$coefs, nsv, cm$rho, .kernel_spec(kern),
+                    threads,
                             backend)
     if (!cls) {
       out[r] <- as.vector(dec)
@@ -394,11 +395,11 @@ print.kl_cells <- function(x, ...) {
       }
     }
     if (isTRUE(object$probability)) {
-      Pl <- cpp_ovo_prob(dec, k, cm$probA, cm$probB)
+      Pl <- .kl_core(caller, cpp_ovo_prob, dec, k, cm$probA, cm$probB)
       out_class[r] <- g[max.col(Pl, ties.method = "first")]
       if (!is.null(P)) P[r, g] <- Pl
     } else {
-      out_class[r] <- g[cpp_ovo_vote(dec, k)]
+      out_class[r] <- g[.kl_core(caller, cpp_ovo_vote, dec, k)]
     }
   }
   if (!cls) return(out)
@@ -441,7 +442,7 @@ predict.kl_localized <- function(object, newdata, type = NULL, threads = NULL, .
   if (missing(newdata) || is.null(newdata)) return(.kl_predict_fitted(object, type, caller))
   threads <- .kl_threads(threads)
   x <- .kl_newdata(object$spec, newdata, caller)
-  cell <- .kl_name_classes(cpp_partition_route(x, object$partition, threads), NULL, caller)
+  cell <- .kl_core(caller, cpp_partition_route, x, object$partition, threads)
   .kl_localized_predict_x(object, x, cell, type, threads)
 }
 
@@ -585,7 +586,7 @@ plot.kl_localized <- function(x, which = NULL, ...) {
     sc <- x$spec$scale
     # the grid in scaled coordinates covers the training range; back to input units for the axes
     axis_val <- function(j) if (sc[j] > 0) lo[j] + s / sc[j] else lo[j] + s
-    cell <- cpp_partition_route(grid, x$partition, .kl_threads(NULL))
+    cell <- .kl_core("plot()", cpp_partition_route, grid, x$partition, .kl_threads(NULL))
     z <- matrix(cell, g, g)
     # neighbouring cells in different colours, without touching the random number stream
     perm <- order((seq_len(max(cell)) * 2654435761) %% 4294967291)
@@ -599,7 +600,7 @@ plot.kl_localized <- function(x, which = NULL, ...) {
 
 # Whether a kernel's width is left for the cells to choose: a family with a width, none set.
 .kernel_width_free <- function(kernel) {
-  kernel$name %in% c("gaussian", "laplacian", "hierarchical_gaussian") && is.null(kernel$gamma)
+  .kernel_has_gamma(kernel) && is.null(kernel$gamma)
 }
 
 # kernel_svm(cells = ): one SVM per cell. cost NULL: chosen per cell.
@@ -748,11 +749,7 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   use_future <- .klcv_use_future()
   shared <- list(args = args, weight = w, levels = inp$levels,
                  threads = if (use_future) NULL else threads)
-  res <- tryCatch(.kl_task_map(tasks, .tkl_cell_task, shared = shared, packages = "kernlearn"),
-                  error = function(e) {
-                    if (inherits(e, "interrupt")) stop(e)
-                    stop(sprintf("%s: %s", caller, conditionMessage(e)), call. = FALSE)
-                  })
+  res <- .kl_task_map(tasks, .tkl_cell_task, shared = shared, packages = "kernlearn")
   cell_of <- part$cell_of
   part$cell_of <- NULL
   part$extra <- NULL

@@ -177,16 +177,14 @@ Rcpp::List cpp_cell_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, SEXP z, std
     std::vector<int> yy;
     std::vector<double> zz;
     if (!Rf_isNull(y)) {
-      Rcpp::IntegerVector yv(y);
-      yy.resize(yv.size());
-      for (R_xlen_t i = 0; i < yv.size(); ++i) yy[i] = yv[i] - 1;
+      const kl::IVec yv = klr::labels_from_r(Rcpp::IntegerVector(y));
+      yy.assign(yv.data(), yv.data() + yv.size());
     }
     if (!Rf_isNull(z)) zz = Rcpp::as<std::vector<double>>(z);
     kl::Callbacks cb = klr::make_callbacks();
     const kl::CellResult r = kl::fit_cell(x, Rf_isNull(y) ? nullptr : &yy,
                                           Rf_isNull(z) ? nullptr : &zz, opt, cb);
-    Rcpp::IntegerVector classes(r.classes.size());
-    for (std::size_t c = 0; c < r.classes.size(); ++c) classes[c] = r.classes[c] + 1;
+    const Rcpp::IntegerVector classes = klr::labels_to_r(r.classes);
     Rcpp::List out = Rcpp::List::create(
         Rcpp::Named("gamma") = Rcpp::wrap(r.gamma), Rcpp::Named("cost") = Rcpp::wrap(r.cost),
         Rcpp::Named("cv") = r.cv.size() ? Rcpp::wrap(r.cv) : R_NilValue,
