@@ -9,7 +9,7 @@ TARBALL := $(PKG)_$(VERSION).tar.gz
 # Real benchmark data, when the project's shared data folder is beside the checkout.
 DATA_DIR ?= $(abspath ../shared/data)
 
-.PHONY: deps install demo check test document clean bench sanitize
+.PHONY: deps install demo check test test-core document clean bench sanitize
 
 deps:
 	sh tools/install-deps.sh
@@ -40,6 +40,10 @@ test: install
 	KERNLEARN_DATA_DIR="$$( [ -d "$(DATA_DIR)" ] && echo "$(DATA_DIR)" )" \
 	  $(RSCRIPT) -e 'testthat::test_local(".", load_package = "installed")'
 
+# The core's own C++ tests, built and run without R (tests/core; FILTER= words of test names).
+test-core:
+	$(MAKE) -C tests/core -j2 test FILTER="$(FILTER)"
+
 # The test suite under AddressSanitizer and UndefinedBehaviorSanitizer (slow: about 3x the
 # plain run); FILTER= a regular expression on test file names.
 sanitize: deps
@@ -50,4 +54,5 @@ bench: install
 
 clean:
 	rm -rf $(PKG).Rcheck $(PKG)_*.tar.gz demo-output
+	$(MAKE) -C tests/core clean
 	sh cleanup
