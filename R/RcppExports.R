@@ -13,16 +13,8 @@ cpp_cell_fit <- function(x, y, z, task, kernel, settings, params, weight, thread
     .Call(`_kernlearn_cpp_cell_fit`, x, y, z, task, kernel, settings, params, weight, threads)
 }
 
-cpp_dikl_objective <- function(x, y, classes, map, gamma, P, b, objective, rho, jitter, V, c, gradient, threads, backend) {
-    .Call(`_kernlearn_cpp_dikl_objective`, x, y, classes, map, gamma, P, b, objective, rho, jitter, V, c, gradient, threads, backend)
-}
-
 cpp_dikl_train <- function(x, y, classes, map, gamma, P, b, objective, rho, jitter, batch_size, lr, max_epochs, patience, rel_tol, factor, threads, seed, backend, progress = NULL) {
     .Call(`_kernlearn_cpp_dikl_train`, x, y, classes, map, gamma, P, b, objective, rho, jitter, batch_size, lr, max_epochs, patience, rel_tol, factor, threads, seed, backend, progress)
-}
-
-cpp_dikl_ridge_head <- function(x, y, map, gamma, P, b, rho, jitter, threads, backend) {
-    .Call(`_kernlearn_cpp_dikl_ridge_head`, x, y, map, gamma, P, b, rho, jitter, threads, backend)
 }
 
 cpp_nystrom_whitener <- function(P, gamma, threads, backend) {
@@ -33,20 +25,8 @@ cpp_dikl_features <- function(x, map, gamma, P, b, T, threads, backend) {
     .Call(`_kernlearn_cpp_dikl_features`, x, map, gamma, P, b, T, threads, backend)
 }
 
-cpp_gem_directions <- function(x, y, K, num, den, ridge, relative, top, threshold, method, tol, threads, seed, progress = NULL, rff_W = NULL, rff_b = NULL) {
-    .Call(`_kernlearn_cpp_gem_directions`, x, y, K, num, den, ridge, relative, top, threshold, method, tol, threads, seed, progress, rff_W, rff_b)
-}
-
 cpp_gem_features <- function(x, V, base, degree, keep_input, ones, standardize, center, scale, threads, progress = NULL, rff_W = NULL, rff_b = NULL) {
     .Call(`_kernlearn_cpp_gem_features`, x, V, base, degree, keep_input, ones, standardize, center, scale, threads, progress, rff_W, rff_b)
-}
-
-cpp_gem_features_single <- function(x, V, base, degree, keep_input, ones, threads, rff_W = NULL, rff_b = NULL) {
-    .Call(`_kernlearn_cpp_gem_features_single`, x, V, base, degree, keep_input, ones, threads, rff_W, rff_b)
-}
-
-cpp_rff_map <- function(x, W, b, threads) {
-    .Call(`_kernlearn_cpp_rff_map`, x, W, b, threads)
 }
 
 cpp_linear_predictor <- function(x, B, b, threads) {
@@ -65,14 +45,6 @@ cpp_gem_cls_scores_single <- function(z, V, base, degree, keep_input, ones, stan
     .Call(`_kernlearn_cpp_gem_cls_scores_single`, z, V, base, degree, keep_input, ones, standardize, center, scale, W0, link, delta, threads, rff_W, rff_b)
 }
 
-cpp_cls_products <- function(X, W, R, threads) {
-    .Call(`_kernlearn_cpp_cls_products`, X, W, R, threads)
-}
-
-cpp_cholesky_solve <- function(L, B, threads, single = FALSE) {
-    .Call(`_kernlearn_cpp_cholesky_solve`, L, B, threads, single)
-}
-
 cpp_simplex_project <- function(S) {
     .Call(`_kernlearn_cpp_simplex_project`, S)
 }
@@ -81,28 +53,8 @@ cpp_simd_level <- function() {
     .Call(`_kernlearn_cpp_simd_level`)
 }
 
-cpp_gram_with_intercept <- function(X, single, threads, simd = 2L) {
-    .Call(`_kernlearn_cpp_gram_with_intercept`, X, single, threads, simd)
-}
-
-cpp_cholesky <- function(A, threads, simd = 2L, single = FALSE) {
-    .Call(`_kernlearn_cpp_cholesky`, A, threads, simd, single)
-}
-
-cpp_cholesky_seconds <- function(A, threads, reps) {
-    .Call(`_kernlearn_cpp_cholesky_seconds`, A, threads, reps)
-}
-
-cpp_class_moments <- function(x, y, K, threads) {
-    .Call(`_kernlearn_cpp_class_moments`, x, y, K, threads)
-}
-
 cpp_logistic_fit <- function(x, y, K, lambda, weights, maxit, tol, threads, ftol = 1e-14, memory = 10L, progress = NULL, init = NULL) {
     .Call(`_kernlearn_cpp_logistic_fit`, x, y, K, lambda, weights, maxit, tol, threads, ftol, memory, progress, init)
-}
-
-cpp_logistic_objective <- function(x, y, K, lambda, weights, B, b, threads = 1L) {
-    .Call(`_kernlearn_cpp_logistic_objective`, x, y, K, lambda, weights, B, b, threads)
 }
 
 cpp_logistic_predict <- function(x, B, b, threads = 1L) {
@@ -125,10 +77,6 @@ cpp_hgk_learn <- function(x, y, kernel, theta, options, seed, threads, progress 
     .Call(`_kernlearn_cpp_hgk_learn`, x, y, kernel, theta, options, seed, threads, progress)
 }
 
-cpp_hgk_objective <- function(x1, y1, x2, y2, kernel, theta, gamma, lambda, variant, alpha, bias, gradient, threads) {
-    .Call(`_kernlearn_cpp_hgk_objective`, x1, y1, x2, y2, kernel, theta, gamma, lambda, variant, alpha, bias, gradient, threads)
-}
-
 cpp_all_finite <- function(x, threads) {
     .Call(`_kernlearn_cpp_all_finite`, x, threads)
 }
@@ -149,14 +97,6 @@ cpp_kernel_matrix <- function(x, z, kernel, threads, backend) {
     .Call(`_kernlearn_cpp_kernel_matrix`, x, z, kernel, threads, backend)
 }
 
-cpp_kernel_matrix_naive <- function(x, z, kernel) {
-    .Call(`_kernlearn_cpp_kernel_matrix_naive`, x, z, kernel)
-}
-
-cpp_kernel_derivatives <- function(x, z, e, kernel, threads) {
-    .Call(`_kernlearn_cpp_kernel_derivatives`, x, z, e, kernel, threads)
-}
-
 cpp_gpu_probe <- function(lib) {
     .Call(`_kernlearn_cpp_gpu_probe`, lib)
 }
@@ -171,22 +111,6 @@ cpp_kernel_ridge_fit <- function(x, y, kernel, lambda, intercept, threads, backe
 
 cpp_kernel_predict <- function(newx, x, alpha, bias, kernel, threads, backend) {
     .Call(`_kernlearn_cpp_kernel_predict`, newx, x, alpha, bias, kernel, threads, backend)
-}
-
-cpp_gemm_nt <- function(a, b, threads, backend) {
-    .Call(`_kernlearn_cpp_gemm_nt`, a, b, threads, backend)
-}
-
-cpp_simd_gemm <- function(a, b, tn, threads, simd) {
-    .Call(`_kernlearn_cpp_simd_gemm`, a, b, tn, threads, simd)
-}
-
-cpp_optim_test <- function(problem, method, x0, control, seed) {
-    .Call(`_kernlearn_cpp_optim_test`, problem, method, x0, control, seed)
-}
-
-cpp_rng_draw <- function(seed, n, what, bound = 0) {
-    .Call(`_kernlearn_cpp_rng_draw`, seed, n, what, bound)
 }
 
 cpp_svm_classify <- function(x, kpre, y, k, weight, kernel, params, warm, threads, progress) {
@@ -213,23 +137,11 @@ cpp_ovo_prob <- function(dec, k, A, B) {
     .Call(`_kernlearn_cpp_ovo_prob`, dec, k, A, B)
 }
 
-cpp_platt_fit <- function(f, y) {
-    .Call(`_kernlearn_cpp_platt_fit`, f, y)
-}
-
-cpp_pairwise_coupling <- function(r) {
-    .Call(`_kernlearn_cpp_pairwise_coupling`, r)
-}
-
 cpp_svm_path <- function(x, kpre, y, k, weight, kernel, params, train, test, costs, threads) {
     .Call(`_kernlearn_cpp_svm_path`, x, kpre, y, k, weight, kernel, params, train, test, costs, threads)
 }
 
 cpp_tkl_fit <- function(x, y, k, weight, lower, upper, params, tkl, threads, progress) {
     .Call(`_kernlearn_cpp_tkl_fit`, x, y, k, weight, lower, upper, params, tkl, threads, progress)
-}
-
-cpp_tkl_parts <- function(x, degree, lower, upper, K, v, q, eta, w, threads) {
-    .Call(`_kernlearn_cpp_tkl_parts`, x, degree, lower, upper, K, v, q, eta, w, threads)
 }
 

@@ -1,8 +1,11 @@
 # Dense algebra of the package's real shapes against the machine's floor, in one run:
-# GFLOP/s of kernlearn's products (C = A B'), Gaussian kernel matrix and blocked Cholesky,
-# next to OpenBLAS (pthreads) on the same shapes through ../shared/tools/blas-floor/run (when
-# present) and next to R's own BLAS (crossprod / chol, as a user has it; only on the shapes
-# where it finishes in reasonable time). Medians of `reps` runs; the same thread count for all.
+# GFLOP/s of kernlearn's Gaussian kernel matrix (kernel_matrix()) and the time of a
+# kernel_ridge() fit, next to OpenBLAS (pthreads) on the same shapes through
+# ../shared/tools/blas-floor/run (when present), and R's own BLAS (tcrossprod / chol, as a user
+# has it; only on the shapes where it finishes in reasonable time). Medians of `reps` runs; the
+# same thread count for all. The core's products (C = A B') and blocked Cholesky factorisation
+# alone are measured without R by the C++ bench program (make bench-core BENCH=dense), which
+# appends its rows ("gemm A B'", "cholesky") to the same file.
 # Usage: Rscript bench/dense.R [reps] [threads]   (results appended to bench/results/dense.csv)
 suppressPackageStartupMessages(library(kernlearn))
 args <- commandArgs(TRUE)
@@ -10,7 +13,6 @@ reps <- if (length(args) >= 1L) as.integer(args[1]) else 3L
 threads <- if (length(args) >= 2L) as.integer(args[2]) else 2L
 options(kernlearn.backend = "cpu")
 floor_tool <- normalizePath(file.path("..", "shared", "tools", "blas-floor", "run"), mustWork = FALSE)
-bk <- list(gpu = FALSE, lib = "")
 set.seed(1)
 
 med_time <- function(f, r = reps) {
@@ -26,6 +28,7 @@ openblas <- function(m, n, k, nchol) {
   c(gemm = if (length(g)) g else NA, chol = if (length(ch)) ch else NA)
 }
 rows <- list()
+# ours_s: kernlearn's seconds (NA for a row of R's BLAS alone); r_s: R's BLAS on the same flops.
 add <- function(op, shape, flops, ours_s, ob, r_s = NA) {
   rows[[length(rows) + 1L]] <<- data.frame(
     date = format(Sys.time(), "%Y-%m-%d %H:%M"), op = op, shape = shape, threads = threads,
@@ -34,36 +37,30 @@ add <- function(op, shape, flops, ours_s, ob, r_s = NA) {
     r_blas_gflops = if (is.na(r_s)) NA else round(flops / r_s / 1e9, 1),
     simd = kernlearn:::cpp_simd_level(), blas = sessionInfo()$BLAS)
   r <- rows[[length(rows)]]
-  cat(sprintf("%-22s %-22s kernlearn %7.3f s %6.1f GFLOP/s | OpenBLAS %6.1f (ratio %.2f) | R's BLAS %s\n",
-              op, shape, ours_s, r$kernlearn_gflops, ob, r$ratio_openblas,
+  cat(sprintf("%-22s %-22s kernlearn %7s s %6s GFLOP/s | OpenBLAS %6.1f (ratio %s) | R's BLAS %s\n",
+              op, shape, format(round(ours_s, 3)), format(r$kernlearn_gflops), ob,
+              format(r$ratio_openblas),
               if (is.na(r$r_blas_gflops)) "-" else format(r$r_blas_gflops)))
 }
 
-# Products and the Gaussian kernel matrix (MNIST-sized rows), and DI's products.
+# The Gaussian kernel matrix (MNIST-sized rows), and R's BLAS on the product it rests on.
 for (sh in list(c(20000, 2000, 784), c(4000, 2000, 784))) {
   m <- sh[1]; n <- sh[2]; k <- sh[3]
   a <- matrix(runif(m * k), m)
   b <- matrix(runif(n * k), n)
   flops <- 2 * m * n * k
   ob <- openblas(m, n, k, 1000)[["gemm"]]
-  t_gemm <- med_time(function() kernlearn:::cpp_gemm_nt(a, b, threads, bk))
-  r_s <- if (m <= 4000) med_time(function() tcrossprod(a, b), 1L) else NA
-  add("gemm A B'", sprintf("%dx%dx%d", m, n, k), flops, t_gemm, ob, r_s)
+  if (m <= 4000) add("gemm A B' (R's BLAS)", sprintf("%dx%dx%d", m, n, k), flops, NA, ob,
+                     med_time(function() tcrossprod(a, b), 1L))
   t_km <- med_time(function() kernel_matrix(gaussian_kernel(1 / k), a, b, threads = threads))
   add("gaussian kernel_matrix", sprintf("%dx%dx%d", m, n, k), flops, t_km, ob)
 }
-# Blocked Cholesky.
-for (nc in c(2000L, 4000L, 8000L)) {
+# R's BLAS on the Cholesky factorisations the C++ bench times for the core.
+for (nc in c(2000L, 4000L)) {
   M <- matrix(rnorm(nc * 200), nc)
   A <- tcrossprod(M) / 200 + diag(nc)
   ob <- openblas(100, 100, 100, nc)[["chol"]]
-  # the factorization alone, in place on a copy made before the clock starts (as the floor
-  # tool times dpotrf), then the R-level call, which also allocates and fills its result
-  t_fac <- stats::median(kernlearn:::cpp_cholesky_seconds(A, threads, reps))
-  r_s <- if (nc <= 4000L) med_time(function() chol(A), 1L) else NA
-  add("cholesky", sprintf("n=%d", nc), nc^3 / 3, t_fac, ob, r_s)
-  t_ch <- med_time(function() kernlearn:::cpp_cholesky(A, threads))
-  add("cholesky (R call)", sprintf("n=%d", nc), nc^3 / 3, t_ch, ob)
+  add("cholesky (R's BLAS)", sprintf("n=%d", nc), nc^3 / 3, NA, ob, med_time(function() chol(A), 1L))
 }
 # kernel_ridge fit at n = 6000, d = 10 against OpenBLAS's dpotrf at n = 6000.
 x <- matrix(runif(6000 * 10), 6000)

@@ -1,21 +1,19 @@
 # DI kernel learning speed on MNIST.
 #
 # 1. One gradient evaluation of the Nystrom DI (NysDI) and random Fourier DI (RFDI) objectives
-#    at Nb = 4000 rows, J = 2000 features, d = 784, against the floor: the time of the matrix
-#    products the gradient needs, run alone with the same shapes through the same GEMM.
-#      NysDI: X Z' (inside k(X, Z)), Fbar'Fbar, H'X, Z Z' (inside k(Z, Z)), E Z
-#      RFDI:  X W, Fbar'Fbar, G'X
+#    at Nb = 4000 rows, J = 2000 features, d = 784, against the floor (the time of the matrix
+#    products the gradient needs, run alone with the same shapes through the same GEMM): timed
+#    without R by the C++ bench program (make bench-core BENCH=dikl; rows of part "gradient"
+#    in the same file).
 # 2. A full DI training run at J = 1000 on all 60000 training images (at most `epochs`
 #    epochs), with the linear SVM head, against standard Nystrom features + the same linear
 #    SVM, and kernel_svm / e1071 on a subsample as the accuracy ceiling.
 #
-#   KERNLEARN_DATA_DIR=/path/to/data Rscript bench/dikl.R [runs] [epochs] [part]
-# part: "gradient", "training" or "all" (default). Appends to bench/results/dikl.csv.
+#   KERNLEARN_DATA_DIR=/path/to/data Rscript bench/dikl.R [epochs]
+# Appends to bench/results/dikl.csv.
 library(kernlearn)
 args <- commandArgs(trailingOnly = TRUE)
-runs <- if (length(args) >= 1) as.integer(args[1]) else 3L
-epochs <- if (length(args) >= 2) as.integer(args[2]) else 20L
-part <- if (length(args) >= 3) args[3] else "all"
+epochs <- if (length(args) >= 1) as.integer(args[1]) else 20L
 out <- file.path("bench", "results", "dikl.csv")
 threads <- 2L
 set.seed(1)
@@ -38,89 +36,42 @@ add <- function(...) {
   rows[[length(rows) + 1L]] <<- r
 }
 clock <- function() proc.time()[["elapsed"]]
-timed <- function(f) {
-  t0 <- clock()
-  f()
-  clock() - t0
-}
-be <- kernlearn:::.kl_backend_arg()
-gemm <- function(a, b) kernlearn:::cpp_gemm_nt(a, b, threads, be)  # a %*% t(b)
 
-if (part %in% c("gradient", "all")) {
-  Nb <- 4000L
-  J <- 2000L
-  idx <- sample.int(nrow(x), Nb)
-  Xb <- x[idx, ]
-  Yb <- diag(10)[as.integer(y[idx]), ]
-  Z <- x[sample.int(nrow(x), J), ]
-  gamma <- 0.02  # about 1 / median squared distance on MNIST in [0, 1]
-  W <- matrix(rnorm(J * 784, sd = sqrt(2 * gamma)), J)  # rows are frequencies
-  b <- runif(J, 0, 2 * pi)
-  V0 <- matrix(0, J, 10)
-  c0 <- numeric(10)
-  # Inputs of the floor products, prepared outside the timing (t() copies are not GEMMs).
-  Fc <- matrix(runif(Nb * J), Nb)
-  tFc <- t(Fc)
-  tXb <- t(Xb)
-  tZ <- t(Z)
-  E <- matrix(runif(J * J), J)
-  for (r in seq_len(runs)) {
-    tn <- timed(function() kernlearn:::cpp_dikl_objective(Xb, Yb, NULL, 0L, gamma, Z, numeric(),
-                                                          0L, 1e-4, 1e-10, V0, c0, TRUE,
-                                                          threads, be))
-    fl_n <- c(xz = timed(function() gemm(Xb, Z)), ftf = timed(function() gemm(tFc, tFc)),
-              htx = timed(function() gemm(tFc, tXb)), zz = timed(function() gemm(Z, Z)),
-              ez = timed(function() gemm(E, tZ)))
-    add(part = "gradient", what = "NysDI value + gradient", run = r, Nb = Nb, J = J, d = 784L,
-        seconds = tn, floor_seconds = sum(fl_n), ratio = tn / sum(fl_n),
-        note = paste(sprintf("%s %.2f", names(fl_n), fl_n), collapse = "; "))
-    tr <- timed(function() kernlearn:::cpp_dikl_objective(Xb, Yb, NULL, 1L, 1, W, b, 0L, 1e-4,
-                                                          1e-10, V0, c0, TRUE, threads, be))
-    fl_r <- c(xw = timed(function() gemm(Xb, W)), ftf = timed(function() gemm(tFc, tFc)),
-              gtx = timed(function() gemm(tFc, tXb)))
-    add(part = "gradient", what = "RFDI value + gradient", run = r, Nb = Nb, J = J, d = 784L,
-        seconds = tr, floor_seconds = sum(fl_r), ratio = tr / sum(fl_r),
-        note = paste(sprintf("%s %.2f", names(fl_r), fl_r), collapse = "; "))
-  }
-}
-
-if (part %in% c("training", "all")) {
-  J <- 1000L
-  set.seed(2)
-  gamma <- kernlearn:::.dikl_median_gamma(x, "bench")
+J <- 1000L
+set.seed(2)
+gamma <- kernlearn:::.dikl_median_gamma(x, "bench")
+t0 <- clock()
+fit <- dikl(x, y, dim = J, gamma = gamma, max_epochs = epochs,
+            threads = threads)
+tt <- clock() - t0
+acc <- mean(predict(fit, xt) == yt)
+add(part = "training", what = "dikl DI Nystrom + linear SVM", run = 1L, Nb = fit$params$batch_size,
+    J = J, d = 784L, seconds = tt, floor_seconds = NA, ratio = NA,
+    note = sprintf("%d epochs (%s); map %.1f s, head %.1f s; test accuracy %.4f",
+                   fit$training$epochs, fit$training$stop, fit$training$seconds_map,
+                   fit$training$seconds_head, acc))
+set.seed(2)
+t0 <- clock()
+std <- dikl(x, y, dim = J, gamma = gamma, objective = "none", threads = threads)
+ts <- clock() - t0
+add(part = "training", what = "standard Nystrom + linear SVM", run = 1L, Nb = NA, J = J,
+    d = 784L, seconds = ts, floor_seconds = NA, ratio = NA,
+    note = sprintf("test accuracy %.4f", mean(predict(std, xt) == yt)))
+sub <- sample.int(nrow(x), 10000L)
+t0 <- clock()
+ks <- kernel_svm(x[sub, ], y[sub], kernel = gaussian_kernel(gamma), cost = 10,
+                 threads = threads)
+tk <- clock() - t0
+add(part = "training", what = "kernel_svm on 10000 rows (cost 10)", run = 1L, Nb = NA, J = NA,
+    d = 784L, seconds = tk, floor_seconds = NA, ratio = NA,
+    note = sprintf("test accuracy %.4f", mean(predict(ks, xt) == yt)))
+if (requireNamespace("e1071", quietly = TRUE)) {
   t0 <- clock()
-  fit <- dikl(x, y, dim = J, gamma = gamma, max_epochs = epochs,
-              threads = threads)
-  tt <- clock() - t0
-  acc <- mean(predict(fit, xt) == yt)
-  add(part = "training", what = "dikl DI Nystrom + linear SVM", run = 1L, Nb = fit$params$batch_size,
-      J = J, d = 784L, seconds = tt, floor_seconds = NA, ratio = NA,
-      note = sprintf("%d epochs (%s); map %.1f s, head %.1f s; test accuracy %.4f",
-                     fit$training$epochs, fit$training$stop, fit$training$seconds_map,
-                     fit$training$seconds_head, acc))
-  set.seed(2)
-  t0 <- clock()
-  std <- dikl(x, y, dim = J, gamma = gamma, objective = "none", threads = threads)
-  ts <- clock() - t0
-  add(part = "training", what = "standard Nystrom + linear SVM", run = 1L, Nb = NA, J = J,
-      d = 784L, seconds = ts, floor_seconds = NA, ratio = NA,
-      note = sprintf("test accuracy %.4f", mean(predict(std, xt) == yt)))
-  sub <- sample.int(nrow(x), 10000L)
-  t0 <- clock()
-  ks <- kernel_svm(x[sub, ], y[sub], kernel = gaussian_kernel(gamma), cost = 10,
-                   threads = threads)
-  tk <- clock() - t0
-  add(part = "training", what = "kernel_svm on 10000 rows (cost 10)", run = 1L, Nb = NA, J = NA,
-      d = 784L, seconds = tk, floor_seconds = NA, ratio = NA,
-      note = sprintf("test accuracy %.4f", mean(predict(ks, xt) == yt)))
-  if (requireNamespace("e1071", quietly = TRUE)) {
-    t0 <- clock()
-    es <- e1071::svm(x[sub, ], y[sub], gamma = gamma, cost = 10, scale = FALSE)
-    te <- clock() - t0
-    add(part = "training", what = "e1071::svm on 10000 rows (cost 10)", run = 1L, Nb = NA,
-        J = NA, d = 784L, seconds = te, floor_seconds = NA, ratio = NA,
-        note = sprintf("test accuracy %.4f", mean(predict(es, xt) == yt)))
-  }
+  es <- e1071::svm(x[sub, ], y[sub], gamma = gamma, cost = 10, scale = FALSE)
+  te <- clock() - t0
+  add(part = "training", what = "e1071::svm on 10000 rows (cost 10)", run = 1L, Nb = NA,
+      J = NA, d = 784L, seconds = te, floor_seconds = NA, ratio = NA,
+      note = sprintf("test accuracy %.4f", mean(predict(es, xt) == yt)))
 }
 
 res <- do.call(rbind, rows)

@@ -2,7 +2,8 @@
 # the same stages done the plain-R way in the same script as a reference:
 #   moments: per-class crossprod() (R's BLAS) vs kernlearn's one blocked pass;
 #   eigenproblems: R's eigen() on L^-1 C_i L^-T (full spectrum, a sample of pairs, scaled to
-#   90) vs kernlearn's block Krylov solver for the top 30 of all 90 pairs.
+#   90) vs kernlearn's block Krylov solver for the top 30 of all 90 pairs (kernlearn's two
+#   stages alone: make bench-core BENCH=gem).
 #
 #   KERNLEARN_DATA_DIR=/path/to/data Rscript bench/gem.R [runs] [logistic|cls|all]
 # "cls" times the whole fit with the calibrated least-squares head instead (stages: Gram
@@ -28,19 +29,12 @@ add <- function(...) {
 }
 clock <- function() proc.time()[["elapsed"]]
 
-# Stage 1 and 2 alone: kernlearn's moments + 90 eigenproblems (top 30).
-pm <- as.matrix(expand.grid(num = 1:10, den = 1:10))
+# Stage 1 and 2 alone: kernlearn's moments + 90 eigenproblems (top 30) are timed without R by
+# the C++ bench program (make bench-core BENCH=gem; rows "moments + 90 eigenproblems" in the
+# same file); here the same stages the plain-R way.
+pm <- as.matrix(expand.grid(num = 0:9, den = 0:9))
 pm <- pm[pm[, 1] != pm[, 2], ]
 if (what %in% c("logistic", "all")) {
-for (r in seq_len(runs)) {
-  t0 <- clock()
-  res <- kernlearn:::cpp_gem_directions(x, as.integer(y), 10L, pm[, 1], pm[, 2], 0.05,
-                                        FALSE, 30L, 2.5, 0L, 1e-8, threads, c(1L, 2L))
-  add(stage = "moments + 90 eigenproblems", tool = "kernlearn", run = r,
-      seconds = clock() - t0, note = sprintf("%d operator applications per pair (median), %d dense fallbacks",
-                                               as.integer(stats::median(vapply(res, `[[`, 1L, "applications"))),
-                                               sum(vapply(res, `[[`, TRUE, "dense"))))
-}
 t0 <- clock()
 C <- lapply(levels(y), function(l) { xi <- x[y == l, ]; crossprod(xi) / nrow(xi) })
 add(stage = "moments", tool = "R crossprod", run = 1L, seconds = clock() - t0, note = "per class")

@@ -3,11 +3,13 @@
 #
 # Usage: KERNLEARN_DATA_DIR=<data> Rscript bench/hgk.R [sections] [reps]
 #   sections: a comma list of objective, fit, protocol, final (default objective,fit)
-#   objective  n1 = n2 = 2500, d = 16 (uniform [0, 1], +-1 targets), depth 2 with 8 nodes over
-#              blocks of 2 coordinates: one objective + gradient, bilevel (kernel blocks K11 and
+#   objective  n1 = n2 = 2500, d = 16 (uniform [0, 1]), depth 2 with 8 nodes over blocks of 2
+#              coordinates: R's chol() (whatever BLAS R has) and one kernel block, against one
+#              Cholesky of a 2500 x 2500 matrix by the core (the factorisation the bilevel
+#              objective uses). The objective + gradient itself, bilevel (kernel blocks K11 and
 #              K21, one Cholesky, the contraction of both blocks) and fixed-alpha (K21 and its
-#              contraction), against one Cholesky of a 2500 x 2500 matrix by the core (the
-#              factorisation the bilevel objective uses) and by R's chol() (whatever BLAS R has).
+#              contraction), and the core's Cholesky are timed by the C++ bench program
+#              (make bench-core BENCH=hgk).
 #   fit        Letter, 5000 training rows (rows 1..5000 of the training part): hgk() with a given
 #              architecture (depth 1; depth 2 with 8 nodes), final = "average" (5 fold models);
 #              test error on rows 16001..20000.
@@ -49,34 +51,26 @@ record <- function(section, what, tm, ref = NA_real_, ref_name = "", extra = "")
 }
 
 if ("objective" %in% sections) {
+  # The core's Cholesky factorisation and the bilevel and fixed objectives + gradients are timed
+  # without R by the C++ bench program (make bench-core BENCH=hgk: section "objective (core)"
+  # of the same file); here R's chol() and one kernel block, against the core's Cholesky of the
+  # same size when that program is built.
   set.seed(1)
   n <- 2500; d <- 16
   x1 <- matrix(runif(n * d), n, d); x2 <- matrix(runif(n * d), n, d)
-  f <- function(x) sign(sin(4 * x[, 1]) + x[, 2] - x[, 3] * x[, 4] - 0.3)
-  y1 <- matrix(f(x1)); y2 <- matrix(f(x2))
   blocks <- split(sample(d), rep(1:8, each = 2))
   k <- hierarchical_gaussian_kernel(weights = lapply(blocks, function(b) runif(2, 0.5, 1.5)),
                                     nodes = unname(blocks), node_weights = rep(sqrt(1 / 8), 8))
-  spec <- kernlearn:::.kernel_spec(k)
-  theta <- log(kernlearn:::.hgk_params(k))
-  gamma <- 2; lambda <- 1e-4
+  lambda <- 1e-4
   A <- kernel_matrix(k, x1) + diag(n * lambda, n)
-  ch <- timed(function() kernlearn:::cpp_cholesky(A, 2L), reps)
-  record("objective", "core Cholesky 2500 x 2500", ch, ch$median, "core Cholesky")
+  bench_core <- file.path("tests", "core", "build", "bench_core")
+  ch <- if (file.exists(bench_core))
+    as.numeric(system2(bench_core, c("--reps", reps, "--threads", 2L, "--cholesky-seconds", n),
+                       stdout = TRUE)) else NA_real_
   rch <- timed(function() chol(A), max(1L, reps %/% 2L))
-  record("objective", "R chol() 2500 x 2500", rch, ch$median, "core Cholesky")
-  bi <- timed(function() kernlearn:::cpp_hgk_objective(x1, y1, x2, y2, spec, theta, gamma, lambda,
-                                                      "bilevel", NULL, NULL, TRUE, 2L), reps)
-  record("objective", "bilevel objective + gradient (8 nodes, 48 weights)", bi, ch$median,
-         "core Cholesky", sprintf("risk %.5f", bi$value$value))
-  fx <- timed(function() kernlearn:::cpp_hgk_objective(x1, y1, x2, y2, spec, theta, gamma, lambda,
-                                                      "fixed", bi$value$alpha, bi$value$bias,
-                                                      TRUE, 2L), reps)
-  record("objective", "fixed-alpha objective + gradient", fx, ch$median, "core Cholesky",
-         sprintf("risk %.5f", fx$value$value))
+  record("objective", "R chol() 2500 x 2500", rch, ch, "core Cholesky")
   km <- timed(function() kernel_matrix(k, x1, x2), reps)
-  record("objective", "one kernel block 2500 x 2500 (for reference)", km, ch$median,
-         "core Cholesky")
+  record("objective", "one kernel block 2500 x 2500 (for reference)", km, ch, "core Cholesky")
 }
 
 letter <- function() {

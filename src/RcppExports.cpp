@@ -56,31 +56,6 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// cpp_dikl_objective
-Rcpp::List cpp_dikl_objective(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> y, SEXP classes, int map, double gamma, const Eigen::Map<Eigen::MatrixXd> P, Rcpp::NumericVector b, int objective, double rho, double jitter, const Eigen::Map<Eigen::MatrixXd> V, Rcpp::NumericVector c, bool gradient, int threads, Rcpp::List backend);
-RcppExport SEXP _kernlearn_cpp_dikl_objective(SEXP xSEXP, SEXP ySEXP, SEXP classesSEXP, SEXP mapSEXP, SEXP gammaSEXP, SEXP PSEXP, SEXP bSEXP, SEXP objectiveSEXP, SEXP rhoSEXP, SEXP jitterSEXP, SEXP VSEXP, SEXP cSEXP, SEXP gradientSEXP, SEXP threadsSEXP, SEXP backendSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type y(ySEXP);
-    Rcpp::traits::input_parameter< SEXP >::type classes(classesSEXP);
-    Rcpp::traits::input_parameter< int >::type map(mapSEXP);
-    Rcpp::traits::input_parameter< double >::type gamma(gammaSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type P(PSEXP);
-    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type b(bSEXP);
-    Rcpp::traits::input_parameter< int >::type objective(objectiveSEXP);
-    Rcpp::traits::input_parameter< double >::type rho(rhoSEXP);
-    Rcpp::traits::input_parameter< double >::type jitter(jitterSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type V(VSEXP);
-    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type c(cSEXP);
-    Rcpp::traits::input_parameter< bool >::type gradient(gradientSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_dikl_objective(x, y, classes, map, gamma, P, b, objective, rho, jitter, V, c, gradient, threads, backend));
-    return rcpp_result_gen;
-END_RCPP
-}
 // cpp_dikl_train
 Rcpp::List cpp_dikl_train(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> y, SEXP classes, int map, double gamma, const Eigen::Map<Eigen::MatrixXd> P, Rcpp::NumericVector b, int objective, double rho, double jitter, int batch_size, double lr, int max_epochs, int patience, double rel_tol, double factor, int threads, Rcpp::IntegerVector seed, Rcpp::List backend, SEXP progress);
 RcppExport SEXP _kernlearn_cpp_dikl_train(SEXP xSEXP, SEXP ySEXP, SEXP classesSEXP, SEXP mapSEXP, SEXP gammaSEXP, SEXP PSEXP, SEXP bSEXP, SEXP objectiveSEXP, SEXP rhoSEXP, SEXP jitterSEXP, SEXP batch_sizeSEXP, SEXP lrSEXP, SEXP max_epochsSEXP, SEXP patienceSEXP, SEXP rel_tolSEXP, SEXP factorSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP backendSEXP, SEXP progressSEXP) {
@@ -108,26 +83,6 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
     rcpp_result_gen = Rcpp::wrap(cpp_dikl_train(x, y, classes, map, gamma, P, b, objective, rho, jitter, batch_size, lr, max_epochs, patience, rel_tol, factor, threads, seed, backend, progress));
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_dikl_ridge_head
-Rcpp::List cpp_dikl_ridge_head(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> y, int map, double gamma, const Eigen::Map<Eigen::MatrixXd> P, Rcpp::NumericVector b, double rho, double jitter, int threads, Rcpp::List backend);
-RcppExport SEXP _kernlearn_cpp_dikl_ridge_head(SEXP xSEXP, SEXP ySEXP, SEXP mapSEXP, SEXP gammaSEXP, SEXP PSEXP, SEXP bSEXP, SEXP rhoSEXP, SEXP jitterSEXP, SEXP threadsSEXP, SEXP backendSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type y(ySEXP);
-    Rcpp::traits::input_parameter< int >::type map(mapSEXP);
-    Rcpp::traits::input_parameter< double >::type gamma(gammaSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type P(PSEXP);
-    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type b(bSEXP);
-    Rcpp::traits::input_parameter< double >::type rho(rhoSEXP);
-    Rcpp::traits::input_parameter< double >::type jitter(jitterSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_dikl_ridge_head(x, y, map, gamma, P, b, rho, jitter, threads, backend));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -163,32 +118,6 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// cpp_gem_directions
-Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K, Rcpp::IntegerVector num, Rcpp::IntegerVector den, double ridge, bool relative, int top, double threshold, int method, double tol, int threads, Rcpp::IntegerVector seed, SEXP progress, SEXP rff_W, SEXP rff_b);
-RcppExport SEXP _kernlearn_cpp_gem_directions(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP numSEXP, SEXP denSEXP, SEXP ridgeSEXP, SEXP relativeSEXP, SEXP topSEXP, SEXP thresholdSEXP, SEXP methodSEXP, SEXP tolSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP progressSEXP, SEXP rff_WSEXP, SEXP rff_bSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
-    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type y(ySEXP);
-    Rcpp::traits::input_parameter< int >::type K(KSEXP);
-    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type num(numSEXP);
-    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type den(denSEXP);
-    Rcpp::traits::input_parameter< double >::type ridge(ridgeSEXP);
-    Rcpp::traits::input_parameter< bool >::type relative(relativeSEXP);
-    Rcpp::traits::input_parameter< int >::type top(topSEXP);
-    Rcpp::traits::input_parameter< double >::type threshold(thresholdSEXP);
-    Rcpp::traits::input_parameter< int >::type method(methodSEXP);
-    Rcpp::traits::input_parameter< double >::type tol(tolSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type seed(seedSEXP);
-    Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
-    Rcpp::traits::input_parameter< SEXP >::type rff_W(rff_WSEXP);
-    Rcpp::traits::input_parameter< SEXP >::type rff_b(rff_bSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_gem_directions(x, y, K, num, den, ridge, relative, top, threshold, method, tol, threads, seed, progress, rff_W, rff_b));
-    return rcpp_result_gen;
-END_RCPP
-}
 // cpp_gem_features
 Rcpp::NumericMatrix cpp_gem_features(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> V, int base, int degree, bool keep_input, bool ones, bool standardize, SEXP center, SEXP scale, int threads, SEXP progress, SEXP rff_W, SEXP rff_b);
 RcppExport SEXP _kernlearn_cpp_gem_features(SEXP xSEXP, SEXP VSEXP, SEXP baseSEXP, SEXP degreeSEXP, SEXP keep_inputSEXP, SEXP onesSEXP, SEXP standardizeSEXP, SEXP centerSEXP, SEXP scaleSEXP, SEXP threadsSEXP, SEXP progressSEXP, SEXP rff_WSEXP, SEXP rff_bSEXP) {
@@ -209,39 +138,6 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< SEXP >::type rff_W(rff_WSEXP);
     Rcpp::traits::input_parameter< SEXP >::type rff_b(rff_bSEXP);
     rcpp_result_gen = Rcpp::wrap(cpp_gem_features(x, V, base, degree, keep_input, ones, standardize, center, scale, threads, progress, rff_W, rff_b));
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_gem_features_single
-Rcpp::NumericMatrix cpp_gem_features_single(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> V, int base, int degree, bool keep_input, bool ones, int threads, SEXP rff_W, SEXP rff_b);
-RcppExport SEXP _kernlearn_cpp_gem_features_single(SEXP xSEXP, SEXP VSEXP, SEXP baseSEXP, SEXP degreeSEXP, SEXP keep_inputSEXP, SEXP onesSEXP, SEXP threadsSEXP, SEXP rff_WSEXP, SEXP rff_bSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type V(VSEXP);
-    Rcpp::traits::input_parameter< int >::type base(baseSEXP);
-    Rcpp::traits::input_parameter< int >::type degree(degreeSEXP);
-    Rcpp::traits::input_parameter< bool >::type keep_input(keep_inputSEXP);
-    Rcpp::traits::input_parameter< bool >::type ones(onesSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    Rcpp::traits::input_parameter< SEXP >::type rff_W(rff_WSEXP);
-    Rcpp::traits::input_parameter< SEXP >::type rff_b(rff_bSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_gem_features_single(x, V, base, degree, keep_input, ones, threads, rff_W, rff_b));
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_rff_map
-Rcpp::NumericMatrix cpp_rff_map(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> W, const Eigen::Map<Eigen::VectorXd> b, int threads);
-RcppExport SEXP _kernlearn_cpp_rff_map(SEXP xSEXP, SEXP WSEXP, SEXP bSEXP, SEXP threadsSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type W(WSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type b(bSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_rff_map(x, W, b, threads));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -316,34 +212,6 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// cpp_cls_products
-Rcpp::List cpp_cls_products(const Eigen::Map<Eigen::MatrixXd> X, const Eigen::Map<Eigen::MatrixXd> W, const Eigen::Map<Eigen::MatrixXd> R, int threads);
-RcppExport SEXP _kernlearn_cpp_cls_products(SEXP XSEXP, SEXP WSEXP, SEXP RSEXP, SEXP threadsSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type W(WSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type R(RSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_cls_products(X, W, R, threads));
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_cholesky_solve
-Rcpp::NumericMatrix cpp_cholesky_solve(const Eigen::Map<Eigen::MatrixXd> L, const Eigen::Map<Eigen::MatrixXd> B, int threads, bool single);
-RcppExport SEXP _kernlearn_cpp_cholesky_solve(SEXP LSEXP, SEXP BSEXP, SEXP threadsSEXP, SEXP singleSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type L(LSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type B(BSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    Rcpp::traits::input_parameter< bool >::type single(singleSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_cholesky_solve(L, B, threads, single));
-    return rcpp_result_gen;
-END_RCPP
-}
 // cpp_simplex_project
 Rcpp::NumericMatrix cpp_simplex_project(const Eigen::Map<Eigen::MatrixXd> S);
 RcppExport SEXP _kernlearn_cpp_simplex_project(SEXP SSEXP) {
@@ -362,61 +230,6 @@ BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     rcpp_result_gen = Rcpp::wrap(cpp_simd_level());
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_gram_with_intercept
-Rcpp::NumericMatrix cpp_gram_with_intercept(const Eigen::Map<Eigen::MatrixXd> X, bool single, int threads, int simd);
-RcppExport SEXP _kernlearn_cpp_gram_with_intercept(SEXP XSEXP, SEXP singleSEXP, SEXP threadsSEXP, SEXP simdSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
-    Rcpp::traits::input_parameter< bool >::type single(singleSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    Rcpp::traits::input_parameter< int >::type simd(simdSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_gram_with_intercept(X, single, threads, simd));
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_cholesky
-SEXP cpp_cholesky(const Eigen::Map<Eigen::MatrixXd> A, int threads, int simd, bool single);
-RcppExport SEXP _kernlearn_cpp_cholesky(SEXP ASEXP, SEXP threadsSEXP, SEXP simdSEXP, SEXP singleSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type A(ASEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    Rcpp::traits::input_parameter< int >::type simd(simdSEXP);
-    Rcpp::traits::input_parameter< bool >::type single(singleSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_cholesky(A, threads, simd, single));
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_cholesky_seconds
-Rcpp::NumericVector cpp_cholesky_seconds(const Eigen::Map<Eigen::MatrixXd> A, int threads, int reps);
-RcppExport SEXP _kernlearn_cpp_cholesky_seconds(SEXP ASEXP, SEXP threadsSEXP, SEXP repsSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type A(ASEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    Rcpp::traits::input_parameter< int >::type reps(repsSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_cholesky_seconds(A, threads, reps));
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_class_moments
-Rcpp::List cpp_class_moments(const Eigen::Map<Eigen::MatrixXd> x, const Rcpp::IntegerVector y, int K, int threads);
-RcppExport SEXP _kernlearn_cpp_class_moments(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP threadsSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
-    Rcpp::traits::input_parameter< const Rcpp::IntegerVector >::type y(ySEXP);
-    Rcpp::traits::input_parameter< int >::type K(KSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_class_moments(x, y, K, threads));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -439,24 +252,6 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
     Rcpp::traits::input_parameter< SEXP >::type init(initSEXP);
     rcpp_result_gen = Rcpp::wrap(cpp_logistic_fit(x, y, K, lambda, weights, maxit, tol, threads, ftol, memory, progress, init));
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_logistic_objective
-Rcpp::List cpp_logistic_objective(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K, double lambda, SEXP weights, const Eigen::Map<Eigen::MatrixXd> B, const Eigen::Map<Eigen::VectorXd> b, int threads);
-RcppExport SEXP _kernlearn_cpp_logistic_objective(SEXP xSEXP, SEXP ySEXP, SEXP KSEXP, SEXP lambdaSEXP, SEXP weightsSEXP, SEXP BSEXP, SEXP bSEXP, SEXP threadsSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
-    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type y(ySEXP);
-    Rcpp::traits::input_parameter< int >::type K(KSEXP);
-    Rcpp::traits::input_parameter< double >::type lambda(lambdaSEXP);
-    Rcpp::traits::input_parameter< SEXP >::type weights(weightsSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type B(BSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type b(bSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_logistic_objective(x, y, K, lambda, weights, B, b, threads));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -540,29 +335,6 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// cpp_hgk_objective
-Rcpp::List cpp_hgk_objective(const Eigen::Map<Eigen::MatrixXd> x1, const Eigen::Map<Eigen::MatrixXd> y1, const Eigen::Map<Eigen::MatrixXd> x2, const Eigen::Map<Eigen::MatrixXd> y2, Rcpp::List kernel, Eigen::VectorXd theta, double gamma, double lambda, std::string variant, SEXP alpha, SEXP bias, bool gradient, int threads);
-RcppExport SEXP _kernlearn_cpp_hgk_objective(SEXP x1SEXP, SEXP y1SEXP, SEXP x2SEXP, SEXP y2SEXP, SEXP kernelSEXP, SEXP thetaSEXP, SEXP gammaSEXP, SEXP lambdaSEXP, SEXP variantSEXP, SEXP alphaSEXP, SEXP biasSEXP, SEXP gradientSEXP, SEXP threadsSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x1(x1SEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type y1(y1SEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x2(x2SEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type y2(y2SEXP);
-    Rcpp::traits::input_parameter< Rcpp::List >::type kernel(kernelSEXP);
-    Rcpp::traits::input_parameter< Eigen::VectorXd >::type theta(thetaSEXP);
-    Rcpp::traits::input_parameter< double >::type gamma(gammaSEXP);
-    Rcpp::traits::input_parameter< double >::type lambda(lambdaSEXP);
-    Rcpp::traits::input_parameter< std::string >::type variant(variantSEXP);
-    Rcpp::traits::input_parameter< SEXP >::type alpha(alphaSEXP);
-    Rcpp::traits::input_parameter< SEXP >::type bias(biasSEXP);
-    Rcpp::traits::input_parameter< bool >::type gradient(gradientSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_hgk_objective(x1, y1, x2, y2, kernel, theta, gamma, lambda, variant, alpha, bias, gradient, threads));
-    return rcpp_result_gen;
-END_RCPP
-}
 // cpp_all_finite
 bool cpp_all_finite(Rcpp::NumericMatrix x, int threads);
 RcppExport SEXP _kernlearn_cpp_all_finite(SEXP xSEXP, SEXP threadsSEXP) {
@@ -628,34 +400,6 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// cpp_kernel_matrix_naive
-Rcpp::NumericMatrix cpp_kernel_matrix_naive(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> z, Rcpp::List kernel);
-RcppExport SEXP _kernlearn_cpp_kernel_matrix_naive(SEXP xSEXP, SEXP zSEXP, SEXP kernelSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type z(zSEXP);
-    Rcpp::traits::input_parameter< Rcpp::List >::type kernel(kernelSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_kernel_matrix_naive(x, z, kernel));
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_kernel_derivatives
-Rcpp::NumericVector cpp_kernel_derivatives(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> z, const Eigen::Map<Eigen::MatrixXd> e, Rcpp::List kernel, int threads);
-RcppExport SEXP _kernlearn_cpp_kernel_derivatives(SEXP xSEXP, SEXP zSEXP, SEXP eSEXP, SEXP kernelSEXP, SEXP threadsSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type z(zSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type e(eSEXP);
-    Rcpp::traits::input_parameter< Rcpp::List >::type kernel(kernelSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_kernel_derivatives(x, z, e, kernel, threads));
-    return rcpp_result_gen;
-END_RCPP
-}
 // cpp_gpu_probe
 Rcpp::List cpp_gpu_probe(std::string lib);
 RcppExport SEXP _kernlearn_cpp_gpu_probe(SEXP libSEXP) {
@@ -714,64 +458,6 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
     rcpp_result_gen = Rcpp::wrap(cpp_kernel_predict(newx, x, alpha, bias, kernel, threads, backend));
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_gemm_nt
-Rcpp::NumericMatrix cpp_gemm_nt(const Eigen::Map<Eigen::MatrixXd> a, const Eigen::Map<Eigen::MatrixXd> b, int threads, Rcpp::List backend);
-RcppExport SEXP _kernlearn_cpp_gemm_nt(SEXP aSEXP, SEXP bSEXP, SEXP threadsSEXP, SEXP backendSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type a(aSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type b(bSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_gemm_nt(a, b, threads, backend));
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_simd_gemm
-Rcpp::NumericMatrix cpp_simd_gemm(const Eigen::Map<Eigen::MatrixXd> a, const Eigen::Map<Eigen::MatrixXd> b, bool tn, int threads, int simd);
-RcppExport SEXP _kernlearn_cpp_simd_gemm(SEXP aSEXP, SEXP bSEXP, SEXP tnSEXP, SEXP threadsSEXP, SEXP simdSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type a(aSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type b(bSEXP);
-    Rcpp::traits::input_parameter< bool >::type tn(tnSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    Rcpp::traits::input_parameter< int >::type simd(simdSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_simd_gemm(a, b, tn, threads, simd));
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_optim_test
-Rcpp::List cpp_optim_test(std::string problem, std::string method, Rcpp::NumericVector x0, Rcpp::List control, Rcpp::IntegerVector seed);
-RcppExport SEXP _kernlearn_cpp_optim_test(SEXP problemSEXP, SEXP methodSEXP, SEXP x0SEXP, SEXP controlSEXP, SEXP seedSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< std::string >::type problem(problemSEXP);
-    Rcpp::traits::input_parameter< std::string >::type method(methodSEXP);
-    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type x0(x0SEXP);
-    Rcpp::traits::input_parameter< Rcpp::List >::type control(controlSEXP);
-    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type seed(seedSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_optim_test(problem, method, x0, control, seed));
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_rng_draw
-SEXP cpp_rng_draw(Rcpp::IntegerVector seed, int n, std::string what, double bound);
-RcppExport SEXP _kernlearn_cpp_rng_draw(SEXP seedSEXP, SEXP nSEXP, SEXP whatSEXP, SEXP boundSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type seed(seedSEXP);
-    Rcpp::traits::input_parameter< int >::type n(nSEXP);
-    Rcpp::traits::input_parameter< std::string >::type what(whatSEXP);
-    Rcpp::traits::input_parameter< double >::type bound(boundSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_rng_draw(seed, n, what, bound));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -872,29 +558,6 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// cpp_platt_fit
-Rcpp::NumericVector cpp_platt_fit(Rcpp::NumericVector f, Rcpp::IntegerVector y);
-RcppExport SEXP _kernlearn_cpp_platt_fit(SEXP fSEXP, SEXP ySEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type f(fSEXP);
-    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type y(ySEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_platt_fit(f, y));
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_pairwise_coupling
-Rcpp::NumericVector cpp_pairwise_coupling(const Eigen::Map<Eigen::MatrixXd> r);
-RcppExport SEXP _kernlearn_cpp_pairwise_coupling(SEXP rSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type r(rSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_pairwise_coupling(r));
-    return rcpp_result_gen;
-END_RCPP
-}
 // cpp_svm_path
 Rcpp::List cpp_svm_path(SEXP x, SEXP kpre, SEXP y, int k, Rcpp::NumericVector weight, Rcpp::List kernel, Rcpp::List params, Rcpp::IntegerVector train, Rcpp::IntegerVector test, Rcpp::NumericVector costs, int threads);
 RcppExport SEXP _kernlearn_cpp_svm_path(SEXP xSEXP, SEXP kpreSEXP, SEXP ySEXP, SEXP kSEXP, SEXP weightSEXP, SEXP kernelSEXP, SEXP paramsSEXP, SEXP trainSEXP, SEXP testSEXP, SEXP costsSEXP, SEXP threadsSEXP) {
@@ -936,86 +599,44 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// cpp_tkl_parts
-Rcpp::List cpp_tkl_parts(const Eigen::Map<Eigen::MatrixXd> x, int degree, const Eigen::Map<Eigen::VectorXd> lower, const Eigen::Map<Eigen::VectorXd> upper, const Eigen::Map<Eigen::MatrixXd> K, const Eigen::Map<Eigen::VectorXd> v, double q, double eta, const Eigen::Map<Eigen::VectorXd> w, int threads);
-RcppExport SEXP _kernlearn_cpp_tkl_parts(SEXP xSEXP, SEXP degreeSEXP, SEXP lowerSEXP, SEXP upperSEXP, SEXP KSEXP, SEXP vSEXP, SEXP qSEXP, SEXP etaSEXP, SEXP wSEXP, SEXP threadsSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
-    Rcpp::traits::input_parameter< int >::type degree(degreeSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type lower(lowerSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type upper(upperSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type K(KSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type v(vSEXP);
-    Rcpp::traits::input_parameter< double >::type q(qSEXP);
-    Rcpp::traits::input_parameter< double >::type eta(etaSEXP);
-    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type w(wSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_tkl_parts(x, degree, lower, upper, K, v, q, eta, w, threads));
-    return rcpp_result_gen;
-END_RCPP
-}
 
 static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_partition_build", (DL_FUNC) &_kernlearn_cpp_partition_build, 3},
     {"_kernlearn_cpp_partition_route", (DL_FUNC) &_kernlearn_cpp_partition_route, 3},
     {"_kernlearn_cpp_cell_fit", (DL_FUNC) &_kernlearn_cpp_cell_fit, 9},
-    {"_kernlearn_cpp_dikl_objective", (DL_FUNC) &_kernlearn_cpp_dikl_objective, 15},
     {"_kernlearn_cpp_dikl_train", (DL_FUNC) &_kernlearn_cpp_dikl_train, 20},
-    {"_kernlearn_cpp_dikl_ridge_head", (DL_FUNC) &_kernlearn_cpp_dikl_ridge_head, 10},
     {"_kernlearn_cpp_nystrom_whitener", (DL_FUNC) &_kernlearn_cpp_nystrom_whitener, 4},
     {"_kernlearn_cpp_dikl_features", (DL_FUNC) &_kernlearn_cpp_dikl_features, 8},
-    {"_kernlearn_cpp_gem_directions", (DL_FUNC) &_kernlearn_cpp_gem_directions, 16},
     {"_kernlearn_cpp_gem_features", (DL_FUNC) &_kernlearn_cpp_gem_features, 13},
-    {"_kernlearn_cpp_gem_features_single", (DL_FUNC) &_kernlearn_cpp_gem_features_single, 9},
-    {"_kernlearn_cpp_rff_map", (DL_FUNC) &_kernlearn_cpp_rff_map, 4},
     {"_kernlearn_cpp_linear_predictor", (DL_FUNC) &_kernlearn_cpp_linear_predictor, 4},
     {"_kernlearn_cpp_gem_fit", (DL_FUNC) &_kernlearn_cpp_gem_fit, 7},
     {"_kernlearn_cpp_cls_scores", (DL_FUNC) &_kernlearn_cpp_cls_scores, 5},
     {"_kernlearn_cpp_gem_cls_scores_single", (DL_FUNC) &_kernlearn_cpp_gem_cls_scores_single, 15},
-    {"_kernlearn_cpp_cls_products", (DL_FUNC) &_kernlearn_cpp_cls_products, 4},
-    {"_kernlearn_cpp_cholesky_solve", (DL_FUNC) &_kernlearn_cpp_cholesky_solve, 4},
     {"_kernlearn_cpp_simplex_project", (DL_FUNC) &_kernlearn_cpp_simplex_project, 1},
     {"_kernlearn_cpp_simd_level", (DL_FUNC) &_kernlearn_cpp_simd_level, 0},
-    {"_kernlearn_cpp_gram_with_intercept", (DL_FUNC) &_kernlearn_cpp_gram_with_intercept, 4},
-    {"_kernlearn_cpp_cholesky", (DL_FUNC) &_kernlearn_cpp_cholesky, 4},
-    {"_kernlearn_cpp_cholesky_seconds", (DL_FUNC) &_kernlearn_cpp_cholesky_seconds, 3},
-    {"_kernlearn_cpp_class_moments", (DL_FUNC) &_kernlearn_cpp_class_moments, 4},
     {"_kernlearn_cpp_logistic_fit", (DL_FUNC) &_kernlearn_cpp_logistic_fit, 12},
-    {"_kernlearn_cpp_logistic_objective", (DL_FUNC) &_kernlearn_cpp_logistic_objective, 8},
     {"_kernlearn_cpp_logistic_predict", (DL_FUNC) &_kernlearn_cpp_logistic_predict, 4},
     {"_kernlearn_cpp_linear_svm_fit", (DL_FUNC) &_kernlearn_cpp_linear_svm_fit, 12},
     {"_kernlearn_cpp_linear_svm_decision", (DL_FUNC) &_kernlearn_cpp_linear_svm_decision, 3},
     {"_kernlearn_cpp_linear_svm_predict", (DL_FUNC) &_kernlearn_cpp_linear_svm_predict, 3},
     {"_kernlearn_cpp_hgk_learn", (DL_FUNC) &_kernlearn_cpp_hgk_learn, 8},
-    {"_kernlearn_cpp_hgk_objective", (DL_FUNC) &_kernlearn_cpp_hgk_objective, 13},
     {"_kernlearn_cpp_all_finite", (DL_FUNC) &_kernlearn_cpp_all_finite, 2},
     {"_kernlearn_cpp_column_range", (DL_FUNC) &_kernlearn_cpp_column_range, 2},
     {"_kernlearn_cpp_column_mean_sd", (DL_FUNC) &_kernlearn_cpp_column_mean_sd, 2},
     {"_kernlearn_cpp_scale_columns", (DL_FUNC) &_kernlearn_cpp_scale_columns, 4},
     {"_kernlearn_cpp_kernel_matrix", (DL_FUNC) &_kernlearn_cpp_kernel_matrix, 5},
-    {"_kernlearn_cpp_kernel_matrix_naive", (DL_FUNC) &_kernlearn_cpp_kernel_matrix_naive, 3},
-    {"_kernlearn_cpp_kernel_derivatives", (DL_FUNC) &_kernlearn_cpp_kernel_derivatives, 5},
     {"_kernlearn_cpp_gpu_probe", (DL_FUNC) &_kernlearn_cpp_gpu_probe, 1},
     {"_kernlearn_cpp_ridge_fit", (DL_FUNC) &_kernlearn_cpp_ridge_fit, 5},
     {"_kernlearn_cpp_kernel_ridge_fit", (DL_FUNC) &_kernlearn_cpp_kernel_ridge_fit, 8},
     {"_kernlearn_cpp_kernel_predict", (DL_FUNC) &_kernlearn_cpp_kernel_predict, 7},
-    {"_kernlearn_cpp_gemm_nt", (DL_FUNC) &_kernlearn_cpp_gemm_nt, 4},
-    {"_kernlearn_cpp_simd_gemm", (DL_FUNC) &_kernlearn_cpp_simd_gemm, 5},
-    {"_kernlearn_cpp_optim_test", (DL_FUNC) &_kernlearn_cpp_optim_test, 5},
-    {"_kernlearn_cpp_rng_draw", (DL_FUNC) &_kernlearn_cpp_rng_draw, 4},
     {"_kernlearn_cpp_svm_classify", (DL_FUNC) &_kernlearn_cpp_svm_classify, 10},
     {"_kernlearn_cpp_svm_regress", (DL_FUNC) &_kernlearn_cpp_svm_regress, 8},
     {"_kernlearn_cpp_svm_decision", (DL_FUNC) &_kernlearn_cpp_svm_decision, 8},
     {"_kernlearn_cpp_svm_decision_pre", (DL_FUNC) &_kernlearn_cpp_svm_decision_pre, 5},
     {"_kernlearn_cpp_ovo_vote", (DL_FUNC) &_kernlearn_cpp_ovo_vote, 2},
     {"_kernlearn_cpp_ovo_prob", (DL_FUNC) &_kernlearn_cpp_ovo_prob, 4},
-    {"_kernlearn_cpp_platt_fit", (DL_FUNC) &_kernlearn_cpp_platt_fit, 2},
-    {"_kernlearn_cpp_pairwise_coupling", (DL_FUNC) &_kernlearn_cpp_pairwise_coupling, 1},
     {"_kernlearn_cpp_svm_path", (DL_FUNC) &_kernlearn_cpp_svm_path, 11},
     {"_kernlearn_cpp_tkl_fit", (DL_FUNC) &_kernlearn_cpp_tkl_fit, 10},
-    {"_kernlearn_cpp_tkl_parts", (DL_FUNC) &_kernlearn_cpp_tkl_parts, 10},
     {NULL, NULL, 0}
 };
 

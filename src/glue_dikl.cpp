@@ -30,33 +30,6 @@ kl::IVec classes_from_r(SEXP classes) {
 
 }  // namespace
 
-// Value of an objective on (x, y) and, when gradient is TRUE, its gradient.
-// [[Rcpp::export]]
-Rcpp::List cpp_dikl_objective(const Eigen::Map<Eigen::MatrixXd> x,
-                              const Eigen::Map<Eigen::MatrixXd> y, SEXP classes, int map,
-                              double gamma, const Eigen::Map<Eigen::MatrixXd> P,
-                              Rcpp::NumericVector b, int objective, double rho, double jitter,
-                              const Eigen::Map<Eigen::MatrixXd> V, Rcpp::NumericVector c,
-                              bool gradient, int threads, Rcpp::List backend) {
-  return klr::guard([&]() -> Rcpp::List {
-    const kl::DiklMapParams p = map_from_r(map, gamma, P, b);
-    const kl::IVec cls = classes_from_r(classes);
-    const kl::Mat Vm = V;
-    const kl::Vec cv = Rcpp::as<Eigen::VectorXd>(c);
-    kl::DiklGradient g;
-    const double v = klr::with_eigen_threads(threads, [&]() {
-      return kl::dikl_objective(objective_from_r(objective), p, x, y, cls.size() ? &cls : nullptr,
-                                rho, jitter, Vm, cv, gradient ? &g : nullptr,
-                                klr::backend_from_r(backend), threads, klr::make_callbacks());
-    });
-    if (!gradient) return Rcpp::List::create(Rcpp::Named("value") = v);
-    return Rcpp::List::create(Rcpp::Named("value") = v, Rcpp::Named("gP") = Rcpp::wrap(g.gP),
-                              Rcpp::Named("gb") = Rcpp::wrap(g.gb),
-                              Rcpp::Named("gV") = Rcpp::wrap(g.gV),
-                              Rcpp::Named("gc") = Rcpp::wrap(g.gc));
-  });
-}
-
 // Mini-batch training of a map from its initial parameters.
 // [[Rcpp::export]]
 Rcpp::List cpp_dikl_train(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> y,
@@ -93,25 +66,6 @@ Rcpp::List cpp_dikl_train(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<
         Rcpp::Named("epochs") = r.epochs, Rcpp::Named("steps") = r.steps,
         Rcpp::Named("best_epoch") = r.best_epoch, Rcpp::Named("stop") = r.stop);
     return out;
-  });
-}
-
-// The ridge head on all rows (and the DI of all rows).
-// [[Rcpp::export]]
-Rcpp::List cpp_dikl_ridge_head(const Eigen::Map<Eigen::MatrixXd> x,
-                               const Eigen::Map<Eigen::MatrixXd> y, int map, double gamma,
-                               const Eigen::Map<Eigen::MatrixXd> P, Rcpp::NumericVector b,
-                               double rho, double jitter, int threads, Rcpp::List backend) {
-  return klr::guard([&]() -> Rcpp::List {
-    const kl::DiklMapParams p = map_from_r(map, gamma, P, b);
-    kl::Mat V;
-    kl::Vec c;
-    const double di = klr::with_eigen_threads(threads, [&]() {
-      return kl::dikl_ridge_head(p, x, y, rho, jitter, V, c, klr::backend_from_r(backend),
-                                 threads, klr::make_callbacks());
-    });
-    return Rcpp::List::create(Rcpp::Named("V") = Rcpp::wrap(V), Rcpp::Named("c") = Rcpp::wrap(c),
-                              Rcpp::Named("di") = di);
   });
 }
 

@@ -1,6 +1,5 @@
 // Glue: generalized eigenvector features (moments, eigenproblems, feature map).
 #include "glue.hpp"
-#include "core/linalg/chol.hpp"
 #include "core/heads/cls.hpp"
 #include "core/learners/gem.hpp"
 #include "core/learners/gem_fit.hpp"
@@ -8,7 +7,6 @@
 #include "core/linalg/simd.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 namespace {
@@ -48,48 +46,6 @@ std::vector<int> class_pairs_from_r(const Rcpp::IntegerVector& v) {
 
 }  // namespace
 
-// Second moments of x by class (y: labels 1..K), then for every pair (num[q], den[q]) (class
-// labels 1..K) the top generalized eigenvectors. Returns one list per pair. With rff_W / rff_b, x is replaced by
-// its random Fourier map, applied a block of rows at a time.
-// [[Rcpp::export]]
-Rcpp::List cpp_gem_directions(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y, int K,
-                              Rcpp::IntegerVector num, Rcpp::IntegerVector den, double ridge,
-                              bool relative, int top, double threshold, int method, double tol,
-                              int threads, Rcpp::IntegerVector seed,
-                              SEXP progress = R_NilValue, SEXP rff_W = R_NilValue,
-                              SEXP rff_b = R_NilValue) {
-  return klr::guard([&]() -> Rcpp::List {
-    const kl::InputMap map = input_map(rff_W, rff_b, x.cols());
-    kl::GemOptions opt;
-    opt.ridge = ridge;
-    opt.relative = relative;
-    opt.top = top;
-    opt.threshold = threshold;
-    opt.method = method;
-    opt.tol = tol;
-    opt.threads = kl::clamp_threads(threads);
-    opt.seed = klr::seed_from_r(seed);
-    kl::Callbacks cb = klr::make_callbacks(progress);
-    const std::vector<int> nu = class_pairs_from_r(num), de = class_pairs_from_r(den);
-    std::vector<kl::GemPair> pairs = klr::with_eigen_threads(1, [&]() {
-      kl::ClassMoments M = kl::class_moments(x, klr::labels_from_r(y), K, opt.threads, cb.stage(0.0, 0.5),
-                                         map);
-      for (int m = 0; m < K; ++m)
-        if (M.count[m] == 0) Rcpp::stop("internal error: a class without rows");
-      return kl::gem_directions(M, nu, de, opt, cb.stage(0.5, 1.0));
-    });
-    Rcpp::List out(pairs.size());
-    for (std::size_t q = 0; q < pairs.size(); ++q) {
-      const kl::GemPair& g = pairs[q];
-      out[q] = Rcpp::List::create(Rcpp::Named("spectrum") = Rcpp::wrap(g.spectrum),
-                                  Rcpp::Named("vectors") = Rcpp::wrap(g.vectors),
-                                  Rcpp::Named("dense") = g.dense,
-                                  Rcpp::Named("applications") = g.applications);
-    }
-    return out;
-  });
-}
-
 // The feature map of x through the directions V. With standardize, the columns are centred
 // and scaled: by the training statistics in center / scale when given, else by their own
 // (returned as attributes). With rff_W / rff_b, x is replaced by its random Fourier map.
@@ -124,48 +80,6 @@ Rcpp::NumericMatrix cpp_gem_features(const Eigen::Map<Eigen::MatrixXd> x,
       out.attr("center") = Rcpp::wrap(c);
       out.attr("scale") = Rcpp::wrap(s);
     }
-    return out;
-  });
-}
-
-// The feature map in single precision, as the head computes it for large designs (row-major,
-// each element the double-precision value rounded), returned as a double matrix.
-// [[Rcpp::export]]
-Rcpp::NumericMatrix cpp_gem_features_single(const Eigen::Map<Eigen::MatrixXd> x,
-                                            const Eigen::Map<Eigen::MatrixXd> V, int base,
-                                            int degree, bool keep_input, bool ones, int threads,
-                                            SEXP rff_W = R_NilValue, SEXP rff_b = R_NilValue) {
-  return klr::guard([&]() -> Rcpp::NumericMatrix {
-    const kl::InputMap map = input_map(rff_W, rff_b, x.cols());
-    kl::RowMajorF32 F;
-    klr::with_eigen_threads(1, [&]() {
-      kl::gem_features_f32(x, V, base, degree, keep_input, ones, F, threads, kl::Callbacks(), map);
-    });
-    Rcpp::NumericMatrix out(static_cast<int>(F.n), static_cast<int>(F.p));
-    for (Eigen::Index j = 0; j < F.p; ++j)
-      for (Eigen::Index i = 0; i < F.n; ++i) out(i, j) = F.row(i)[j];
-    return out;
-  });
-}
-
-// Random Fourier features sqrt(2 / D) cos(x W + b), rows in parallel.
-// [[Rcpp::export]]
-Rcpp::NumericMatrix cpp_rff_map(const Eigen::Map<Eigen::MatrixXd> x,
-                                const Eigen::Map<Eigen::MatrixXd> W,
-                                const Eigen::Map<Eigen::VectorXd> b, int threads) {
-  return klr::guard([&]() -> Rcpp::NumericMatrix {
-    if (W.rows() != x.cols() || b.size() != W.cols())
-      Rcpp::stop("internal error: random Fourier map of the wrong shape");
-    Rcpp::NumericMatrix out(static_cast<int>(x.rows()), static_cast<int>(W.cols()));
-    Eigen::Map<Eigen::MatrixXd> Z(out.begin(), x.rows(), W.cols());
-    kl::InputMap map;
-    map.W = W.data();
-    map.b = b.data();
-    map.d = W.rows();
-    map.D = W.cols();
-    row_blocks(x.rows(), threads, [&](Eigen::Index r0, Eigen::Index len) {
-      map.apply(x.middleRows(r0, len), Z.middleRows(r0, len));
-    });
     return out;
   });
 }
@@ -236,17 +150,6 @@ Rcpp::List head_to_r(const kl::GemHeadFit& f, bool standardize) {
       Rcpp::Named("p") = static_cast<double>(f.p), Rcpp::Named("single") = f.single,
       Rcpp::Named("lambda") = f.lambda, Rcpp::Named("search") = search,
       Rcpp::Named("vectorised") = f.single && kl::logistic_f32_vectorised());
-}
-
-// X rounded to single precision, row-major.
-kl::RowMajorF32 to_single(const Eigen::Map<Eigen::MatrixXd>& X) {
-  kl::RowMajorF32 F;
-  F.n = X.rows();
-  F.p = X.cols();
-  F.data.resize(static_cast<std::size_t>(F.n * F.p));
-  for (Eigen::Index i = 0; i < F.n; ++i)
-    for (Eigen::Index j = 0; j < F.p; ++j) F.row(i)[j] = static_cast<float>(X(i, j));
-  return F;
 }
 
 // A fitted calibrated least-squares head from its R parts (W0 and the steps' link and delta).
@@ -443,38 +346,6 @@ Rcpp::NumericMatrix cpp_gem_cls_scores_single(const Eigen::Map<Eigen::MatrixXd> 
   });
 }
 
-// The two products of the calibrated least-squares steps on X held in single precision:
-// [X 1] W and [X 1]' R.
-// [[Rcpp::export]]
-Rcpp::List cpp_cls_products(const Eigen::Map<Eigen::MatrixXd> X,
-                            const Eigen::Map<Eigen::MatrixXd> W,
-                            const Eigen::Map<Eigen::MatrixXd> R, int threads) {
-  return klr::guard([&]() -> Rcpp::List {
-    const kl::RowMajorF32 F = to_single(X);
-    return klr::with_eigen_threads(1, [&]() {
-      return Rcpp::List::create(Rcpp::Named("product") = Rcpp::wrap(kl::cls_product(F, W, threads)),
-                                Rcpp::Named("crossprod") = Rcpp::wrap(kl::cls_crossprod(F, R, threads)));
-    });
-  });
-}
-
-// Solves (L L') X = B for the lower-triangular L, by the blocked solver of the calibrated least
-// squares (kl::cholesky_solve with threads); in single precision (L and B rounded) when
-// `single`.
-// [[Rcpp::export]]
-Rcpp::NumericMatrix cpp_cholesky_solve(const Eigen::Map<Eigen::MatrixXd> L,
-                                       const Eigen::Map<Eigen::MatrixXd> B, int threads,
-                                       bool single = false) {
-  return klr::guard([&]() -> Rcpp::NumericMatrix {
-    if (L.rows() != L.cols() || B.rows() != L.rows()) Rcpp::stop("shapes do not match");
-    if (single) {
-      const Eigen::MatrixXf Lf = L.cast<float>(), Bf = B.cast<float>();
-      return Rcpp::wrap(kl::Mat(kl::cholesky_solve(Lf, Bf, threads).cast<double>()));
-    }
-    return Rcpp::wrap(kl::cholesky_solve(L, B, threads));
-  });
-}
-
 // Rows of S projected onto the probability simplex.
 // [[Rcpp::export]]
 Rcpp::NumericMatrix cpp_simplex_project(const Eigen::Map<Eigen::MatrixXd> S) {
@@ -488,85 +359,3 @@ Rcpp::NumericMatrix cpp_simplex_project(const Eigen::Map<Eigen::MatrixXd> S) {
 // The vectorised single-precision kernels this processor runs: "avx512", "avx2" or "none".
 // [[Rcpp::export]]
 std::string cpp_simd_level() { return kl::simd_level_name(kl::simd_level()); }
-
-// The Gram matrix [X 1]'[X 1], from double or single-precision storage; in single precision
-// through the widest vectorised kernel up to `simd` (0 none, 1 AVX2, 2 AVX-512) that the
-// processor has.
-// [[Rcpp::export]]
-Rcpp::NumericMatrix cpp_gram_with_intercept(const Eigen::Map<Eigen::MatrixXd> X, bool single,
-                                            int threads, int simd = 2) {
-  return klr::guard([&]() -> Rcpp::NumericMatrix {
-    if (simd < 0 || simd > 2) Rcpp::stop("simd must be 0, 1 or 2");
-    kl::Mat G = klr::with_eigen_threads(1, [&]() {
-      if (!single) return kl::gram_with_intercept(X, threads);
-      return kl::gram_with_intercept(to_single(X), threads, static_cast<kl::SimdLevel>(simd));
-    });
-    return Rcpp::wrap(G);
-  });
-}
-
-// The lower Cholesky factor of a symmetric positive definite matrix by the blocked parallel
-// factorisation (vectorised kernel up to `simd`: 0 none, 1 AVX2, 2 AVX-512); NULL when a pivot
-// is not positive. In single precision (A rounded) when `single`.
-// [[Rcpp::export]]
-SEXP cpp_cholesky(const Eigen::Map<Eigen::MatrixXd> A, int threads, int simd = 2,
-                  bool single = false) {
-  return klr::guard([&]() -> SEXP {
-    if (simd < 0 || simd > 2) Rcpp::stop("simd must be 0, 1 or 2");
-    if (A.rows() != A.cols()) Rcpp::stop("the matrix must be square");
-    if (single) {
-      Eigen::MatrixXf Lf = A.cast<float>();
-      const bool ok = klr::with_eigen_threads(
-          1, [&]() { return kl::cholesky_lower(Lf, threads, static_cast<kl::SimdLevel>(simd)); });
-      if (!ok) return R_NilValue;
-      Lf.triangularView<Eigen::StrictlyUpper>().setZero();
-      return Rcpp::wrap(kl::Mat(Lf.cast<double>()));
-    }
-    // factored in place in the result (one allocation of the matrix's size)
-    Rcpp::NumericMatrix out(static_cast<int>(A.rows()), static_cast<int>(A.cols()));
-    Eigen::Map<kl::Mat> L(out.begin(), A.rows(), A.cols());
-    L = A;
-    const bool ok = klr::with_eigen_threads(
-        1, [&]() { return kl::cholesky_lower(L, threads, static_cast<kl::SimdLevel>(simd)); });
-    if (!ok) return R_NilValue;
-    L.triangularView<Eigen::StrictlyUpper>().setZero();
-    return out;
-  });
-}
-
-// Seconds each of `reps` factorizations of A takes, on a copy of A made (and touched) before
-// the clock starts: the factorization alone, as a BLAS benchmark measures dpotrf.
-// [[Rcpp::export]]
-Rcpp::NumericVector cpp_cholesky_seconds(const Eigen::Map<Eigen::MatrixXd> A, int threads,
-                                         int reps) {
-  return klr::guard([&]() -> Rcpp::NumericVector {
-    if (A.rows() != A.cols()) Rcpp::stop("the matrix must be square");
-    Rcpp::NumericVector out(std::max(reps, 0));
-    kl::Mat L(A.rows(), A.cols());
-    for (int r = 0; r < reps; ++r) {
-      L = A;
-      const auto t0 = std::chrono::steady_clock::now();
-      const bool ok = klr::with_eigen_threads(
-          1, [&]() { return kl::cholesky_lower(L, threads, kl::SimdLevel::avx512); });
-      const auto t1 = std::chrono::steady_clock::now();
-      if (!ok) Rcpp::stop("the matrix is not positive definite");
-      out[r] = std::chrono::duration<double>(t1 - t0).count();
-    }
-    return out;
-  });
-}
-
-// Class second moments and means (y: labels 1..K), as the fit computes them.
-// [[Rcpp::export]]
-Rcpp::List cpp_class_moments(const Eigen::Map<Eigen::MatrixXd> x, const Rcpp::IntegerVector y,
-                             int K, int threads) {
-  return klr::guard([&]() -> Rcpp::List {
-    const kl::IVec yy = klr::labels_from_r(y);
-    const kl::ClassMoments cm = klr::with_eigen_threads(
-        1, [&]() { return kl::class_moments(x, yy, K, threads, klr::make_callbacks()); });
-    Rcpp::List second(K);
-    for (int k = 0; k < K; ++k) second[k] = Rcpp::wrap(cm.second[static_cast<std::size_t>(k)]);
-    return Rcpp::List::create(Rcpp::Named("second") = second, Rcpp::Named("mean") = cm.mean,
-                              Rcpp::Named("count") = cm.count);
-  });
-}

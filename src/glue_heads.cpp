@@ -51,23 +51,6 @@ Rcpp::List cpp_logistic_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVe
   });
 }
 
-// The objective and its gradient at (B, b); y: class labels 1..K.
-// [[Rcpp::export]]
-Rcpp::List cpp_logistic_objective(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector y,
-                                  int K, double lambda, SEXP weights,
-                                  const Eigen::Map<Eigen::MatrixXd> B,
-                                  const Eigen::Map<Eigen::VectorXd> b, int threads = 1) {
-  return klr::guard([&]() -> Rcpp::List {
-    const kl::Vec w = to_vec_or_empty(weights);
-    kl::Mat gB;
-    kl::Vec gb;
-    const double f = kl::logistic_objective(x, klr::labels_from_r(y), K, w, lambda, B, b, &gB, &gb,
-                                            kl::clamp_threads(threads));
-    return Rcpp::List::create(Rcpp::Named("value") = f, Rcpp::Named("grad_coef") = Rcpp::wrap(gB),
-                              Rcpp::Named("grad_intercept") = Rcpp::wrap(gb));
-  });
-}
-
 // [[Rcpp::export]]
 Rcpp::NumericMatrix cpp_logistic_predict(const Eigen::Map<Eigen::MatrixXd> x,
                                          const Eigen::Map<Eigen::MatrixXd> B,

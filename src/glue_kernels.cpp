@@ -1,6 +1,5 @@
 // Glue: kernel matrices, backend information, ridge and exact kernel ridge regression.
 #include "glue.hpp"
-#include "core/linalg/simd.hpp"
 #include "core/heads/ridge.hpp"
 #include "core/machines/kernel_ridge.hpp"
 #include "core/backend/expansion.hpp"
@@ -16,39 +15,6 @@ Rcpp::NumericMatrix cpp_kernel_matrix(const Eigen::Map<Eigen::MatrixXd> x,
     kl::Callbacks cb = klr::make_callbacks();
     klr::backend_from_r(backend).kernel_matrix(*k, x, z, K, threads, cb);
     return out;
-  });
-}
-
-// Reference values by plain loops (tests compare the blocked routines with them).
-// [[Rcpp::export]]
-Rcpp::NumericMatrix cpp_kernel_matrix_naive(const Eigen::Map<Eigen::MatrixXd> x,
-                                            const Eigen::Map<Eigen::MatrixXd> z,
-                                            Rcpp::List kernel) {
-  return klr::guard([&]() {
-    const kl::KernelPtr k = klr::kernel_from_r(kernel);
-    const int n = static_cast<int>(x.rows()), m = static_cast<int>(z.rows());
-    const int d = static_cast<int>(x.cols());
-    k->check_dim(d, "x");
-    Rcpp::NumericMatrix out(n, m);
-    for (int j = 0; j < m; ++j)
-      for (int i = 0; i < n; ++i)
-        out(i, j) = k->value(x.data() + i, x.rows(), z.data() + j, z.rows(), d);
-    return out;
-  });
-}
-
-// g_t = sum_kl E_kl dK(x, z)_kl / dtheta_t for a kernel with parameter derivatives.
-// [[Rcpp::export]]
-Rcpp::NumericVector cpp_kernel_derivatives(const Eigen::Map<Eigen::MatrixXd> x,
-                                           const Eigen::Map<Eigen::MatrixXd> z,
-                                           const Eigen::Map<Eigen::MatrixXd> e,
-                                           Rcpp::List kernel, int threads) {
-  return klr::guard([&]() {
-    const kl::KernelPtr k = klr::kernel_from_r(kernel);
-    Eigen::VectorXd g(k->num_params());
-    if (k->num_params() == 0) throw kl::Error("the " + k->name() + " kernel has no parameter derivatives");
-    k->contract_derivatives(x, z, e, g, threads, klr::make_callbacks());
-    return Rcpp::NumericVector(g.data(), g.data() + g.size());
   });
 }
 
@@ -110,51 +76,6 @@ Rcpp::NumericMatrix cpp_kernel_predict(const Eigen::Map<Eigen::MatrixXd> newx,
     Eigen::Map<Eigen::MatrixXd> F(out.begin(), newx.rows(), alpha.cols());
     kl::kernel_expansion(klr::backend_from_r(backend), *k, newx, x,
                          kl::dense_machines(alpha, bias), F, threads, klr::make_callbacks());
-    return out;
-  });
-}
-
-// C = A B' through the backend's GEMM (the floor that kernel matrices are measured against).
-// [[Rcpp::export]]
-Rcpp::NumericMatrix cpp_gemm_nt(const Eigen::Map<Eigen::MatrixXd> a,
-                                const Eigen::Map<Eigen::MatrixXd> b, int threads,
-                                Rcpp::List backend) {
-  return klr::guard([&]() -> Rcpp::NumericMatrix {
-    if (a.cols() != b.cols()) Rcpp::stop("a and b must have the same number of columns");
-    Rcpp::NumericMatrix out(static_cast<int>(a.rows()), static_cast<int>(b.rows()));
-    Eigen::Map<Eigen::MatrixXd> C(out.begin(), a.rows(), b.rows());
-    klr::backend_from_r(backend).gemm_nt(a, b, C, threads);
-    return out;
-  });
-}
-
-// A B' (tn = FALSE) or A'B (tn = TRUE) by the vectorised tiled GEMM of the core, with the
-// widest kernel up to `simd` (1 AVX2, 2 AVX-512) that the processor has, or by Eigen
-// (simd = 0, or no such kernel).
-// [[Rcpp::export]]
-Rcpp::NumericMatrix cpp_simd_gemm(const Eigen::Map<Eigen::MatrixXd> a,
-                                  const Eigen::Map<Eigen::MatrixXd> b, bool tn, int threads,
-                                  int simd) {
-  return klr::guard([&]() -> Rcpp::NumericMatrix {
-    if (simd < 0 || simd > 2) Rcpp::stop("simd must be 0, 1 or 2");
-    if (tn ? a.rows() != b.rows() : a.cols() != b.cols()) Rcpp::stop("a and b do not conform");
-    const Eigen::Index m = tn ? a.cols() : a.rows(), n = tn ? b.cols() : b.rows();
-    const Eigen::Index k = tn ? a.rows() : a.cols();
-    Rcpp::NumericMatrix out(static_cast<int>(m), static_cast<int>(n));
-    Eigen::Map<Eigen::MatrixXd> C(out.begin(), m, n);
-    const kl::SimdLevel level = std::min(static_cast<kl::SimdLevel>(simd), kl::simd_level());
-    if (level == kl::SimdLevel::none) {
-      if (tn)
-        C.noalias() = a.transpose() * b;
-      else
-        C.noalias() = a * b.transpose();
-    } else if (tn) {
-      kl::gemm_parallel(level, m, n, k, a.data(), a.rows(), 1, b.data(), 1, b.rows(), C.data(),
-                        m, threads);
-    } else {
-      kl::gemm_parallel(level, m, n, k, a.data(), 1, a.rows(), b.data(), b.rows(), 1, C.data(),
-                        m, threads);
-    }
     return out;
   });
 }

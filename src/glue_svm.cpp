@@ -191,24 +191,6 @@ Rcpp::NumericMatrix cpp_ovo_prob(const Eigen::Map<Eigen::MatrixXd> dec, int k,
   });
 }
 
-// [[Rcpp::export]]
-Rcpp::NumericVector cpp_platt_fit(Rcpp::NumericVector f, Rcpp::IntegerVector y) {
-  return klr::guard([&]() -> Rcpp::NumericVector {
-    std::vector<signed char> yy(y.size());
-    for (R_xlen_t i = 0; i < y.size(); ++i) yy[i] = y[i] > 0 ? 1 : -1;
-    double A, B;
-    kl::platt_fit(Rcpp::as<std::vector<double>>(f), yy, &A, &B);
-    return Rcpp::NumericVector::create(A, B);
-  });
-}
-
-// [[Rcpp::export]]
-Rcpp::NumericVector cpp_pairwise_coupling(const Eigen::Map<Eigen::MatrixXd> r) {
-  return klr::guard([&]() -> Rcpp::NumericVector {
-    return Rcpp::wrap(kl::pairwise_coupling(r));
-  });
-}
-
 // Decision values on `test` rows for each cost of an increasing path, fitted on `train` rows
 // (1-based; y: class labels 1..k, or the response when k < 2) with warm starts: a list of test x pairs matrices (classification) or of vectors.
 // [[Rcpp::export]]

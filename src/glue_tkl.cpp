@@ -63,31 +63,3 @@ Rcpp::List cpp_tkl_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, int k,
         Rcpp::Named("iter_first") = static_cast<double>(r.iter_first));
   });
 }
-
-// The learner's algebra, for tests: the blended Gram matrix (1 - eta) K + eta K(q v v') and
-// the gradient C(w) of the weights w over all rows (zeros are left out).
-// [[Rcpp::export]]
-Rcpp::List cpp_tkl_parts(const Eigen::Map<Eigen::MatrixXd> x, int degree,
-                         const Eigen::Map<Eigen::VectorXd> lower,
-                         const Eigen::Map<Eigen::VectorXd> upper,
-                         const Eigen::Map<Eigen::MatrixXd> K, const Eigen::Map<Eigen::VectorXd> v,
-                         double q, double eta, const Eigen::Map<Eigen::VectorXd> w, int threads) {
-  return klr::guard([&]() -> Rcpp::List {
-    const kl::Vec lo = lower, hi = upper;
-    kl::TklGram G(x, degree, lo, hi, threads, klr::make_callbacks());
-    const int n = G.n();
-    if (K.rows() != n || K.cols() != n) throw kl::Error("K must be n x n");
-    if (w.size() != n) throw kl::Error("w must have one value per row");
-    Rcpp::NumericMatrix out(n, n);
-    G.blend_rank_one(v, q, eta, K.data(), out.begin());
-    std::vector<int> rows;
-    std::vector<double> vals;
-    for (int i = 0; i < n; ++i)
-      if (w[i] != 0) {
-        rows.push_back(i);
-        vals.push_back(w[i]);
-      }
-    const kl::Mat C = G.gradient({rows}, {vals});
-    return Rcpp::List::create(Rcpp::Named("K") = out, Rcpp::Named("C") = Rcpp::wrap(C));
-  });
-}

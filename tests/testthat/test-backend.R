@@ -43,6 +43,8 @@ test_that("the automatic backend falls back silently; an explicit cuda warns onc
   expect_silent(kernel_matrix(gaussian_kernel(1), x))
 })
 
+# The portable product and Cholesky factorisation against the vectorised ones: the core's C++
+# tests (tests/core).
 test_that("KERNLEARN_SIMD=none runs the portable path, with the results of the vectorised one", {
   skip_on_cran()
   rscript <- file.path(R.home("bin"), "Rscript")
@@ -52,11 +54,8 @@ test_that("KERNLEARN_SIMD=none runs the portable path, with the results of the v
   code <- sprintf(paste(
     ".libPaths(c(%s, .libPaths())); suppressMessages(library(kernlearn));",
     "set.seed(3); x <- matrix(runif(700 * 5), 700); z <- matrix(runif(300 * 5), 300);",
-    "A <- crossprod(matrix(rnorm(900 * 800), 900)) / 900 + diag(800);",
     "saveRDS(list(simd = attr(kl_backend(), 'simd'),",
     "  K = kernel_matrix(gaussian_kernel(2), x, z), L = kernel_matrix(laplacian_kernel(1), x, z),",
-    "  P = kernlearn:::cpp_gemm_nt(x, z, 2, list(gpu = FALSE, lib = '')),",
-    "  C = kernlearn:::cpp_cholesky(A, 2),",
     "  D = predict(kernel_svm(Species ~ ., iris, fitted = FALSE), iris, type = 'decision'),",
     "  R = predict(kernel_ridge(mpg ~ ., mtcars, lambda = 0.1), mtcars)), %s)"),
     paste(deparse(.libPaths()), collapse = ""), deparse(out))
@@ -68,13 +67,8 @@ test_that("KERNLEARN_SIMD=none runs the portable path, with the results of the v
   set.seed(3)
   x <- matrix(runif(700 * 5), 700)
   z <- matrix(runif(300 * 5), 300)
-  A <- crossprod(matrix(rnorm(900 * 800), 900)) / 900 + diag(800)
   expect_equal(base$K, kernel_matrix(gaussian_kernel(2), x, z), tolerance = 1e-13)
   expect_equal(base$L, kernel_matrix(laplacian_kernel(1), x, z), tolerance = 1e-13)
-  expect_equal(base$P, kernlearn:::cpp_gemm_nt(x, z, 2, list(gpu = FALSE, lib = "")),
-               tolerance = 1e-13)
-  Cv <- kernlearn:::cpp_cholesky(A, 2)
-  expect_equal(base$C[lower.tri(Cv, TRUE)], Cv[lower.tri(Cv, TRUE)], tolerance = 1e-12)
   expect_equal(base$D, predict(kernel_svm(Species ~ ., iris, fitted = FALSE), iris,
                                type = "decision"), tolerance = 1e-5)
   expect_equal(base$R, predict(kernel_ridge(mpg ~ ., mtcars, lambda = 0.1), mtcars),
@@ -88,16 +82,13 @@ test_that("KERNLEARN_SIMD=none runs the portable path, with the results of the v
   expect_true(attr(kl_backend(), "simd") %in% c("none", "avx2", "avx512"))
 })
 
-test_that("products and Gaussian kernel blocks agree with R on shapes that are not block multiples", {
+test_that("Gaussian kernel blocks agree with R on shapes that are not block multiples", {
   # several 256-deep k blocks, several 144-row blocks of A, partial micro-tiles on both sides
+  # (the products alone: the core's C++ tests)
   set.seed(11)
-  bk <- list(gpu = FALSE, lib = "")
   for (sh in list(c(1003, 517, 300), c(37, 5, 3), c(290, 1030, 513))) {
     a <- matrix(runif(sh[1] * sh[3]), sh[1])
     b <- matrix(runif(sh[2] * sh[3]), sh[2])
-    P <- kernlearn:::cpp_gemm_nt(a, b, 2, bk)
-    expect_equal(P, tcrossprod(a, b), tolerance = 1e-13)
-    expect_identical(kernlearn:::cpp_gemm_nt(a, b, 1, bk), P)
     g <- 1 / sh[3]
     K <- kernel_matrix(gaussian_kernel(g), a, b, threads = 2)
     d2 <- outer(rowSums(a^2), rowSums(b^2), "+") - 2 * tcrossprod(a, b)
@@ -106,36 +97,3 @@ test_that("products and Gaussian kernel blocks agree with R on shapes that are n
   }
 })
 
-test_that("the products and solves of calibrated least squares agree with R and across threads", {
-  set.seed(12)
-  for (sh in list(c(1031, 37, 10), c(517, 200, 3), c(9, 16, 5))) {
-    n <- sh[1]; p <- sh[2]; K <- sh[3]
-    X <- matrix(rnorm(n * p), n)
-    Xf <- X  # the design as held: rounded to single precision
-    W <- matrix(rnorm((p + 1) * K), p + 1)
-    R <- matrix(rnorm(n * K), n)
-    r2 <- kernlearn:::cpp_cls_products(X, W, R, 2L)
-    r1 <- kernlearn:::cpp_cls_products(X, W, R, 1L)
-    expect_identical(r1, r2)
-    expect_equal(r2$product, cbind(Xf, 1) %*% W, tolerance = 1e-5)
-    expect_equal(r2$crossprod, crossprod(cbind(Xf, 1), R), tolerance = 1e-5)
-  }
-  # the blocked solve (several 256-row blocks, a partial last one) against R
-  A <- crossprod(matrix(rnorm(1400 * 1300), 1400)) / 1400 + diag(1300)
-  L <- t(chol(A))
-  B <- matrix(rnorm(1300 * 7), 1300)
-  X2 <- kernlearn:::cpp_cholesky_solve(L, B, 2L)
-  expect_identical(kernlearn:::cpp_cholesky_solve(L, B, 1L), X2)
-  expect_equal(X2, solve(A, B), tolerance = 1e-10)
-  # in single precision (A's condition number is about 4): to single-precision rounding
-  Xf <- kernlearn:::cpp_cholesky_solve(L, B, 2L, single = TRUE)
-  expect_identical(kernlearn:::cpp_cholesky_solve(L, B, 1L, single = TRUE), Xf)
-  expect_lt(max(abs(Xf - X2)) / max(abs(X2)), 1e-5)
-  # with fewer than 4 right-hand sides, the unblocked substitution
-  B3 <- B[, 1:3]
-  X3 <- kernlearn:::cpp_cholesky_solve(L, B3, 2L)
-  expect_equal(X3, solve(A, B3), tolerance = 1e-10)
-  expect_identical(kernlearn:::cpp_cholesky_solve(L, B3, 1L), X3)
-  X1 <- kernlearn:::cpp_cholesky_solve(L, B[, 1, drop = FALSE], 2L, single = TRUE)
-  expect_lt(max(abs(X1 - X2[, 1])) / max(abs(X2[, 1])), 1e-5)
-})

@@ -31,21 +31,6 @@ class_moment <- function(x, y, lev) {
   crossprod(xi) / nrow(xi)
 }
 
-test_that("class moments equal crossprod() over several row chunks and column tiles", {
-  set.seed(21)
-  x <- matrix(rnorm(5000 * 300), 5000, 300)
-  x[, 5] <- x[, 5] * 50
-  y <- rep(0:2, c(4500, 400, 100))
-  m <- kernlearn:::cpp_class_moments(x, y + 1L, 3L, 2L)
-  for (k in 0:2) {
-    xk <- x[y == k, ]
-    expect_equal(m$second[[k + 1]], crossprod(xk) / nrow(xk), tolerance = 1e-12)
-    expect_equal(m$mean[, k + 1], colMeans(xk), tolerance = 1e-12)
-  }
-  expect_equal(m$count, c(4500L, 400L, 100L))
-  expect_identical(kernlearn:::cpp_class_moments(x, y + 1L, 3L, 1L), m)
-})
-
 test_that("directions solve the regularised generalized eigenproblem", {
   dat <- gem_toy()
   fit <- gem(dat$x, dat$y, ridge = 0.2, top = 4, threshold = 0, scale = FALSE, head = "logistic", lambda = 1e-3)
@@ -179,33 +164,6 @@ test_that("the feature maps match their definitions", {
   expect_equal(fs$members[[1]]$center, fit$members[[1]]$center, tolerance = 1e-6)
 })
 
-test_that("single-precision features are the double-precision ones rounded, row by row", {
-  set.seed(5)
-  d <- 6
-  # 8200 rows: blocks of 1024 rows and a short last one; 700 rows: blocks of 256
-  for (n in c(700L, 8200L)) {
-    x <- matrix(rnorm(n * d), n, d)
-    V <- matrix(rnorm(d * 7), d, 7)
-    W <- matrix(rnorm(d * 9), d, 9)
-    b <- runif(9, 0, 2 * pi)
-    for (base in 0:1) for (degree in c(1L, 3L)) for (ki in c(FALSE, TRUE)) {
-      for (rff in c(FALSE, TRUE)) {
-        Vm <- if (rff) matrix(rnorm(9 * 7), 9, 7) else V
-        Wm <- if (rff) W else NULL
-        bm <- if (rff) b else NULL
-        Fd <- kernlearn:::cpp_gem_features(x, Vm, base, degree, ki, TRUE, FALSE, NULL, NULL,
-                                           2L, NULL, Wm, bm)
-        Fs <- kernlearn:::cpp_gem_features_single(x, Vm, base, degree, ki, TRUE, 2L, Wm, bm)
-        expect_identical(dim(Fs), dim(Fd))
-        # rounding to the nearest float: within half a unit in the last place
-        expect_true(all(abs(Fs - Fd) <= 2^-24 * abs(Fd)))
-        expect_identical(Fs, kernlearn:::cpp_gem_features_single(x, Vm, base, degree, ki, TRUE,
-                                                                 1L, Wm, bm))
-      }
-    }
-  }
-})
-
 test_that("the classifier is the penalised logistic regression on the features", {
   dat <- gem_toy(n = 400, d = 4)
   fit <- gem(dat$x, dat$y, top = 2, threshold = 0, head = "logistic", lambda = 1e-2,
@@ -314,7 +272,7 @@ test_that("the calibrated least-squares head follows its definition", {
   expect_lt(err, mean(predict(q, x[-tr, ])$class != y[-tr]) + 0.05)
 })
 
-test_that("the calibrated least-squares head: single precision, threads, Gram and simplex", {
+test_that("the calibrated least-squares head: single precision, threads and simplex", {
   dat <- gem_toy(n = 500, d = 5)
   args <- list(dat$x, dat$y, top = 3, threshold = 0, head = "cls", lambda = 0.5,
                control = gem_control(maxit = 5, tol = 0))
@@ -328,53 +286,9 @@ test_that("the calibrated least-squares head: single precision, threads, Gram an
   expect_equal(predict(fs, dat$x, type = "prob"), predict(f1, dat$x, type = "prob"),
                tolerance = 1e-3)
   expect_gt(mean(predict(fs, dat$x) == predict(f1, dat$x)), 0.99)
-  # the tiled Gram matrix against crossprod(), in double and in single precision, with
-  # column counts that are not multiples of the tile
-  set.seed(3)
-  X <- matrix(rnorm(2100 * 530), 2100, 530)
-  G <- crossprod(cbind(X, 1))
-  expect_equal(kernlearn:::cpp_gram_with_intercept(X, FALSE, 2), G, tolerance = 1e-12)
-  expect_identical(kernlearn:::cpp_gram_with_intercept(X, FALSE, 1),
-                   kernlearn:::cpp_gram_with_intercept(X, FALSE, 2))
-  expect_lt(max(abs(kernlearn:::cpp_gram_with_intercept(X, TRUE, 2) - G)) / max(abs(G)), 1e-5)
-  # in single precision, the products of each block of 2048 rows are summed in single
-  # precision and the blocks added in double: exactly the sum of the blocks' own Gram matrices
-  X2 <- matrix(rnorm(4400 * 70), 4400, 70)
-  blocks <- split(seq_len(4400), (seq_len(4400) - 1) %/% 2048)
-  for (simd in 0:2) {
-    Gb <- Reduce(`+`, lapply(blocks, function(i)
-      kernlearn:::cpp_gram_with_intercept(X2[i, , drop = FALSE], TRUE, 2, simd)[1:70, 1:70]))
-    expect_identical(kernlearn:::cpp_gram_with_intercept(X2, TRUE, 2, simd)[1:70, 1:70], Gb)
-  }
-  # single precision through Eigen and through each vectorised kernel this processor has (the
-  # level is reported), each against crossprod(), and thread-count independent
+  # the vectorised kernels this processor runs are reported (the Gram matrix, products and
+  # Cholesky factorisation they compute are checked by the core's C++ tests, tests/core)
   expect_true(kernlearn:::cpp_simd_level() %in% c("avx512", "avx2", "none"))
-  X[, 7] <- X[, 7] * 300
-  G <- crossprod(cbind(X, 1))
-  for (simd in 0:2) {
-    Gs <- kernlearn:::cpp_gram_with_intercept(X, TRUE, 2, simd)
-    expect_true(isSymmetric(Gs))
-    expect_lt(max(abs(Gs - G) / sqrt(diag(G) %o% diag(G))), 1e-5)
-    expect_identical(kernlearn:::cpp_gram_with_intercept(X, TRUE, 1, simd), Gs)
-  }
-  # the blocked Cholesky factor against chol(), with each kernel and sizes that are not block
-  # multiples (several trailing tiles, a partial column block); a positive semi-definite
-  # matrix is refused
-  A <- crossprod(matrix(rnorm(600 * 900), 600, 900)) / 600 + diag(0.01, 900)
-  R <- chol(A)
-  for (simd in 0:2) {
-    L <- kernlearn:::cpp_cholesky(A, 2, simd)
-    expect_equal(L, t(R), tolerance = 1e-10)
-    expect_identical(kernlearn:::cpp_cholesky(A, 1, simd), L)
-    # in single precision: the factor of A to single-precision rounding (A's condition number
-    # is about 300), the same for 1 and 2 threads
-    Lf <- kernlearn:::cpp_cholesky(A, 2, simd, single = TRUE)
-    expect_lt(max(abs(Lf - t(R))) / max(abs(R)), 1e-5)
-    expect_identical(kernlearn:::cpp_cholesky(A, 1, simd, single = TRUE), Lf)
-  }
-  S <- tcrossprod(matrix(rnorm(600 * 3), 600, 3))
-  expect_null(kernlearn:::cpp_cholesky(S - diag(1e-3, 600), 2))
-  expect_null(kernlearn:::cpp_cholesky(S - diag(1e-3, 600), 2, single = TRUE))
   # simplex projection against bisection, including ties and rows already on the simplex
   S <- rbind(matrix(rnorm(40 * 5, sd = 2), 40, 5), c(0.2, 0.2, 0.2, 0.2, 0.2),
              c(3, 3, -1, 0, 0), c(0, 0, 0, 0, 0))
@@ -507,17 +421,17 @@ test_that("deep GEM and GEM on random Fourier features fit and predict", {
               head = "logistic", lambda = 1e-2)
   expect_equal(base$members[[1]]$p, 40L)
   # The map is applied a block of rows at a time inside the moments and the features; the same
-  # computation on the explicitly mapped rows (an independent cos(x W + b)) agrees.
+  # fit on the explicitly mapped rows (an independent cos(x W + b)) agrees. (The map itself is
+  # checked against cos(x W + b) by the core's C++ tests.)
   mem <- rf$members[[1]]
   xs <- kernlearn:::.kl_newdata(rf$spec, dat$x, "features()")
   Zr <- sqrt(2 / 40) * cos(sweep(xs %*% mem$rff$W, 2, mem$rff$b, "+"))
-  expect_equal(kernlearn:::cpp_rff_map(xs, mem$rff$W, mem$rff$b, 2L), Zr, tolerance = 1e-12)
   L <- mem$layers[[1]]
-  direct <- kernlearn:::cpp_gem_directions(Zr, as.integer(dat$y), nlevels(dat$y),
-                                           L$pairs[, 1L], L$pairs[, 2L], L$ridge,
-                                           L$ridge_type == "relative", L$top, L$threshold, 1L,
-                                           1e-8, 2L, c(1L, 1L))
-  expect_equal(lapply(direct, function(r) r$spectrum), unname(L$spectra), tolerance = 1e-8)
+  direct <- gem(Zr, dat$y, ridge = L$ridge, ridge_type = L$ridge_type, top = L$top,
+                threshold = L$threshold, head = "logistic", lambda = 1e-2, scale = FALSE)
+  Ld <- direct$members[[1]]$layers[[1]]
+  expect_identical(Ld$pairs, L$pairs)
+  expect_equal(unname(Ld$spectra), unname(L$spectra), tolerance = 1e-8)
   Fr <- kernlearn:::cpp_gem_features(Zr, L$V, 0L, L$degree, L$keep_input, L$ones, TRUE,
                                      mem$center, mem$scale, 2L)
   expect_equal(unname(features(rf, dat$x)), matrix(Fr, nrow(Fr)), tolerance = 1e-10)
@@ -794,13 +708,6 @@ test_that("an error the core raises about a class names the class by its level",
   err <- tryCatch(gem(x, y, ridge = 0, top = 2, threshold = 0, scale = FALSE, lambda = 1),
                   error = function(e) conditionMessage(e))
   expect_match(err, "^gem\\(\\): the regularised second-moment matrix of class '(alpha|beta|gamma)' is singular")
-  # the condition the glue raises carries the class number for R to name
-  cond <- tryCatch(kernlearn:::cpp_gem_directions(x, as.integer(y), 3L, 1L, 2L, 0, FALSE,
-                                                  2L, 0, 0L, 1e-8, 1L, c(1L, 2L)),
-                   error = function(e) e)
-  expect_s3_class(cond, "kl_class_error")
-  expect_identical(cond$index, 2L)
-  expect_match(conditionMessage(cond), "class 2 is singular")
 })
 
 test_that("the demo's GEM and DI fits converge without a warning", {

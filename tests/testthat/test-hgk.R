@@ -1,27 +1,13 @@
-# hgk(): the learning objective and its gradients against independent R computations and finite
-# differences, the learner against kernel_ridge() / kernel_svm() when nothing is learned, the
+# hgk(): the learner against kernel_ridge() / kernel_svm() when nothing is learned, the
 # annealing and reproducibility guarantees, relevance on Friedman data, the methods and the
-# input errors.
+# input errors. The learning objective and its gradients (against an independent LS-SVM
+# computation and finite differences) are checked by the core's C++ tests (tests/core).
 
 # ---- helpers ---------------------------------------------------------------------------------
 
 # One thread unless a test asks for more: OpenMP barriers on tiny problems are slow on a busy
 # machine. Restored at the end of the file.
 old_options <- options(kernlearn.threads = 1L)
-
-hgk_obj <- function(x1, y1, x2, y2, k, theta, gamma, lambda, variant = "bilevel",
-                    alpha = NULL, bias = NULL, gradient = FALSE, threads = 1L) {
-  spec <- kernlearn:::.kernel_spec(kernlearn:::.resolve_kernel(k, ncol(x1)))
-  kernlearn:::cpp_hgk_objective(x1, y1, x2, y2, spec, theta, gamma, lambda, variant, alpha,
-                                bias, gradient, threads)
-}
-
-# The kernel with the weights exp(theta) (in .hgk_params order) and the root width gamma.
-hgk_at <- function(k, theta, gamma) {
-  k <- kernlearn:::.hgk_set_params(k, exp(theta))
-  k$gamma <- gamma
-  k
-}
 
 # An independent R evaluation of a hierarchical kernel's Gram matrix (NOTES sec. 2): a leaf is
 # exp(-scale * sum_i w_i^2 (x_i - z_i)^2), an inner node exp(-scale * sum_c u_c^2 (1 - K_c)).
@@ -50,32 +36,7 @@ ls_svm_r <- function(K11, Y1, c) {
   list(alpha = sol[seq_len(n1), , drop = FALSE], bias = sol[n1 + 1L, ], A = A)
 }
 
-risk_r <- function(K21, Y2, alpha, bias)
-  sum((Y2 - K21 %*% alpha - matrix(bias, nrow(Y2), ncol(Y2), byrow = TRUE))^2) / length(Y2)
-
-central_diff <- function(f, v, h = 1e-5) {
-  vapply(seq_along(v), function(i) {
-    vp <- v; vm <- v
-    vp[i] <- vp[i] + h; vm[i] <- vm[i] - h
-    (f(vp) - f(vm)) / (2 * h)
-  }, numeric(1))
-}
-
-rel_err <- function(a, b) max(abs(a - b)) / max(abs(b))
-
-# Small regression / multi-output problems for the objective.
-obj_data <- function(n1 = 50, n2 = 40, d = 4, L = 2, seed = 1) {
-  set.seed(seed)
-  x1 <- matrix(runif(n1 * d), n1, d)
-  x2 <- matrix(runif(n2 * d), n2, d)
-  f <- function(x) cbind(sin(3 * x[, 1]) + x[, 2], x[, 2] * x[, 3] - x[, 1], cos(2 * x[, d]))
-  y1 <- f(x1)[, seq_len(L), drop = FALSE] + matrix(rnorm(n1 * L, sd = 0.1), n1)
-  y2 <- f(x2)[, seq_len(L), drop = FALSE] + matrix(rnorm(n2 * L, sd = 0.1), n2)
-  list(x1 = x1, y1 = y1, x2 = x2, y2 = y2)
-}
-
-# Kernels of depth 1, 2 (overlapping nodes) and 3 (a root over depth-2 subtrees) on 5 columns.
-k_d1 <- hierarchical_gaussian_kernel(c(0.5, 1.2, 2, 0.8, 1.1))
+# Kernels of depth 2 (overlapping nodes) and 3 (a root over depth-2 subtrees) on 5 columns.
 k_d2 <- hierarchical_gaussian_kernel(weights = list(c(1.5, 0.7), c(0.4, 2, 1), c(1.1, 0.6)),
                                      nodes = list(1:2, 2:4, c(3, 5)),
                                      node_weights = c(0.8, 1.3, 0.5))
@@ -85,154 +46,6 @@ k_sub <- hierarchical_gaussian_kernel(weights = list(c(0.9, 1.2), c(1.4, 0.5, 0.
 k_d3 <- hierarchical_gaussian_kernel(weights = list(NULL, NULL, c(0.7, 1.3)),
                                      nodes = list(k_d2, k_sub, c(1, 5)),
                                      node_weights = c(1.2, 0.6, 0.9))
-
-# ---- the objective ---------------------------------------------------------------------------
-
-test_that("the bilevel and fixed objectives equal an independent LS-SVM computation", {
-  for (L in 1:3) {
-    dd <- obj_data(n1 = 45, n2 = 35, d = 5, L = L, seed = L)
-    for (k in list(k_d1, k_d2, k_d3)) {
-      set.seed(10 + L)
-      theta <- log(kernlearn:::.hgk_params(k)) + rnorm(length(kernlearn:::.hgk_params(k)), sd = 0.2)
-      g <- 1.7; lam <- 0.02
-      kk <- hgk_at(k, theta, g)
-      K11 <- gram_r(kk, dd$x1, dd$x1)
-      K21 <- gram_r(kk, dd$x2, dd$x1)
-      sol <- ls_svm_r(K11, dd$y1, nrow(dd$x1) * lam)
-      ref <- risk_r(K21, dd$y2, sol$alpha, sol$bias)
-      b <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, theta, g, lam, "bilevel")
-      expect_equal(b$value, ref, tolerance = 1e-10)
-      expect_equal(unname(b$alpha), sol$alpha, tolerance = 1e-8)
-      expect_equal(as.vector(b$bias), sol$bias, tolerance = 1e-8)
-      expect_equal(colSums(b$alpha), rep(0, L), tolerance = 1e-10)
-      # fixed: any alpha and bias, the risk of K21 alpha + b on D2
-      a <- matrix(rnorm(nrow(dd$x1) * L), ncol = L)
-      bb <- rnorm(L)
-      f <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, theta, g, lam, "fixed", a, bb)
-      expect_equal(f$value, risk_r(K21, dd$y2, a, bb), tolerance = 1e-10)
-      expect_equal(f$alpha, a)
-      # fixed at the bilevel solution is the bilevel value
-      f2 <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, theta, g, lam, "fixed", b$alpha, b$bias)
-      expect_equal(f2$value, b$value, tolerance = 1e-12)
-    }
-  }
-  # the width argument replaces the kernel's own gamma at the root
-  dd <- obj_data(d = 5, L = 1)
-  k <- k_d1
-  k$gamma <- 123
-  th <- log(kernlearn:::.hgk_params(k))
-  expect_equal(hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, th, 0.8, 0.01)$value,
-               hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k_d1, th, 0.8, 0.01)$value, tolerance = 1e-14)
-  expect_error(hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, th[-1], 0.8, 0.01), "theta")
-  expect_error(hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, th, 0.8, 0.01, "nope"), "variant")
-  expect_error(hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, th, 0.8, 0.01, "fixed",
-                       matrix(0, 3, 1), 0), "alpha and bias")
-})
-
-test_that("bilevel and fixed gradients match central differences at depth 1, 2, 3, L = 1, 3", {
-  for (L in c(1, 3)) {
-    dd <- obj_data(n1 = 50, n2 = 40, d = 5, L = L, seed = 20 + L)
-    for (k in list(k_d1, k_d2, k_d3)) {
-      set.seed(30 + L)
-      p <- length(kernlearn:::.hgk_params(k))
-      theta <- log(kernlearn:::.hgk_params(k)) + rnorm(p, sd = 0.3)
-      g <- 1.3; lam <- 0.01
-      b <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, theta, g, lam, "bilevel", gradient = TRUE)
-      expect_length(b$gradient, p)
-      fb <- function(t) hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, t, g, lam, "bilevel")$value
-      expect_lt(rel_err(b$gradient, central_diff(fb, theta)), 1e-6)
-      # fixed: alpha and b held (here at a perturbed fit, so that they are not the optimum)
-      a <- b$alpha + matrix(rnorm(length(b$alpha), sd = 0.1), nrow(b$alpha))
-      f <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, theta, g, lam, "fixed", a, b$bias,
-                   gradient = TRUE)
-      ff <- function(t) hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k, t, g, lam, "fixed", a, b$bias)$value
-      expect_lt(rel_err(f$gradient, central_diff(ff, theta)), 1e-6)
-      # the two gradients differ: the bilevel one carries the re-solved alpha
-      expect_gt(rel_err(f$gradient, b$gradient), 1e-3)
-    }
-  }
-})
-
-# The bilevel gradient from the derivative of the bordered system, one weight at a time:
-# A [dalpha; db'] = -[dK11 alpha; 0], dRes = -(dK21 alpha + K21 dalpha + 1 db'),
-# dR = 2 <Res, dRes> / (n2 L).
-loop_gradient <- function(dK11, dK21, K21, sol, Y2) {
-  n1 <- nrow(sol$alpha)
-  L <- ncol(Y2)
-  res <- Y2 - K21 %*% sol$alpha - matrix(sol$bias, nrow(Y2), L, byrow = TRUE)
-  vapply(seq_along(dK11), function(t) {
-    dsol <- solve(sol$A, rbind(-dK11[[t]] %*% sol$alpha, 0))
-    dres <- -(dK21[[t]] %*% sol$alpha + K21 %*% dsol[seq_len(n1), , drop = FALSE] +
-                matrix(dsol[n1 + 1L, ], nrow(Y2), L, byrow = TRUE))
-    2 * sum(res * dres) / length(Y2)
-  }, numeric(1))
-}
-
-test_that("the one-GEMM bilevel gradient equals a plain loop over the weights (depth 1 and 2)", {
-  dd <- obj_data(n1 = 45, n2 = 35, d = 5, L = 2, seed = 41)
-  g <- 0.9; lam <- 0.005
-  c1 <- nrow(dd$x1) * lam
-  # depth 1: dK/dlog w_i = -2 gamma w_i^2 (x_i - z_i)^2 K
-  set.seed(42)
-  theta <- log(kernlearn:::.hgk_params(k_d1)) + rnorm(5, sd = 0.3)
-  w <- exp(theta)
-  kk <- hgk_at(k_d1, theta, g)
-  K11 <- gram_r(kk, dd$x1, dd$x1)
-  K21 <- gram_r(kk, dd$x2, dd$x1)
-  sol <- ls_svm_r(K11, dd$y1, c1)
-  dK11 <- lapply(1:5, function(i) -2 * g * w[i]^2 * sqdist_col(dd$x1, dd$x1, i) * K11)
-  dK21 <- lapply(1:5, function(i) -2 * g * w[i]^2 * sqdist_col(dd$x2, dd$x1, i) * K21)
-  ref <- loop_gradient(dK11, dK21, K21, sol, dd$y2)
-  got <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k_d1, theta, g, lam, gradient = TRUE)$gradient
-  expect_lt(rel_err(got, ref), 1e-8)
-  # the fixed gradient is the first term alone: -2/(n2 L) <Res, dK21 alpha>
-  res <- dd$y2 - K21 %*% sol$alpha - matrix(sol$bias, nrow(dd$y2), 2, byrow = TRUE)
-  ref_fixed <- vapply(1:5, function(i) -2 * sum(res * (dK21[[i]] %*% sol$alpha)) / length(dd$y2),
-                      numeric(1))
-  got_fixed <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k_d1, theta, g, lam, "fixed", sol$alpha,
-                       sol$bias, gradient = TRUE)$gradient
-  expect_lt(rel_err(got_fixed, ref_fixed), 1e-8)
-
-  # depth 2 by the chain rule, k = exp(-gamma S), S = sum_j u_j^2 (1 - K_j):
-  #   dk/dlog u_j = -2 gamma u_j^2 (1 - K_j) k,
-  #   dk/dlog w_ji = -2 gamma u_j^2 w_ji^2 (x_i - z_i)^2 K_j k.
-  # Parameters: the leaf weights node by node, then the node weights u.
-  set.seed(43)
-  p <- length(kernlearn:::.hgk_params(k_d2))
-  theta <- log(kernlearn:::.hgk_params(k_d2)) + rnorm(p, sd = 0.3)
-  kk <- hgk_at(k_d2, theta, g)
-  K11 <- gram_r(kk, dd$x1, dd$x1)
-  K21 <- gram_r(kk, dd$x2, dd$x1)
-  sol <- ls_svm_r(K11, dd$y1, c1)
-  leaf_gram <- function(j, x, z)
-    exp(-Reduce(`+`, lapply(seq_along(kk$nodes[[j]]), function(t)
-      kk$weights[[j]][t]^2 * sqdist_col(x, z, kk$nodes[[j]][t]))))
-  dK <- function(x, z, K) {
-    out <- list()
-    u <- kk$node_weights
-    for (j in seq_along(kk$nodes)) {
-      Kj <- leaf_gram(j, x, z)
-      for (t in seq_along(kk$nodes[[j]]))
-        out[[length(out) + 1L]] <- -2 * g * u[j]^2 * kk$weights[[j]][t]^2 *
-          sqdist_col(x, z, kk$nodes[[j]][t]) * Kj * K
-    }
-    for (j in seq_along(kk$nodes))
-      out[[length(out) + 1L]] <- -2 * g * u[j]^2 * (1 - leaf_gram(j, x, z)) * K
-    out
-  }
-  ref <- loop_gradient(dK(dd$x1, dd$x1, K11), dK(dd$x2, dd$x1, K21), K21, sol, dd$y2)
-  expect_length(ref, p)
-  got <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k_d2, theta, g, lam, gradient = TRUE)$gradient
-  expect_lt(rel_err(got, ref), 1e-8)
-})
-
-test_that("the objective and its gradient do not depend on the thread count", {
-  dd <- obj_data(n1 = 300, n2 = 200, d = 5, L = 2, seed = 51)
-  theta <- log(kernlearn:::.hgk_params(k_d3))
-  a <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k_d3, theta, 1.1, 0.01, gradient = TRUE, threads = 1L)
-  b <- hgk_obj(dd$x1, dd$y1, dd$x2, dd$y2, k_d3, theta, 1.1, 0.01, gradient = TRUE, threads = 2L)
-  expect_equal(a, b, tolerance = 1e-13)
-})
 
 # ---- the learner without learning: kernel_ridge() and kernel_svm() ---------------------------
 

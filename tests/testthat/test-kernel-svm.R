@@ -229,36 +229,6 @@ test_that("probabilities sum to one, agree with the class, and are reproducible"
   expect_identical(as.integer(predict(b, d2$x)), max.col(pb, ties.method = "first"))
 })
 
-test_that("Platt fit and pairwise coupling agree with independent computations", {
-  set.seed(14)
-  f <- c(rnorm(60, 1), rnorm(40, -1))
-  y <- rep(c(1L, -1L), c(60, 40))
-  ab <- cpp_platt_fit(f, y)
-  t <- ifelse(y > 0, 61 / 62, 1 / 42)
-  nll <- function(p) {
-    z <- f * p[1] + p[2]
-    sum(t * z + log1p(exp(-z)))
-  }
-  ref <- optim(c(0, 0), nll, method = "BFGS", control = list(reltol = 1e-14))$par
-  expect_equal(ab, ref, tolerance = 1e-4)
-
-  # coupling: the minimiser of p'Qp with sum(p) = 1 is Q^-1 1 / (1' Q^-1 1)
-  k <- 4
-  r <- matrix(0, k, k)
-  for (i in 1:(k - 1)) for (j in (i + 1):k) {
-    r[i, j] <- runif(1, 0.2, 0.8)
-    r[j, i] <- 1 - r[i, j]
-  }
-  Q <- matrix(0, k, k)
-  for (s in 1:k) for (j in 1:k) {
-    if (s == j) Q[s, s] <- sum(r[-s, s]^2) else Q[s, j] <- -r[j, s] * r[s, j]
-  }
-  p <- solve(Q, rep(1, k))
-  p <- p / sum(p)
-  expect_equal(cpp_pairwise_coupling(r), p, tolerance = 5e-3)
-  expect_equal(sum(cpp_pairwise_coupling(r)), 1, tolerance = 1e-12)
-})
-
 test_that("results do not depend on the thread count", {
   d <- letter_data(700, 15)
   f1 <- kernel_svm(d$x, d$y, gamma = 8, cost = 4, threads = 1)

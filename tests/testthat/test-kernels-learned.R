@@ -1,22 +1,7 @@
 # The hierarchical Gaussian and tessellated kernels: values against independent formulas and
-# quadrature, derivative contractions against finite differences, and their use in the kernel
-# machines.
-
-spec_of <- function(k, p) kernlearn:::.kernel_spec(kernlearn:::.resolve_kernel(k, p))
-derivs <- function(k, x, z, E, threads = 1L)
-  kernlearn:::cpp_kernel_derivatives(x, z, E, spec_of(k, ncol(x)), threads)
-
-# Central differences of sum(E * K(x, z)) over the kernel's weights.
-fd_hgk <- function(k, x, z, E, h = 1e-6) {
-  th <- kernlearn:::.hgk_params(k)
-  vapply(seq_along(th), function(t) {
-    tp <- th; tm <- th
-    tp[t] <- tp[t] + h; tm[t] <- tm[t] - h
-    fp <- sum(E * kernel_matrix(kernlearn:::.hgk_set_params(k, tp), x, z))
-    fm <- sum(E * kernel_matrix(kernlearn:::.hgk_set_params(k, tm), x, z))
-    (fp - fm) / (2 * h)
-  }, numeric(1))
-}
+# quadrature, and their use in the kernel machines. Their derivative contractions (against
+# finite differences and the tessellated identities) are checked by the core's C++ tests
+# (tests/core).
 
 # An independent R evaluation of a hierarchical kernel between two points.
 hgk_r <- function(k, x, z) {
@@ -75,23 +60,10 @@ test_that("depth 2 and 3 values agree with an independent evaluation, and are va
   }
 })
 
-test_that("hierarchical derivative contractions match central differences at depth 1, 2 and 3", {
-  E <- matrix(rnorm(nrow(x) * nrow(z)), nrow(x), nrow(z))
-  k1 <- hierarchical_gaussian_kernel(c(0.5, 1.2, 2, 0.8), gamma = 1.4)
-  for (k in list(k1, k2, k3)) {
-    g <- derivs(k, x, z, E)
-    expect_length(g, length(kernlearn:::.hgk_params(k)))
-    fd <- fd_hgk(k, x, z, E)
-    expect_lt(max(abs(g - fd)) / max(abs(fd)), 1e-6)
-  }
-})
-
 test_that("the hierarchical kernel is the same for 1 and 2 threads over several tiles", {
   xb <- matrix(runif(700 * 4), 700, 4)
   zb <- matrix(runif(600 * 4), 600, 4)
-  E <- matrix(rnorm(700 * 600), 700, 600)
   expect_identical(kernel_matrix(k3, xb, zb, threads = 1), kernel_matrix(k3, xb, zb, threads = 2))
-  expect_identical(derivs(k3, xb, zb, E, 1L), derivs(k3, xb, zb, E, 2L))
 })
 
 # ----------------------------------------------------------------------------------------------
@@ -165,31 +137,6 @@ test_that("the tessellated kernel is positive semidefinite, linear in P, and thr
   xb <- matrix(runif(700 * 2), 700, 2)
   kt <- tessellated_kernel(rand_psd(12), 2)
   expect_identical(kernel_matrix(kt, xb, threads = 1), kernel_matrix(kt, xb, threads = 2))
-})
-
-test_that("the tessellated gradient blocks C(w) satisfy trace(C P) = -w'K(P)w/2 and C <= 0", {
-  set.seed(4)
-  xt <- matrix(runif(80 * 2), 80, 2)
-  zt <- matrix(runif(50 * 2), 50, 2)
-  for (q in 0:2) {
-    h <- choose(2 + q, q)
-    P <- rand_psd(2 * h)
-    k <- tessellated_kernel(P, q)
-    w <- rnorm(nrow(xt))
-    C <- matrix(derivs(k, xt, xt, -tcrossprod(w) / 2), 2 * h)
-    K <- kernel_matrix(k, xt)
-    expect_equal(sum(C * P), -drop(t(w) %*% K %*% w) / 2, tolerance = 1e-10)
-    expect_equal(C, t(C), tolerance = 1e-10)
-    expect_lt(max(eigen((C + t(C)) / 2, symmetric = TRUE, only.values = TRUE)$values),
-              1e-8 * max(abs(C)))
-    # any weight matrix, on a cross block: the contraction is the gradient of a linear map
-    E <- matrix(rnorm(80 * 50), 80, 50)
-    G <- matrix(derivs(k, xt, zt, E), 2 * h)
-    expect_equal(sum(G * P), sum(E * kernel_matrix(k, xt, zt)), tolerance = 1e-10)
-    P2 <- rand_psd(2 * h)
-    expect_equal(sum(G * P2), sum(E * kernel_matrix(tessellated_kernel(P2, q), xt, zt)),
-                 tolerance = 1e-10)
-  }
 })
 
 # ----------------------------------------------------------------------------------------------
@@ -268,6 +215,4 @@ test_that("learned kernels are refused where they cannot apply", {
   expect_error(kernel_matrix(tessellated_kernel(diag(6), 1), x), "for 2 columns but the data have 4")
   expect_error(kernel_svm(Species ~ ., data = iris, kernel = tessellated_kernel(diag(10)), gamma = 1),
                "'gamma' applies to")
-  expect_error(kernlearn:::cpp_kernel_derivatives(x, x, diag(30), spec_of(gaussian_kernel(1), 4), 1L),
-               "no parameter derivatives")
 })

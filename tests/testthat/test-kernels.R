@@ -15,18 +15,6 @@ test_that("kernel matrices match direct R computations", {
                (0.5 * x %*% t(z) + 2)^3, tolerance = 1e-12)
 })
 
-test_that("blocked kernel matrix equals the plain-loop reference across block edges", {
-  set.seed(2)
-  x <- matrix(runif(1100 * 5), 1100)   # more rows than one row block (512)
-  z <- matrix(runif(1030 * 5), 1030)   # more columns than one column block (1024)
-  for (k in list(gaussian_kernel(2), laplacian_kernel(1), linear_kernel(),
-                 polynomial_kernel(2))) {
-    K <- kernel_matrix(k, x, z)
-    ref <- kernlearn:::cpp_kernel_matrix_naive(x, z, kernlearn:::.kernel_spec(k))
-    expect_equal(K, ref, tolerance = 1e-10, info = k$name)
-  }
-})
-
 test_that("kernel matrices do not depend on the thread count", {
   set.seed(3)
   x <- matrix(rnorm(700 * 9), 700)
@@ -113,29 +101,6 @@ test_that("kernel_matrix rejects bad input with clear errors", {
   expect_error(kernel_matrix(gaussian_kernel(1), x, matrix(1, 2, 3)), "columns")
   expect_error(kernel_matrix(gaussian_kernel(1), matrix(numeric(), 0, 2)), "empty")
   expect_error(kernel_matrix(gaussian_kernel(1), x, threads = 0), "threads")
-})
-
-test_that("the vectorised tiled GEMM agrees with R's products for every kernel level", {
-  set.seed(11)
-  # more than one 512 tile of C in each direction, more than one 256-row block of the inner
-  # dimension, and sizes that are not multiples of the micro-tiles
-  a <- matrix(rnorm(1030 * 301), 1030, 301)
-  b <- matrix(rnorm(530 * 301), 530, 301)
-  ref_nt <- tcrossprod(a, b)
-  a2 <- matrix(rnorm(301 * 1030), 301, 1030)
-  b2 <- matrix(rnorm(301 * 7), 301, 7)
-  ref_tn <- crossprod(a2, b2)
-  for (simd in 0:2) {
-    nt <- kernlearn:::cpp_simd_gemm(a, b, FALSE, 2, simd)
-    expect_equal(nt, ref_nt, tolerance = 1e-12)
-    expect_identical(kernlearn:::cpp_simd_gemm(a, b, FALSE, 1, simd), nt)
-    tn <- kernlearn:::cpp_simd_gemm(a2, b2, TRUE, 2, simd)
-    expect_equal(tn, ref_tn, tolerance = 1e-12)
-    expect_identical(kernlearn:::cpp_simd_gemm(a2, b2, TRUE, 1, simd), tn)
-  }
-  # an empty inner dimension gives zeros
-  expect_equal(kernlearn:::cpp_simd_gemm(matrix(0, 3, 0), matrix(0, 4, 0), FALSE, 1, 2),
-               matrix(0, 3, 4))
 })
 
 test_that("the exponential kernels' vectorised exp is within a few ulp of R's exp", {

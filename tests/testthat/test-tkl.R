@@ -1,6 +1,7 @@
 # Tessellated kernel learning: the start model against kernel_svm on a precomputed kernel, the
-# learner's algebra against the kernel object, the optimisation's invariants, the gradient
-# against finite differences of the SVM dual, the paper's toy problems, and input errors.
+# optimisation's invariants, the paper's toy problems, and input errors. The learner's algebra
+# against the kernel object and its gradient against finite differences of the SVM dual are
+# checked by the core's C++ tests (tests/core).
 
 scale01 <- function(x) apply(x, 2, function(v) (v - min(v)) / diff(range(v)))
 tk <- function(P, q, delta = 0.1) tessellated_kernel(P, q, lower = -delta, upper = 1 + delta)
@@ -35,33 +36,6 @@ test_that("with maxit = 0 the model is kernel_svm on the precomputed K(P = I)", 
     type <- if (is.factor(y)) "decision" else "response"
     expect_equal(predict(fit, x, type = type), predict(ref, K, type = type), tolerance = 1e-8)
     expect_equal(fit$trace$objective[1], -sum(ref$obj), tolerance = 1e-10)
-  }
-})
-
-test_that("the learner's rank-one Gram matrices and gradient agree with the kernel object", {
-  set.seed(2)
-  x <- matrix(runif(70 * 2), 70, 2)
-  lo <- rep(-0.2, 2)
-  hi <- rep(1.3, 2)
-  for (q in 0:2) {
-    h <- choose(2 + q, q)
-    A <- matrix(rnorm(4 * h * h), 2 * h)
-    P <- crossprod(A) / h
-    k <- tessellated_kernel(P, q, lower = lo, upper = hi)
-    K <- kernel_matrix(k, x)
-    v <- rnorm(2 * h)
-    v <- v / sqrt(sum(v^2))
-    w <- rnorm(70) * (runif(70) > 0.3)  # some rows have no weight (not support vectors)
-    parts <- kernlearn:::cpp_tkl_parts(x, q, lo, hi, K, v, 2 * h, 0.35, w, 2L)
-    Kstar <- kernel_matrix(tessellated_kernel(2 * h * tcrossprod(v), q, lower = lo, upper = hi), x)
-    expect_equal(parts$K, 0.65 * K + 0.35 * Kstar, tolerance = 1e-12)
-    # the gradient through the kernel's derivative contraction with E = -w w' / 2
-    spec <- kernlearn:::.kernel_spec(kernlearn:::.resolve_kernel(k, 2))
-    G <- matrix(kernlearn:::cpp_kernel_derivatives(x, x, -tcrossprod(w) / 2, spec, 1L), 2 * h)
-    expect_equal(parts$C, G, tolerance = 1e-10)
-    expect_equal(sum(parts$C * P), -drop(t(w) %*% K %*% w) / 2, tolerance = 1e-10)
-    expect_lt(max(eigen(parts$C, symmetric = TRUE, only.values = TRUE)$values),
-              1e-10 * max(abs(parts$C)))
   }
 })
 
@@ -100,36 +74,6 @@ test_that("the optimisation keeps its invariants: objective down, bound up, gap 
       P <- crossprod(A)
       P <- 2 * h * P / sum(diag(P))
       expect_gte(dual_at(P, cs$q, xs, cs$y, cs$cost, 0.02), max(tr$lower) - 1e-6)
-    }
-  }
-})
-
-test_that("the P-step direction is the gradient of the dual objective (finite differences)", {
-  set.seed(5)
-  x <- matrix(runif(200, -1, 1), 100, 2)
-  xs <- scale01(x)
-  ys <- list(sin(3 * x[, 1]) + x[, 2], factor(ifelse(rowSums(x^2) < 0.5, "in", "out")))
-  A <- matrix(rnorm(36), 6)
-  P <- crossprod(A) + diag(6)
-  P <- 6 * P / sum(diag(P))
-  lmin <- min(eigen(P, symmetric = TRUE, only.values = TRUE)$values)
-  K <- kernel_matrix(tk(P, 1), xs)
-  for (y in ys) {
-    s <- kernel_svm(K, y, kernel = "precomputed", cost = 2, tol = 1e-10)
-    w <- numeric(100)
-    w[s$sv_index] <- s$coefs[, 1]
-    C <- kernlearn:::cpp_tkl_parts(xs, 1L, rep(-0.1, 2), rep(1.1, 2), K, rep(1, 6) / sqrt(6), 6,
-                                   0, w, 1L)$C
-    for (r in 1:2) {
-      D <- matrix(rnorm(36), 6)
-      D <- (D + t(D)) / 2
-      # P +- e D stays positive definite; the SVM's kernel rows are single precision, so the
-      # step is not tiny
-      D <- D / max(abs(eigen(D, symmetric = TRUE, only.values = TRUE)$values)) * lmin
-      e <- 0.1
-      fd <- (dual_at(P + e * D, 1, xs, y, 2, tol = 1e-10) -
-             dual_at(P - e * D, 1, xs, y, 2, tol = 1e-10)) / (2 * e)
-      expect_equal(sum(C * D), fd, tolerance = 5e-3)
     }
   }
 })

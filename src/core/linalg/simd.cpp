@@ -462,6 +462,13 @@ void gemm_block_impl(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::p
                      std::ptrdiff_t cs_j, bool subtract = false) {
   if (level == SimdLevel::none || level > simd_level())
     throw Error("gemm_block: this processor lacks the requested instructions");
+  if (kdim == 0) {
+    // an empty sum: the product is zero (and subtracting it changes nothing)
+    if (!subtract)
+      for (std::ptrdiff_t j = 0; j < n; ++j)
+        for (std::ptrdiff_t i = 0; i < m; ++i) C[i * cs_i + j * cs_j] = T(0);
+    return;
+  }
 #ifdef KL_SIMD_X86
   if (cs_i == 1 && cs_j != 1) {
     // A column-major C is the row-major C' = B'A': computed that way, the tile is copied out

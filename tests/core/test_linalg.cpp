@@ -1,0 +1,245 @@
+// Dense algebra: the vectorised tiled GEMM, the backend's products, the blocked Cholesky
+// factorisation and solves, and the Gram matrix and products of calibrated least squares,
+// against plain loops and Eigen's own routines, and across thread counts.
+#include <Eigen/Cholesky>
+#include <Eigen/LU>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "backend/backend.hpp"
+#include "harness.hpp"
+#include "heads/cls.hpp"
+#include "helpers.hpp"
+#include "linalg/chol.hpp"
+#include "linalg/simd.hpp"
+
+namespace {
+
+// A B' (tn = false) or A'B (tn = true) by the tiled GEMM with the widest kernel up to `simd`
+// that the processor has, or by Eigen (simd = 0, or no such kernel).
+kl::Mat simd_gemm(const kl::Mat& a, const kl::Mat& b, bool tn, int threads, int simd) {
+  const Eigen::Index m = tn ? a.cols() : a.rows(), n = tn ? b.cols() : b.rows();
+  const Eigen::Index k = tn ? a.rows() : a.cols();
+  kl::Mat C(m, n);
+  const kl::SimdLevel level = std::min(static_cast<kl::SimdLevel>(simd), kl::simd_level());
+  if (level == kl::SimdLevel::none) {
+    if (tn)
+      C.noalias() = a.transpose() * b;
+    else
+      C.noalias() = a * b.transpose();
+  } else if (tn) {
+    kl::gemm_parallel(level, m, n, k, a.data(), a.rows(), 1, b.data(), 1, b.rows(), C.data(), m,
+                      threads);
+  } else {
+    kl::gemm_parallel(level, m, n, k, a.data(), 1, a.rows(), b.data(), b.rows(), 1, C.data(), m,
+                      threads);
+  }
+  return C;
+}
+
+kl::Mat gemm_nt(const kl::Mat& a, const kl::Mat& b, int threads) {
+  kl::Mat C(a.rows(), b.rows());
+  kl::cpu_backend().gemm_nt(a, b, C, threads);
+  return C;
+}
+
+// The lower Cholesky factor with the strict upper triangle zeroed (as the R glue returned it),
+// Eigen's threads off as there; false when a pivot is not positive.
+bool chol_lower(const kl::Mat& A, int threads, int simd, kl::Mat* L) {
+  ct::EigenThreads one(1);
+  *L = A;
+  if (!kl::cholesky_lower(*L, threads, static_cast<kl::SimdLevel>(simd))) return false;
+  L->triangularView<Eigen::StrictlyUpper>().setZero();
+  return true;
+}
+
+bool chol_lower_single(const kl::Mat& A, int threads, int simd, kl::Mat* L) {
+  ct::EigenThreads one(1);
+  Eigen::MatrixXf Lf = A.cast<float>();
+  if (!kl::cholesky_lower(Lf, threads, static_cast<kl::SimdLevel>(simd))) return false;
+  Lf.triangularView<Eigen::StrictlyUpper>().setZero();
+  *L = Lf.cast<double>();
+  return true;
+}
+
+kl::Mat gram(const kl::Mat& X, bool single, int threads, int simd = 2) {
+  ct::EigenThreads one(1);
+  if (!single) return kl::gram_with_intercept(X, threads);
+  return kl::gram_with_intercept(ct::to_single(X), threads, static_cast<kl::SimdLevel>(simd));
+}
+
+kl::Mat with_ones(const kl::Mat& X) {
+  kl::Mat X1(X.rows(), X.cols() + 1);
+  X1 << X, kl::Vec::Ones(X.rows());
+  return X1;
+}
+
+const double kEps = std::numeric_limits<double>::epsilon();
+
+}  // namespace
+
+TEST_CASE("linalg: the vectorised tiled GEMM agrees with plain products for every kernel level") {
+  // more than one 512 tile of C in each direction, more than one 256-row block of the inner
+  // dimension, and sizes that are not multiples of the micro-tiles
+  kl::Rng rng(ct::seed2(11, 1));
+  const kl::Mat a = ct::rnorm(rng, 1030, 301), b = ct::rnorm(rng, 530, 301);
+  const kl::Mat ref_nt = ct::naive_nt(a, b);
+  const kl::Mat a2 = ct::rnorm(rng, 301, 1030), b2 = ct::rnorm(rng, 301, 7);
+  const kl::Mat ref_tn = ct::naive_tn(a2, b2);
+  for (int simd = 0; simd <= 2; ++simd) {
+    const kl::Mat nt = simd_gemm(a, b, false, 2, simd);
+    CHECK_EQUAL(nt, ref_nt, 1e-12);
+    CHECK_IDENTICAL(simd_gemm(a, b, false, 1, simd), nt);
+    const kl::Mat tn = simd_gemm(a2, b2, true, 2, simd);
+    CHECK_EQUAL(tn, ref_tn, 1e-12);
+    CHECK_IDENTICAL(simd_gemm(a2, b2, true, 1, simd), tn);
+  }
+  // an empty inner dimension gives zeros
+  CHECK_EQUAL(simd_gemm(kl::Mat(3, 0), kl::Mat(4, 0), false, 1, 2), kl::Mat::Zero(3, 4),
+              1.490116119384765625e-8);
+}
+
+TEST_CASE(
+    "linalg: the backend's products agree with plain products on shapes that are not block "
+    "multiples") {
+  // several 256-deep k blocks, several 144-row blocks of A, partial micro-tiles on both sides
+  kl::Rng rng(ct::seed2(11, 2));
+  const int shapes[3][3] = {{1003, 517, 300}, {37, 5, 3}, {290, 1030, 513}};
+  for (const auto& sh : shapes) {
+    const kl::Mat a = ct::runif(rng, sh[0], sh[2]), b = ct::runif(rng, sh[1], sh[2]);
+    const kl::Mat P = gemm_nt(a, b, 2);
+    CHECK_EQUAL(P, ct::naive_nt(a, b), 1e-13);
+    CHECK_IDENTICAL(gemm_nt(a, b, 1), P);
+  }
+}
+
+TEST_CASE("linalg: the portable paths (KERNLEARN_SIMD=none) give the vectorised paths' results") {
+  // With KERNLEARN_SIMD=none the backend's product is Eigen's and the Cholesky factorisation
+  // runs without vector kernels (level none); both agree with the vectorised ones.
+  kl::Rng rng(ct::seed2(3, 1));
+  const kl::Mat x = ct::runif(rng, 700, 5), z = ct::runif(rng, 300, 5);
+  const kl::Mat M = ct::rnorm(rng, 900, 800);
+  const kl::Mat A = (M.transpose() * M) / 900.0 + kl::Mat::Identity(800, 800);
+  kl::Mat P_portable(700, 300);
+  P_portable.noalias() = x * z.transpose();
+  CHECK_EQUAL(P_portable, gemm_nt(x, z, 2), 1e-13);
+  kl::Mat C_portable, C;
+  CHECK(chol_lower(A, 2, 0, &C_portable));
+  CHECK(chol_lower(A, 2, static_cast<int>(kl::simd_level()), &C));
+  kl::Vec lp(800 * 801 / 2), lv(800 * 801 / 2);
+  Eigen::Index t = 0;
+  for (Eigen::Index j = 0; j < 800; ++j)
+    for (Eigen::Index i = j; i < 800; ++i, ++t) {
+      lp[t] = C_portable(i, j);
+      lv[t] = C(i, j);
+    }
+  CHECK_EQUAL(lp, lv, 1e-12);
+}
+
+TEST_CASE(
+    "linalg: the blocked Cholesky factor agrees with Eigen's for every kernel level; semi-definite "
+    "matrices are refused") {
+  // sizes that are not block multiples (several trailing tiles, a partial column block)
+  kl::Rng rng(ct::seed2(3, 2));
+  const kl::Mat M = ct::rnorm(rng, 600, 900);
+  const kl::Mat A = (M.transpose() * M) / 600.0 + 0.01 * kl::Mat::Identity(900, 900);
+  const kl::Mat Lref = A.llt().matrixL();
+  const double maxR = ct::max_abs(Lref);
+  for (int simd = 0; simd <= 2; ++simd) {
+    kl::Mat L, L1, Lf, Lf1;
+    CHECK(chol_lower(A, 2, simd, &L));
+    CHECK_EQUAL(L, Lref, 1e-10);
+    CHECK(chol_lower(A, 1, simd, &L1));
+    CHECK_IDENTICAL(L1, L);
+    // in single precision: the factor of A to single-precision rounding (A's condition number
+    // is about 300), the same for 1 and 2 threads
+    CHECK(chol_lower_single(A, 2, simd, &Lf));
+    CHECK_LT(ct::max_abs(Lf - Lref) / maxR, 1e-5);
+    CHECK(chol_lower_single(A, 1, simd, &Lf1));
+    CHECK_IDENTICAL(Lf1, Lf);
+  }
+  const kl::Mat N = ct::rnorm(rng, 600, 3);
+  const kl::Mat S = N * N.transpose() - 1e-3 * kl::Mat::Identity(600, 600);
+  kl::Mat L;
+  CHECK(!chol_lower(S, 2, 2, &L));
+  CHECK(!chol_lower_single(S, 2, 2, &L));
+}
+
+TEST_CASE("linalg: the blocked Cholesky solve agrees with an LU solve and across threads") {
+  // several 256-row blocks, a partial last one
+  kl::Rng rng(ct::seed2(12, 1));
+  const kl::Mat M = ct::rnorm(rng, 1400, 1300);
+  const kl::Mat A = (M.transpose() * M) / 1400.0 + kl::Mat::Identity(1300, 1300);
+  const kl::Mat L = A.llt().matrixL();
+  const kl::Mat B = ct::rnorm(rng, 1300, 7);
+  const Eigen::PartialPivLU<kl::Mat> lu(A);
+  const kl::Mat X2 = kl::cholesky_solve(L, B, 2);
+  CHECK_IDENTICAL(kl::cholesky_solve(L, B, 1), X2);
+  CHECK_EQUAL(X2, lu.solve(B), 1e-10);
+  // in single precision (A's condition number is about 4): to single-precision rounding
+  const Eigen::MatrixXf Lf = L.cast<float>(), Bf = B.cast<float>();
+  const kl::Mat Xf = kl::cholesky_solve(Lf, Bf, 2).cast<double>();
+  CHECK_IDENTICAL(kl::Mat(kl::cholesky_solve(Lf, Bf, 1).cast<double>()), Xf);
+  CHECK_LT(ct::max_abs(Xf - X2) / ct::max_abs(X2), 1e-5);
+  // with fewer than 4 right-hand sides, the unblocked substitution
+  const kl::Mat B3 = B.leftCols(3);
+  const kl::Mat X3 = kl::cholesky_solve(L, B3, 2);
+  CHECK_EQUAL(X3, lu.solve(B3), 1e-10);
+  CHECK_IDENTICAL(kl::cholesky_solve(L, B3, 1), X3);
+  const Eigen::MatrixXf B1f = B.leftCols(1).cast<float>();
+  const kl::Mat X1 = kl::cholesky_solve(Lf, B1f, 2).cast<double>();
+  CHECK_LT(ct::max_abs(X1 - X2.col(0)) / ct::max_abs(X2.col(0)), 1e-5);
+}
+
+TEST_CASE(
+    "linalg: the products of calibrated least squares agree with double-precision products and "
+    "across threads") {
+  kl::Rng rng(ct::seed2(12, 2));
+  const int shapes[3][3] = {{1031, 37, 10}, {517, 200, 3}, {9, 16, 5}};
+  for (const auto& sh : shapes) {
+    const int n = sh[0], p = sh[1], K = sh[2];
+    const kl::Mat X = ct::rnorm(rng, n, p);
+    const kl::Mat W = ct::rnorm(rng, p + 1, K), R = ct::rnorm(rng, n, K);
+    const kl::RowMajorF32 F = ct::to_single(X);
+    ct::EigenThreads one(1);
+    const kl::Mat prod2 = kl::cls_product(F, W, 2), cross2 = kl::cls_crossprod(F, R, 2);
+    CHECK_IDENTICAL(kl::cls_product(F, W, 1), prod2);
+    CHECK_IDENTICAL(kl::cls_crossprod(F, R, 1), cross2);
+    CHECK_EQUAL(prod2, with_ones(X) * W, 1e-5);
+    CHECK_EQUAL(cross2, with_ones(X).transpose() * R, 1e-5);
+  }
+}
+
+TEST_CASE("linalg: the tiled Gram matrix [X 1]'[X 1] in double and single precision") {
+  // column counts that are not multiples of the tile
+  kl::Rng rng(ct::seed2(3, 3));
+  kl::Mat X = ct::rnorm(rng, 2100, 530);
+  kl::Mat X1 = with_ones(X);
+  kl::Mat G = X1.transpose() * X1;
+  CHECK_EQUAL(gram(X, false, 2), G, 1e-12);
+  CHECK_IDENTICAL(gram(X, false, 1), gram(X, false, 2));
+  CHECK_LT(ct::max_abs(gram(X, true, 2) - G) / ct::max_abs(G), 1e-5);
+  // in single precision, the products of each block of 2048 rows are summed in single
+  // precision and the blocks added in double: exactly the sum of the blocks' own Gram matrices
+  const kl::Mat X2 = ct::rnorm(rng, 4400, 70);
+  for (int simd = 0; simd <= 2; ++simd) {
+    kl::Mat Gb = gram(X2.middleRows(0, 2048), true, 2, simd).topLeftCorner(70, 70);
+    Gb += gram(X2.middleRows(2048, 2048), true, 2, simd).topLeftCorner(70, 70);
+    Gb += gram(X2.middleRows(4096, 304), true, 2, simd).topLeftCorner(70, 70);
+    CHECK_IDENTICAL(kl::Mat(gram(X2, true, 2, simd).topLeftCorner(70, 70)), Gb);
+  }
+  // single precision through Eigen and through each vectorised kernel this processor has, each
+  // against the double-precision product, and thread-count independent
+  X.col(6) *= 300;
+  X1 = with_ones(X);
+  G = X1.transpose() * X1;
+  const kl::Vec dg = G.diagonal();
+  for (int simd = 0; simd <= 2; ++simd) {
+    const kl::Mat Gs = gram(X, true, 2, simd);
+    CHECK_EQUAL(kl::Mat(Gs.transpose()), Gs, 100 * kEps);
+    const kl::Mat scaled = ((Gs - G).array() / (dg * dg.transpose()).array().sqrt()).abs().matrix();
+    CHECK_LT(scaled.maxCoeff(), 1e-5);
+    CHECK_IDENTICAL(gram(X, true, 1, simd), Gs);
+  }
+}
