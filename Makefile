@@ -3,11 +3,20 @@
 
 R ?= R
 RSCRIPT ?= Rscript
+# The R library `make install` (and so demo, test, bench) installs into and runs from;
+# empty: R's default library. E.g. `make demo LIB=~/R/kernlearn-dev`.
+LIB ?=
+# Compile jobs for `make install`: every core.
+JOBS ?= $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+# What tools/install-deps.sh installs before `make install`: build (compilers, Rcpp, RcppEigen),
+# demo (and e1071, mlbench), all (everything make check needs).
+DEPS ?= build
 PKG := kernlearn
 VERSION := $(shell sed -n 's/^Version: *//p' DESCRIPTION)
 TARBALL := $(PKG)_$(VERSION).tar.gz
 # Real benchmark data, when the project's shared data folder is beside the checkout.
 DATA_DIR ?= $(abspath ../shared/data)
+LIB_ENV = $(if $(LIB),R_LIBS="$(abspath $(LIB))$${R_LIBS:+:$$R_LIBS}")
 
 .PHONY: deps install demo check test document clean bench sanitize
 
@@ -17,11 +26,19 @@ deps:
 document:
 	$(RSCRIPT) -e 'Rcpp::compileAttributes(); roxygen2::roxygenise()'
 
-install: deps
-	MAKEFLAGS=-j2 $(R) CMD INSTALL --preclean .
+# A stripped library (--strip; install.libs.R strips on _R_SHLIB_STRIP_), compiled without
+# debugging information (tools/install.mk) on every core.
+install:
+	sh tools/install-deps.sh $(DEPS)
+	$(if $(LIB),mkdir -p "$(LIB)")
+	user_makevars=$$($(RSCRIPT) -e 'cat(tools::makevars_user())'); \
+	MAKEFLAGS=-j$(JOBS) _R_SHLIB_STRIP_=true KL_USER_MAKEVARS="$$user_makevars" \
+	  R_MAKEVARS_USER="$(abspath tools/install.mk)" \
+	  $(R) CMD INSTALL --preclean --strip $(if $(LIB),--library="$(LIB)") .
 
+demo: DEPS = demo
 demo: install
-	$(RSCRIPT) tools/demo.R
+	$(LIB_ENV) $(RSCRIPT) tools/demo.R
 
 $(TARBALL): deps
 	$(R) CMD build .
@@ -36,8 +53,9 @@ check: deps
 	  $(R) CMD check --as-cran --no-manual $(TARBALL); status=$$?; \
 	  sh tools/test-summary.sh $(PKG).Rcheck; exit $$status
 
+test: DEPS = all
 test: install
-	KERNLEARN_DATA_DIR="$$( [ -d "$(DATA_DIR)" ] && echo "$(DATA_DIR)" )" \
+	KERNLEARN_DATA_DIR="$$( [ -d "$(DATA_DIR)" ] && echo "$(DATA_DIR)" )" $(LIB_ENV) \
 	  $(RSCRIPT) -e 'testthat::test_local(".", load_package = "installed")'
 
 # The test suite under AddressSanitizer and UndefinedBehaviorSanitizer (slow: about 3x the
@@ -45,8 +63,9 @@ test: install
 sanitize: deps
 	sh tools/sanitize.sh "$(FILTER)"
 
+bench: DEPS = all
 bench: install
-	$(RSCRIPT) bench/kernel_matrix.R
+	$(LIB_ENV) $(RSCRIPT) bench/kernel_matrix.R
 
 clean:
 	rm -rf $(PKG).Rcheck $(PKG)_*.tar.gz demo-output
