@@ -3,13 +3,13 @@
 
 R ?= R
 RSCRIPT ?= Rscript
-# The R library `make install` (and so demo, test, bench) installs into and runs from;
-# empty: R's default library. E.g. `make demo LIB=~/R/kernlearn-dev`.
+# The R library `make install` (and so demo, site, test, bench) installs into and runs from;
+# empty: R's default library. E.g. `make demo LIB=$HOME/R/kernlearn-dev`.
 LIB ?=
 # Compile jobs for `make install`: every core.
 JOBS ?= $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 # What tools/install-deps.sh installs before `make install`: build (compilers, Rcpp, RcppEigen),
-# demo (and e1071, mlbench), all (everything make check needs).
+# demo (and e1071, mlbench), all (everything make check needs), site (all and pkgdown).
 DEPS ?= build
 PKG := kernlearn
 VERSION := $(shell sed -n 's/^Version: *//p' DESCRIPTION)
@@ -18,7 +18,7 @@ TARBALL := $(PKG)_$(VERSION).tar.gz
 DATA_DIR ?= $(abspath ../shared/data)
 LIB_ENV = $(if $(LIB),R_LIBS="$(abspath $(LIB))$${R_LIBS:+:$$R_LIBS}")
 
-.PHONY: deps install demo check test document clean bench sanitize
+.PHONY: deps install demo site check test document clean bench sanitize
 
 deps:
 	sh tools/install-deps.sh
@@ -39,6 +39,11 @@ install:
 demo: DEPS = demo
 demo: install
 	$(LIB_ENV) $(RSCRIPT) tools/demo.R
+
+# The pkgdown site, in docs/, from the installed package; fails on any warning.
+site: DEPS = site
+site: install
+	$(LIB_ENV) $(RSCRIPT) tools/site.R
 
 $(TARBALL): deps
 	$(R) CMD build .
@@ -68,5 +73,5 @@ bench: install
 	$(LIB_ENV) $(RSCRIPT) bench/kernel_matrix.R
 
 clean:
-	rm -rf $(PKG).Rcheck $(PKG)_*.tar.gz demo-output
+	rm -rf $(PKG).Rcheck $(PKG)_*.tar.gz demo-output docs
 	sh cleanup

@@ -7,6 +7,7 @@
 #   demo   build, and what tools/demo.R uses (e1071, mlbench)
 #   all    (the default) everything `make check` needs: the suggested packages, pandoc, qpdf,
 #          checkbashisms
+#   site   all, and pkgdown for `make site`
 set -e
 
 set_name=${1:-all}
@@ -20,7 +21,8 @@ case "$set_name" in
   build) R_PKGS=$BUILD_R; DEB_PKGS=$BUILD_DEB; TOOLS="" ;;
   demo)  R_PKGS="$BUILD_R $DEMO_R"; DEB_PKGS="$BUILD_DEB $DEMO_DEB"; TOOLS="" ;;
   all)   R_PKGS=$ALL_R; DEB_PKGS=$ALL_DEB; TOOLS="pandoc qpdf checkbashisms" ;;
-  *) echo "install-deps.sh: unknown set '$set_name' (build, demo or all)" >&2; exit 1 ;;
+  site)  R_PKGS="$ALL_R pkgdown"; DEB_PKGS="$ALL_DEB r-cran-pkgdown"; TOOLS="pandoc qpdf checkbashisms" ;;
+  *) echo "install-deps.sh: unknown set '$set_name' (build, demo, all or site)" >&2; exit 1 ;;
 esac
 
 missing_r() {
