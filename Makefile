@@ -4,8 +4,9 @@
 R ?= R
 RSCRIPT ?= Rscript
 # The R library `make install` (and so demo, site, test, bench) installs into and runs from;
-# empty: R's default library. E.g. `make demo LIB=$HOME/R/kernlearn-dev`.
-LIB ?=
+# empty: R's default library. Set on the command line only (`make demo LIB=$HOME/R/dev`): an
+# environment variable LIB, which other tools use, is not read.
+LIB =
 # Compile jobs for `make install`: every core.
 JOBS ?= $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 # What tools/install-deps.sh installs before `make install`: build (compilers, Rcpp, RcppEigen),
