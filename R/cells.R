@@ -67,12 +67,18 @@
 #'   fraction of its own rows (\code{0} to \code{1}).
 #' @param folds Cross-validation folds inside each cell (2 to 20).
 #' @param gamma_grid Candidate widths, as multiples of each cell's reference
-#'   width (or absolute widths with \code{relative_gamma = FALSE}).
+#'   width (or absolute widths with \code{relative_gamma = FALSE}). \code{NULL}:
+#'   \code{4^(0:2)} for the SVM (its solves at small widths are slow and
+#'   rarely chosen) and \code{4^(-2:1)} for kernel ridge; the grid grows past
+#'   an edge that wins (\code{extend}).
 #' @param cost_grid Candidate SVM costs.
 #' @param lambda_grid Candidate kernel ridge penalties per training row (the
 #'   penalty of a fit on \eqn{m} rows is \eqn{m} times the value).
 #' @param relative_gamma Whether \code{gamma_grid} is relative to each cell's
 #'   reference width.
+#' @param extend When a cell's best grid point lies on an edge of the grid
+#'   (and is better than its neighbour), the grid grows one step beyond that
+#'   edge, at most \code{extend} times in each direction of each parameter.
 #' @param cv_rows The cross-validation inside a cell runs on a sample of at
 #'   most this many of its rows (stratified by class); the chosen values are
 #'   then refitted on all the cell's rows. \code{NULL}: all rows for the SVM
@@ -104,10 +110,10 @@
 #' fit
 #' mean(predict(fit, x) != y)
 #' @export
-kl_cells <- function(cell_size = 2000, method = c("voronoi", "tree"), overlap = 0, folds = 5,
-                     gamma_grid = 4^(-1:3), cost_grid = 2^c(-1, 1, 3, 5, 7, 9),
-                     lambda_grid = 10^-(1:7), relative_gamma = TRUE, cv_rows = NULL,
-                     min_size = NULL, sample = 20000, sample_learn = 5000) {
+kl_cells <- function(cell_size = 5000, method = c("voronoi", "tree"), overlap = 0, folds = 3,
+                     gamma_grid = NULL, cost_grid = 2^c(-1, 1, 3, 5, 7, 9),
+                     lambda_grid = 10^-(4:9), relative_gamma = TRUE, extend = 3L,
+                     cv_rows = NULL, min_size = NULL, sample = 20000, sample_learn = 5000) {
   caller <- "kl_cells()"
   .check_number(cell_size, "cell_size", lower = 20, integer = TRUE, caller = caller)
   method <- .kl_choice(method, c("voronoi", "tree"), "method", caller)
@@ -115,10 +121,12 @@ kl_cells <- function(cell_size = 2000, method = c("voronoi", "tree"), overlap = 
   .check_number(folds, "folds", lower = 2, upper = 20, integer = TRUE, caller = caller)
   for (nm in c("gamma_grid", "cost_grid", "lambda_grid")) {
     v <- get(nm)
+    if (is.null(v) && nm == "gamma_grid") next
     if (!is.numeric(v) || !length(v) || anyNA(v) || any(!is.finite(v)) || any(v <= 0))
       stop(sprintf("%s: '%s' must be a vector of positive numbers", caller, nm), call. = FALSE)
   }
   .check_flag(relative_gamma, "relative_gamma", caller)
+  .check_number(extend, "extend", lower = 0, upper = 10, integer = TRUE, caller = caller)
   if (!is.null(cv_rows))
     .check_number(cv_rows, "cv_rows", lower = 10, integer = TRUE, caller = caller)
   if (is.null(min_size)) min_size <- max(cell_size %/% 8, min(10, cell_size %/% 2))
@@ -128,10 +136,11 @@ kl_cells <- function(cell_size = 2000, method = c("voronoi", "tree"), overlap = 
   .check_number(sample_learn, "sample_learn", lower = 50, upper = 1e6, integer = TRUE,
                 caller = caller)
   structure(list(cell_size = as.integer(cell_size), method = method, overlap = overlap,
-                 folds = as.integer(folds), gamma_grid = sort(unique(as.numeric(gamma_grid))),
+                 folds = as.integer(folds),
+                 gamma_grid = if (!is.null(gamma_grid)) sort(unique(as.numeric(gamma_grid))),
                  cost_grid = sort(unique(as.numeric(cost_grid))),
                  lambda_grid = sort(unique(as.numeric(lambda_grid))),
-                 relative_gamma = relative_gamma,
+                 relative_gamma = relative_gamma, extend = as.integer(extend),
                  cv_rows = if (!is.null(cv_rows)) as.integer(min(cv_rows, .Machine$integer.max)),
                  min_size = as.integer(min_size),
                  sample = as.integer(sample), sample_learn = as.integer(sample_learn)),
@@ -143,11 +152,17 @@ print.kl_cells <- function(x, ...) {
   cat(sprintf("Cells of at most %d rows (%s partition%s)\n", x$cell_size, x$method,
               if (x$overlap > 0) sprintf(", overlap %s", format(x$overlap)) else ""))
   cat(sprintf("  selection in each cell by %d-fold cross-validation over\n", x$folds))
-  cat(sprintf("    gamma: %s%s\n", paste(format(x$gamma_grid, digits = 3), collapse = ", "),
-              if (x$relative_gamma) " x the cell's reference width" else ""))
+  g <- function(v) paste(format(v, digits = 3), collapse = ", ")
+  rel <- if (x$relative_gamma) " x the cell's reference width" else ""
+  if (is.null(x$gamma_grid))
+    cat(sprintf("    gamma: %s (SVM) or %s (kernel ridge)%s\n", g(4^(0:2)), g(4^(-2:1)), rel))
+  else
+    cat(sprintf("    gamma: %s%s\n", g(x$gamma_grid), rel))
   cat(sprintf("    cost (SVM): %s\n", paste(format(x$cost_grid, digits = 3), collapse = ", ")))
   cat(sprintf("    lambda (kernel ridge, per row): %s\n",
               paste(format(x$lambda_grid, digits = 3), collapse = ", ")))
+  if (x$extend > 0)
+    cat(sprintf("    each grid growing up to %d steps past an edge that wins\n", x$extend))
   invisible(x)
 }
 
@@ -158,6 +173,15 @@ print.kl_cells <- function(x, ...) {
   if (!inherits(cells, "kl_cells"))
     stop(sprintf("%s: 'cells' must be TRUE, FALSE or kl_cells(...)", caller), call. = FALSE)
   cells
+}
+
+# The widths a cell starts its selection with: the setting, or the machine's default. An SVM's
+# solves at small widths are slow (many support vectors, an ill-conditioned dual) and rarely
+# chosen, so its grid starts at the reference width; kernel ridge costs the same at any width.
+# Either grid grows past an edge that wins (extend).
+.kl_cells_gamma_grid <- function(cells, machine) {
+  if (!is.null(cells$gamma_grid)) return(cells$gamma_grid)
+  if (machine == "ridge") 4^(-2:1) else 4^(0:2)
 }
 
 # The rows of a cell's cross-validation: the setting, or the machine's default (0: all).
@@ -190,9 +214,12 @@ print.kl_cells <- function(x, ...) {
   constant <- !is.null(task$y) && length(fit$classes) < 2L
   gamma <- if (is.nan(fit$gamma_value) && !is.null(shared$gamma)) shared$gamma
            else fit$gamma_value
+  # kernel ridge penalties per row: the penalty of the final fit on the cell's rows
+  if (isTRUE(settings$cost_per_row)) fit$cost_value <- fit$cost_value * nrow(task$x)
   out <- list(rows = nrow(task$x), own = task$own,
               gamma = if (constant || is.nan(gamma)) NA_real_ else gamma,
               cost = if (constant) NA_real_ else fit$cost_value, cv_error = fit$cv_error,
+              extended = fit$extended,
               cv = fit$cv,
               gamma_grid = fit$gamma, cost_grid = fit$cost,
               reference_gamma = fit$reference_gamma)
@@ -232,8 +259,9 @@ print.kl_cells <- function(x, ...) {
   task <- if (machine == "ridge") "ridge" else if (cls) "classification" else "regression"
   kspec <- .kernel_spec(kernel)
   if (gamma_free) {
-    gamma <- if (cells$relative_gamma) numeric() else cells$gamma_grid
-    gamma_factor <- if (cells$relative_gamma) cells$gamma_grid else numeric()
+    grid <- .kl_cells_gamma_grid(cells, machine)
+    gamma <- if (cells$relative_gamma) numeric() else grid
+    gamma_factor <- if (cells$relative_gamma) grid else numeric()
   } else {
     gamma <- numeric()
     gamma_factor <- numeric()
@@ -243,7 +271,7 @@ print.kl_cells <- function(x, ...) {
   settings <- list(gamma = gamma, gamma_factor = gamma_factor, cost = costs,
                    cost_per_row = machine == "ridge" && is.null(cost),
                    folds = cells$folds,
-                   cv_rows = .kl_cells_cv_rows(cells, machine),
+                   cv_rows = .kl_cells_cv_rows(cells, machine), extend = cells$extend,
                    has_gamma = gamma_free, seed = c(1L, 1L))
   yint <- if (cls) as.integer(inp$y) else NULL
   z <- if (cls) NULL else as.numeric(inp$y)
@@ -281,6 +309,7 @@ print.kl_cells <- function(x, ...) {
              cost = vapply(cl, function(c) if (is.null(c$cost)) NA_real_ else as.numeric(c$cost), numeric(1)),
              cv_error = vapply(cl, function(c) if (is.null(c$cv_error)) NA_real_ else as.numeric(c$cv_error), numeric(1)),
              nSV = vapply(cl, function(c) if (is.null(c$SV)) NA_integer_ else nrow(c$SV), integer(1)),
+             extended = vapply(cl, function(c) if (is.null(c$extended)) 0L else as.integer(c$extended), integer(1)),
              stringsAsFactors = FALSE)
 }
 
@@ -473,6 +502,9 @@ print.kl_localized <- function(x, ...) {
     cat(sprintf("  cross-validated %s per cell: median %s\n",
                 if (x$task == "classification") "error" else "squared error",
                 format(stats::median(tab$cv_error, na.rm = TRUE), digits = 4)))
+  if (any(tab$extended > 0))
+    cat(sprintf("  the grid grew past its edges in %d of %d cells\n", sum(tab$extended > 0),
+                nrow(tab)))
   cat(sprintf("  fit in %.1f s\n", x$time))
   invisible(x)
 }

@@ -149,7 +149,8 @@ Rcpp::IntegerVector cpp_partition_route(const Eigen::Map<Eigen::MatrixXd> x, Rcp
 
 // One cell's selection and final fit. task: "classification" (y: 1-based class codes, k classes
 // in all), "regression" (z), "ridge" (y for least-squares classification, or z). settings:
-// list(gamma, gamma_factor, cost, cost_per_row, folds, cv_rows, has_gamma, seed); params: the SVM options
+// list(gamma, gamma_factor, cost, cost_per_row, folds, cv_rows, extend, has_gamma,
+// seed); params: the SVM options
 // of .svm_params(); weight: class weights (classification).
 // [[Rcpp::export]]
 Rcpp::List cpp_cell_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, SEXP z, std::string task,
@@ -170,6 +171,7 @@ Rcpp::List cpp_cell_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, SEXP z, std
     opt.cost_per_row = Rcpp::as<bool>(settings["cost_per_row"]);
     opt.folds = Rcpp::as<int>(settings["folds"]);
     opt.cv_rows = Rcpp::as<int>(settings["cv_rows"]);
+    opt.extend = Rcpp::as<int>(settings["extend"]);
     opt.seed = klr::seed_from_r(Rcpp::IntegerVector(settings["seed"]));
     opt.par = klr::svm_params_from_r(params, threads);
     opt.class_weight = Rcpp::as<std::vector<double>>(weight);
@@ -190,7 +192,8 @@ Rcpp::List cpp_cell_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, SEXP z, std
         Rcpp::Named("cv") = r.cv.size() ? Rcpp::wrap(r.cv) : R_NilValue,
         Rcpp::Named("reference_gamma") = r.reference_gamma,
         Rcpp::Named("gamma_value") = r.gamma_value, Rcpp::Named("cost_value") = r.cost_value,
-        Rcpp::Named("cv_error") = r.cv_error, Rcpp::Named("classes") = classes);
+        Rcpp::Named("cv_error") = r.cv_error, Rcpp::Named("extended") = r.extended,
+        Rcpp::Named("classes") = classes);
     if (opt.task == kl::CellTask::Ridge) {
       if (r.ridge.alpha.size()) {
         out["alpha"] = Rcpp::wrap(r.ridge.alpha);

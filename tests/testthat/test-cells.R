@@ -118,13 +118,18 @@ test_that("per-cell selection chooses from the grid by cross-validation and pred
   expect_gt(nrow(tab), 4L)
   expect_lte(max(tab$rows), 300L)
   two <- tab$classes == 2L
-  expect_true(all(tab$cost[two] %in% fit$settings$cost_grid))
   ref <- vapply(fit$cells, function(c) c$reference_gamma, numeric(1))
-  expect_true(all(round(tab$gamma[two] / ref[two], 8) %in% round(fit$settings$gamma_grid, 8)))
-  # each cell's choice is the least cross-validated error of its grid
+  # each cell's choice is the least cross-validated error of its grid, which starts at the
+  # default grid and grows past an edge that wins
   for (c in which(two)) {
-    cv <- fit$cells[[c]]$cv
-    expect_equal(fit$cells[[c]]$cv_error, min(cv))
+    cm <- fit$cells[[c]]
+    expect_equal(cm$cv_error, min(cm$cv))
+    expect_equal(dim(cm$cv), c(length(cm$gamma_grid), length(cm$cost_grid)))
+    expect_true(cm$gamma %in% cm$gamma_grid)
+    expect_true(cm$cost %in% cm$cost_grid)
+    expect_true(all(round(4^(0:2) * ref[c], 8) %in% round(cm$gamma_grid, 8)))
+    expect_true(all(fit$settings$cost_grid %in% cm$cost_grid))
+    expect_equal(length(cm$gamma_grid) + length(cm$cost_grid) - 3L - 6L, cm$extended)
   }
   dt <- cells_data(3000, seed = 7)
   err <- mean(predict(fit, dt$x) != dt$y)

@@ -294,7 +294,6 @@ CellResult fit_cell(CMatRef X, const std::vector<int>* y, const std::vector<doub
       if (z) zs.push_back((*z)[sel[i]]);
     }
     const std::vector<int> fold = make_folds(ms, y ? &ys : nullptr, std::min(folds, ms), rng);
-    res.cv.setZero(ng, nc);
     const std::vector<int>* yy = y ? &ys : nullptr;
     const std::vector<double>* zz = z ? &zs : nullptr;
     CellOptions local = opt;
@@ -302,25 +301,90 @@ CellResult fit_cell(CMatRef X, const std::vector<int>* y, const std::vector<doub
       local.class_weight.resize(k);
       for (int c = 0; c < k; ++c) local.class_weight[c] = opt.class_weight[res.classes[c]];
     }
-    run_tasks(ng, threads, [&](int g, const std::atomic<bool>& stop) {
-      const KernelPtr kern = opt.kernel_at(res.gamma.empty() ? 1.0 : res.gamma[g]);
-      Mat K(ms, ms);
-      kern->block(Xs, Xs, K, 1, stop_only(stop));
-      const std::vector<double> e =
-          cv_errors(K, yy, zz, fold, std::min(folds, ms), local, res.cost, stop);
-      for (int c = 0; c < nc; ++c) res.cv(g, c) = e[c] / ms;
-    }, cb);
+    // The mean validation errors of the widths `gs` at the costs `cs`: one task per width.
+    auto cv_block = [&](const std::vector<double>& gs, const std::vector<double>& cs) {
+      Mat E(gs.size(), cs.size());
+      run_tasks(static_cast<int>(gs.size()), threads, [&](int g, const std::atomic<bool>& stop) {
+        const KernelPtr kern = opt.kernel_at(gs[g]);
+        Mat K(ms, ms);
+        kern->block(Xs, Xs, K, 1, stop_only(stop));
+        const std::vector<double> e =
+            cv_errors(K, yy, zz, fold, std::min(folds, ms), local, cs, stop);
+        for (std::size_t c = 0; c < cs.size(); ++c) E(g, c) = e[c] / ms;
+      }, cb);
+      return E;
+    };
+    std::vector<double> gs = res.gamma.empty() ? std::vector<double>{1.0} : res.gamma;
+    std::vector<double> cs = res.cost;
+    Mat E = cv_block(gs, cs);
     // least error; ties to the smaller cost, then the smaller width
-    double best = std::numeric_limits<double>::infinity();
-    for (int c = 0; c < nc; ++c)
-      for (int g = 0; g < ng; ++g)
-        if (res.cv(g, c) < best) {
-          best = res.cv(g, c);
-          res.chosen_cost = c;
-          res.chosen_gamma = g;
+    auto choose = [&](int* gi, int* ci) {
+      double best = std::numeric_limits<double>::infinity();
+      for (Eigen::Index c = 0; c < E.cols(); ++c)
+        for (Eigen::Index g = 0; g < E.rows(); ++g)
+          if (E(g, c) < best) {
+            best = E(g, c);
+            *ci = static_cast<int>(c);
+            *gi = static_cast<int>(g);
+          }
+      return best;
+    };
+    // A choice at an edge of the grid extends the grid one step beyond it (the step of the
+    // grid's two outermost values), at most `extend` times in each direction.
+    int gi = 0, ci = 0;
+    double best = choose(&gi, &ci);
+    int ext[4] = {0, 0, 0, 0};  // low width, high width, low cost, high cost
+    const bool grid_g = !res.gamma.empty() && gs.size() >= 2;
+    const bool grid_c = cs.size() >= 2;
+    while (std::isfinite(best)) {
+      cb.check();
+      // (only when the edge is strictly better than its neighbour: a tie is no sign that the
+      // error would fall further out)
+      const int lg = static_cast<int>(gs.size()) - 1, lc = static_cast<int>(cs.size()) - 1;
+      int dir = -1;
+      if (grid_g && gi == 0 && ext[0] < opt.extend && E(0, ci) < E(1, ci)) dir = 0;
+      else if (grid_g && gi == lg && ext[1] < opt.extend && E(lg, ci) < E(lg - 1, ci)) dir = 1;
+      else if (grid_c && ci == 0 && ext[2] < opt.extend && E(gi, 0) < E(gi, 1)) dir = 2;
+      else if (grid_c && ci == lc && ext[3] < opt.extend && E(gi, lc) < E(gi, lc - 1)) dir = 3;
+      if (dir < 0) break;
+      ++ext[dir];
+      if (dir <= 1) {
+        const double v = dir == 0 ? gs[0] * gs[0] / gs[1]
+                                  : gs.back() * gs.back() / gs[gs.size() - 2];
+        const Mat row = cv_block({v}, cs);
+        Mat E2(E.rows() + 1, E.cols());
+        if (dir == 0) {
+          gs.insert(gs.begin(), v);
+          E2 << row, E;
+        } else {
+          gs.push_back(v);
+          E2 << E, row;
         }
+        E = E2;
+      } else {
+        const double v = dir == 2 ? cs[0] * cs[0] / cs[1]
+                                  : cs.back() * cs.back() / cs[cs.size() - 2];
+        const Mat col = cv_block(gs, {v});
+        Mat E2(E.rows(), E.cols() + 1);
+        if (dir == 2) {
+          cs.insert(cs.begin(), v);
+          E2 << col, E;
+        } else {
+          cs.push_back(v);
+          E2 << E, col;
+        }
+        E = E2;
+      }
+      best = choose(&gi, &ci);
+    }
     if (!std::isfinite(best)) throw Error("no grid point of the cell could be fitted");
+    if (!res.gamma.empty()) res.gamma = gs;
+    res.cost = cs;
+    res.cv = E;
+    res.chosen_gamma = gi;
+    res.chosen_cost = ci;
     res.cv_error = best;
+    res.extended = ext[0] + ext[1] + ext[2] + ext[3];
   } else {
     res.chosen_cost = 0;
     res.chosen_gamma = 0;

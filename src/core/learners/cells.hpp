@@ -15,7 +15,10 @@
 //      order, each solve warm-started from the last; the mean validation error (classification)
 //      or squared error (regression) of every grid point;
 //   3. the grid point of least validation error (ties to the smaller cost, then the smaller
-//      width), and the final fit on all of the cell's rows with it, computed exactly as the
+//      width); when it lies on an edge of the grid, the grid grows one step beyond that edge
+//      (the ratio of the two outermost values) and the new width or cost is cross-validated,
+//      at most `extend` steps in each direction; then the final fit on all of the cell's rows
+//      with the chosen point, computed exactly as the
 //      global learner computes it (so one cell holding every row gives the global model).
 // With a single grid point there is nothing to choose: no cross-validation runs.
 //
@@ -53,6 +56,7 @@ struct CellOptions {
   bool cost_per_row = false;         // penalties multiply the rows of each fit (kernel ridge)
   int folds = 5;
   int cv_rows = 0;                   // selection on a seeded sample of this many rows (0: all)
+  int extend = 2;                    // steps the grid may grow beyond each edge
   SvmParams par;                     // tolerance, epsilon, cache, probability, ... (cost unused)
   std::vector<double> class_weight;  // one per class of the whole problem (classification)
   int threads = 1;
@@ -66,6 +70,7 @@ struct CellResult {
   int chosen_gamma = -1, chosen_cost = 0;
   double gamma_value = std::numeric_limits<double>::quiet_NaN(), cost_value = 0.0;
   double cv_error = std::numeric_limits<double>::quiet_NaN();
+  int extended = 0;                  // steps the grid grew beyond its edges
   std::vector<int> classes;             // classification: the cell's classes (codes), ascending
   std::vector<BinaryMachine> machines;  // SVM: over the cell's classes 0..k-1 (or regression)
   KrrFit ridge;                         // kernel ridge: alpha (rows x outputs) and bias
