@@ -18,6 +18,7 @@
 #               rows: the exponent of fit time in n at the default cell size
 #     learned   hgk(cells = TRUE, loss = "hinge") and tkl(cells = TRUE) on covbin
 #   threads  default 2, for every method (ranger's num.threads too)
+# KL_BENCH_SMOKE=1 runs every fit on 3000 rows only and saves nothing (a check of the script).
 # Every fit runs in a fresh R process (this script with --worker), so that its peak memory
 # (VmHWM, the resident set's high-water mark, which includes R and the data) is its own.
 # Rows replace those of the same dataset and method in bench/results/cells.csv; the table is
@@ -93,8 +94,8 @@ worker <- function(cache, dataset, method, n_train, threads, extra) {
     stop("unknown method ", method))
   fit_s <- proc.time()[["elapsed"]] - t0
   t0 <- proc.time()[["elapsed"]]
-  pred <- if (inherits(fit, "ranger")) predict(fit, xt, num.threads = threads)$predictions
-          else predict(fit, xt)
+  pred <- if (inherits(fit, "ranger")) predict(fit, xt, num.threads = threads)$predictions else
+    predict(fit, xt)
   pred_s <- proc.time()[["elapsed"]] - t0
   err <- if (is.factor(yt)) mean(pred != yt) else mean((pred - yt)^2)
   if (inherits(fit, "kl_localized")) {
@@ -124,15 +125,17 @@ if (length(args) && args[1L] == "--worker") {
 }
 
 # ---- the run --------------------------------------------------------------------------------
-parts <- if (length(args) >= 1L) strsplit(args[1L], ",")[[1L]]
-         else c("covbin", "cov7", "friedman", "growth", "learned")
+parts <- c("covbin", "cov7", "friedman", "growth", "learned")
+if (length(args) >= 1L) parts <- strsplit(args[1L], ",")[[1L]]
 threads <- if (length(args) >= 2L) as.integer(args[2L]) else 2L
 cache <- file.path(tempdir(), "kl-cells-bench")
 dir.create(cache, showWarnings = FALSE)
 prepare(cache)
 rows <- list()
 
+smoke <- nzchar(Sys.getenv("KL_BENCH_SMOKE"))
 run <- function(dataset, method, n_train = Inf, extra = list(), limit = 3600) {
+  if (smoke) n_train <- min(n_train, 3000)
   out <- tempfile(fileext = ".rds")
   ex <- paste(deparse(extra), collapse = " ")
   cmd <- c(as.character(limit), file.path(R.home("bin"), "Rscript"), script, "--worker", cache,
@@ -198,7 +201,7 @@ if ("learned" %in% parts) {
   run("covbin", "tkl")
 }
 
-if (length(rows)) {
+if (length(rows) && !smoke) {
   new <- do.call(rbind, rows)
   new$machine <- paste(Sys.info()[["machine"]], sub("^.*: ", "", grep("model name",
                  readLines("/proc/cpuinfo"), value = TRUE)[1L]))

@@ -198,6 +198,7 @@ TEST_CASE("cells: the grid point chosen has the least cross-validated error; one
   opt.gamma_factor = {0.5, 2.0, 8.0};
   opt.cost = {8.0, 0.5, 2.0};  // any order: the path sorts them
   opt.folds = 4;
+  opt.extend = 0;  // the grid as given
   opt.class_weight = {1.0, 1.0, 1.0};
   opt.seed = 5;
   const kl::CellResult r = kl::fit_cell(X, &y, nullptr, opt, kl::Callbacks());
@@ -220,6 +221,44 @@ TEST_CASE("cells: the grid point chosen has the least cross-validated error; one
   const kl::CellResult c = kl::fit_cell(X, &y1, nullptr, opt, kl::Callbacks());
   CHECK(c.classes == std::vector<int>({1}));
   CHECK(c.machines.empty());
+}
+
+TEST_CASE("cells: a choice on an edge of the grid grows the grid past that edge") {
+  kl::Rng rng(ct::seed2(41, 4));
+  const kl::Mat X = ct::runif(rng, 240, 2);
+  std::vector<int> y(240);
+  for (int i = 0; i < 240; ++i) y[i] = X(i, 1) > 0.5 + 0.2 * std::sin(7 * X(i, 0)) ? 1 : 0;
+  kl::CellOptions opt;
+  opt.task = kl::CellTask::Classify;
+  opt.kernel_at = gaussian_at();
+  // far too small costs: the least error lies beyond the high edge of the costs
+  opt.gamma_factor = {1.0, 4.0};
+  opt.cost = {0.01, 0.1};
+  opt.folds = 4;
+  opt.class_weight = {1.0, 1.0};
+  opt.seed = 3;
+  opt.extend = 0;
+  const kl::CellResult fixed = kl::fit_cell(X, &y, nullptr, opt, kl::Callbacks());
+  CHECK(fixed.extended == 0 && fixed.cv.cols() == 2);
+  opt.extend = 3;
+  const kl::CellResult r = kl::fit_cell(X, &y, nullptr, opt, kl::Callbacks());
+  CHECK(r.extended >= 1 && r.extended <= 12);
+  CHECK(static_cast<int>(r.cost.size() + r.gamma.size()) == 4 + r.extended);
+  CHECK(r.cv.rows() == static_cast<int>(r.gamma.size()) &&
+        r.cv.cols() == static_cast<int>(r.cost.size()));
+  // the new costs continue the grid's geometric step, in order
+  for (std::size_t c = 1; c < r.cost.size(); ++c)
+    CHECK_EQUAL(r.cost[c] / r.cost[c - 1], 10.0, 1e-9);
+  // the grid's original points keep the errors they had
+  const int c0 = static_cast<int>(std::find(r.cost.begin(), r.cost.end(), 0.01) - r.cost.begin());
+  const int g0 = static_cast<int>(std::find(r.gamma.begin(), r.gamma.end(),
+                                            fixed.gamma[0]) - r.gamma.begin());
+  CHECK(c0 + 1 < static_cast<int>(r.cost.size()) && g0 + 1 < static_cast<int>(r.gamma.size()));
+  CHECK(r.cv.block(g0, c0, 2, 2) == fixed.cv);
+  // the choice is the least error of the grown grid, and better than the fixed grid's
+  CHECK_EQUAL(r.cv_error, r.cv.minCoeff(), 0.0);
+  CHECK(r.cv_error < fixed.cv_error);
+  CHECK(r.cost_value > 0.1);
 }
 
 TEST_CASE("cells: kernel ridge with a fixed penalty is the exact kernel ridge fit") {
