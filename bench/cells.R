@@ -2,11 +2,11 @@
 # machines, in one run.
 #
 # Usage: KERNLEARN_DATA_DIR=<data> Rscript bench/cells.R [parts] [threads]
-#   parts    comma-separated, default all: covbin, cov7, friedman, growth, learned
+#   parts    comma-separated, default all: covbin, cov7, friedman, growth, sizes, learned
 #     covbin    Covertype, class 2 against the rest: a random 50000 test rows (seed 1), the
 #               other 531012 train. kernel_svm(cells = TRUE) with its own per-cell selection;
 #               ranger with 100 and 500 trees; gem() with its defaults; the global kernel_svm()
-#               on the largest of 25000, 50000, 100000 training rows that fits in 10 minutes
+#               on the largest of 25000, 50000, 75000, 100000 training rows that fits in 10 minutes
 #               (a fit is stopped at 600 s), with the median gamma and cost the cells chose
 #     cov7      full 7-class Covertype, the same split and the same methods
 #     friedman  mlbench.friedman1 (sd = 1): 1,000,000 training rows, 50000 test rows.
@@ -16,7 +16,11 @@
 #               has no row here.
 #     growth    kernel_svm(cells = TRUE) on 100000, 200000 and 400000 of the covbin training
 #               rows: the exponent of fit time in n at the default cell size
-#     learned   hgk(cells = TRUE, loss = "hinge") and tkl(cells = TRUE) on covbin
+#     sizes     kernel_svm(cells = kl_cells(cell_size = m)) on 100000 covbin training rows for
+#               m = 1000, 2000, 10000 (method "cells<m>"; growth has the default 5000)
+#     learned   hgk(cells = TRUE, loss = "hinge") on covbin
+#     tkl       tkl(cells = TRUE) on covbin (not in the default set: on this machine one cell of
+#               3000 rows takes more than 5 minutes, so the 531012 rows would take many hours)
 #   threads  default 2, for every method (ranger's num.threads too)
 # KL_BENCH_SMOKE=1 runs every fit on 3000 rows only and saves nothing (a check of the script).
 # Every fit runs in a fresh R process (this script with --worker), so that its peak memory
@@ -65,6 +69,7 @@ load_set <- function(cache, dataset) {
 
 # ---- one fit (in a worker process) ----------------------------------------------------------
 worker <- function(cache, dataset, method, n_train, threads, extra) {
+  label <- method
   suppressPackageStartupMessages(library(kernlearn))
   options(kernlearn.threads = threads, kernlearn.backend = "cpu")
   d <- load_set(cache, dataset)
@@ -79,9 +84,15 @@ worker <- function(cache, dataset, method, n_train, threads, extra) {
   note <- ""
   gc(FALSE)
   t0 <- proc.time()[["elapsed"]]
+  if (grepl("^cells[0-9]+$", method)) {
+    m <- as.integer(sub("^cells", "", method))
+    method <- "cells"
+    extra$cells <- kl_cells(cell_size = m)
+  }
+  cells <- if (is.null(extra$cells)) TRUE else extra$cells
   fit <- switch(method,
-    cells = if (is.factor(y)) kernel_svm(x, y, cells = TRUE, fitted = FALSE)
-            else kernel_ridge(x, y, cells = TRUE),
+    cells = if (is.factor(y)) kernel_svm(x, y, cells = cells, fitted = FALSE)
+            else kernel_ridge(x, y, cells = cells),
     ranger100 = ranger::ranger(x = x, y = y, num.trees = 100, num.threads = threads, seed = 1),
     ranger500 = ranger::ranger(x = x, y = y, num.trees = 500, num.threads = threads, seed = 1),
     gem = gem(x, y),
@@ -109,7 +120,7 @@ worker <- function(cache, dataset, method, n_train, threads, extra) {
     params <- if (is.factor(y)) sprintf("gamma=%.4g cost=%.4g", extra$gamma, extra$cost)
               else sprintf("gamma=%.4g lambda=%.4g", extra$gamma, extra$lambda * nrow(x))
   }
-  data.frame(date = format(Sys.time(), "%Y-%m-%d %H:%M"), dataset = dataset, method = method,
+  data.frame(date = format(Sys.time(), "%Y-%m-%d %H:%M"), dataset = dataset, method = label,
              n_train = nrow(x), n_test = nrow(xt), threads = threads,
              fit_s = round(fit_s, 1), predict_s = round(pred_s, 1),
              metric = if (is.factor(yt)) "test error" else "test MSE",
@@ -125,7 +136,7 @@ if (length(args) && args[1L] == "--worker") {
 }
 
 # ---- the run --------------------------------------------------------------------------------
-parts <- c("covbin", "cov7", "friedman", "growth", "learned")
+parts <- c("covbin", "cov7", "friedman", "growth", "sizes", "learned")
 if (length(args) >= 1L) parts <- strsplit(args[1L], ",")[[1L]]
 threads <- if (length(args) >= 2L) as.integer(args[2L]) else 2L
 cache <- file.path(tempdir(), "kl-cells-bench")
@@ -155,14 +166,22 @@ run <- function(dataset, method, n_train = Inf, extra = list(), limit = 3600) {
 }
 
 # The global machine on the largest subsample that fits in 10 minutes: sizes in order, the next
-# one tried only when the last fit's time, grown as n^2, stays within the limit.
+# one tried only when the last fit's time, grown at the exponent of the last two fits (at least
+# 2), stays within the limit.
 largest_global <- function(dataset, sizes, extra) {
-  last <- NULL
+  fits <- list()
   for (n in sizes) {
-    if (!is.null(last) && last$fit_s * (n / last$n_train)^2 > 600) break
+    k <- length(fits)
+    if (k) {
+      last <- fits[[k]]
+      p <- if (k >= 2L) log(last$fit_s / fits[[k - 1L]]$fit_s) /
+                          log(last$n_train / fits[[k - 1L]]$n_train) else 2
+      if (!is.finite(p) || p < 2) p <- 2
+      if (last$fit_s * (n / last$n_train)^p > 600) break
+    }
     r <- run(dataset, "global", n, extra, limit = 600)
     if (is.null(r)) break
-    last <- r
+    fits[[k + 1L]] <- r
   }
 }
 
@@ -177,7 +196,7 @@ for (ds in intersect(c("covbin", "cov7"), parts)) {
   run(ds, "ranger500")
   run(ds, "gem")
   if (!is.null(cells))
-    largest_global(ds, c(25000, 50000, 100000),
+    largest_global(ds, c(25000, 50000, 75000, 100000),
                    list(gamma = median_of(cells, "gamma"), cost = median_of(cells, "cost")))
 }
 if ("friedman" %in% parts) {
@@ -196,10 +215,10 @@ if ("growth" %in% parts) {
                 log(t[3] / t[1]) / log(4), log(t[2] / t[1]) / log(2), log(t[3] / t[2]) / log(2)))
   }
 }
-if ("learned" %in% parts) {
-  run("covbin", "hgk")
-  run("covbin", "tkl")
-}
+if ("sizes" %in% parts)
+  for (m in c(1000, 2000, 10000)) run("covbin", paste0("cells", m), 1e5)
+if ("learned" %in% parts) run("covbin", "hgk")
+if ("tkl" %in% parts) run("covbin", "tkl")
 
 if (length(rows) && !smoke) {
   new <- do.call(rbind, rows)

@@ -225,5 +225,8 @@ test_that("every future plan gives the same localized model", {
   on.exit(parallel::stopCluster(cl), add = TRUE)
   expect_identical(with_plan(future::cluster, workers = cl), ref)
   skip_if_not_installed("future.batchtools")
+  # the batchtools registries in a temporary folder, not in the working directory
+  old <- options(future.cache.path = file.path(tempdir(), "kl-future"))
+  on.exit(options(old), add = TRUE)
   expect_identical(with_plan(future.batchtools::batchtools_local), ref)
 })
