@@ -25,8 +25,9 @@
 # KL_BENCH_SMOKE=1 runs every fit on 3000 rows only and saves nothing (a check of the script).
 # Every fit runs in a fresh R process (this script with --worker), so that its peak memory
 # (VmHWM, the resident set's high-water mark, which includes R and the data) is its own.
-# Rows replace those of the same dataset and method in bench/results/cells.csv; the table is
-# also written to inst/extdata/cells.csv for the "Large data" vignette.
+# Each row, as soon as measured, replaces the one of the same dataset, method and training rows
+# in bench/results/cells.csv; the table is also written to inst/extdata/cells.csv for the
+# "Large data" vignette.
 args <- commandArgs(TRUE)
 script <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1L])
 
@@ -145,6 +146,24 @@ prepare(cache)
 rows <- list()
 
 smoke <- nzchar(Sys.getenv("KL_BENCH_SMOKE"))
+# Each result is saved as soon as it is measured: it replaces the row of the same dataset,
+# method and rows in bench/results/cells.csv, and the table is copied to inst/extdata.
+save_row <- function(r) {
+  r$machine <- paste(Sys.info()[["machine"]], sub("^.*: ", "", grep("model name",
+                     readLines("/proc/cpuinfo"), value = TRUE)[1L]))
+  out_file <- file.path("bench", "results", "cells.csv")
+  old <- if (file.exists(out_file)) utils::read.csv(out_file, stringsAsFactors = FALSE)
+  new <- r
+  if (!is.null(old)) {
+    key <- function(d) paste(d$dataset, d$method, d$n_train)
+    old <- old[!(key(old) %in% key(new)), , drop = FALSE]
+    new <- rbind(old[, names(new)], new)
+  }
+  utils::write.csv(new, out_file, row.names = FALSE)
+  if (dir.exists(file.path("inst", "extdata")))
+    utils::write.csv(new, file.path("inst", "extdata", "cells.csv"), row.names = FALSE)
+}
+
 run <- function(dataset, method, n_train = Inf, extra = list(), limit = 3600) {
   if (smoke) n_train <- min(n_train, 3000)
   out <- tempfile(fileext = ".rds")
@@ -162,6 +181,7 @@ run <- function(dataset, method, n_train = Inf, extra = list(), limit = 3600) {
   r <- readRDS(out)
   cat(sprintf("%s %.4g, fit %.1f s, peak %d MB\n", r$metric, r$value, r$fit_s, r$peak_mb))
   rows[[length(rows) + 1L]] <<- r
+  if (!smoke) save_row(r)
   r
 }
 
@@ -202,10 +222,10 @@ for (ds in intersect(c("covbin", "cov7"), parts)) {
 if ("friedman" %in% parts) {
   cells <- run("friedman", "cells")
   run("friedman", "ranger100")
-  run("friedman", "ranger500")
   if (!is.null(cells))
     largest_global("friedman", c(10000, 20000, 30000),
                    list(gamma = median_of(cells, "gamma"), lambda = median_of(cells, "lambda/row")))
+  run("friedman", "ranger500")
 }
 if ("growth" %in% parts) {
   g <- lapply(c(1e5, 2e5, 4e5), function(n) run("covbin", "cells", n))
@@ -222,18 +242,6 @@ if ("tkl" %in% parts) run("covbin", "tkl")
 
 if (length(rows) && !smoke) {
   new <- do.call(rbind, rows)
-  new$machine <- paste(Sys.info()[["machine"]], sub("^.*: ", "", grep("model name",
-                 readLines("/proc/cpuinfo"), value = TRUE)[1L]))
-  out_file <- file.path("bench", "results", "cells.csv")
-  old <- if (file.exists(out_file)) utils::read.csv(out_file, stringsAsFactors = FALSE)
-  if (!is.null(old)) {
-    key <- function(d) paste(d$dataset, d$method, d$n_train)
-    old <- old[!(key(old) %in% key(new)), , drop = FALSE]
-    new <- rbind(old[, names(new)], new)
-  }
-  utils::write.csv(new, out_file, row.names = FALSE)
-  if (dir.exists(file.path("inst", "extdata")))
-    utils::write.csv(new, file.path("inst", "extdata", "cells.csv"), row.names = FALSE)
   print(new[, c("dataset", "method", "n_train", "fit_s", "metric", "value", "peak_mb")],
         row.names = FALSE)
 }
