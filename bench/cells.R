@@ -21,6 +21,8 @@
 #     learned   hgk(cells = TRUE, loss = "hinge") on covbin
 #     tkl       tkl(cells = TRUE) on covbin (not in the default set: on this machine one cell of
 #               3000 rows takes more than 5 minutes, so the 531012 rows would take many hours)
+#     A part may also be one fit, dataset:method (as covbin:hgk or friedman:ranger500), on all
+#     of the dataset's training rows, stopped after KL_BENCH_LIMIT seconds (default 3600).
 #   threads  default 2, for every method (ranger's num.threads too)
 # KL_BENCH_SMOKE=1 runs every fit on 3000 rows only and saves nothing (a check of the script).
 # Every fit runs in a fresh R process (this script with --worker), so that its peak memory
@@ -77,6 +79,7 @@ worker <- function(cache, dataset, method, n_train, threads, extra) {
   set.seed(3)
   tr <- d$train
   if (n_train < length(tr)) tr <- sort(tr[sample.int(length(tr), n_train)])
+  if (is.null(colnames(d$x))) colnames(d$x) <- paste0("x", seq_len(ncol(d$x)))  # for ranger
   x <- d$x[tr, , drop = FALSE]
   y <- d$y[tr]
   xt <- d$x[d$test, , drop = FALSE]
@@ -239,6 +242,10 @@ if ("sizes" %in% parts)
   for (m in c(1000, 2000, 10000)) run("covbin", paste0("cells", m), 1e5)
 if ("learned" %in% parts) run("covbin", "hgk")
 if ("tkl" %in% parts) run("covbin", "tkl")
+for (p in grep(":", parts, value = TRUE, fixed = TRUE)) {
+  dm <- strsplit(p, ":", fixed = TRUE)[[1L]]
+  run(dm[1L], dm[2L], limit = as.numeric(Sys.getenv("KL_BENCH_LIMIT", "3600")))
+}
 
 if (length(rows) && !smoke) {
   new <- do.call(rbind, rows)
