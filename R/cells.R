@@ -703,13 +703,14 @@ plot.kl_localized <- function(x, which = NULL, ...) {
 # hgk(cells = ): the kernel's weights learned by hgk() on a stratified sample of the rows, then
 # one machine per cell with the learned kernel, its width (on top of the learned weights) and
 # cost or penalty chosen per cell. loss "hinge": an SVM per cell; "ls": kernel ridge (the
-# least-squares SVM) per cell.
+# least-squares SVM) per cell; "auto": the loss the cross-validation on the sample chose.
 .hgk_cells <- function(inp, args, cells, threads, call) {
   caller <- "hgk()"
-  loss <- .kl_choice(args$loss, c("ls", "hinge"), "loss", caller)
+  loss <- .kl_choice(args$loss, c("auto", "ls", "hinge"), "loss", caller)
   if (loss == "hinge" && inp$task != "classification")
     stop(sprintf("%s: loss = \"hinge\" is for classification; this is a regression (use loss = \"ls\")",
                  caller), call. = FALSE)
+  if (isTRUE(args$probability) && loss == "auto") loss <- "hinge"
   n <- nrow(inp$x)
   m <- min(n, cells$sample_learn)
   rows <- if (m >= n) seq_len(n) else .kl_stratified_sample(inp$y, m)
@@ -726,8 +727,10 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   t0 <- proc.time()[["elapsed"]]
   learned <- .hgk_fit(sub, args$depth, args$nodes, args$kernel, args$candidates,
                       args$saturation, loss, args$gradient, args$final, args$folds,
-                      args$gamma, args$lambda, FALSE, args$control, TRUE, threads, NULL)
+                      args$gamma, args$lambda, FALSE, args$control, TRUE, threads, NULL,
+                      baseline = args$baseline)
   learn_time <- proc.time()[["elapsed"]] - t0
+  loss <- learned$loss  # "auto": the loss the sample's cross-validation chose
   kernel <- learned_kernel(learned)
   kernel$gamma <- NULL  # the width on top of the learned weights: chosen per cell
   if (loss == "hinge") {
@@ -741,7 +744,8 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   }
   model$learner <- "hgk"
   model$learned <- list(rows = m, seconds = learn_time, relevance = learned$relevance,
-                        architecture = learned$architecture)
+                        architecture = learned$architecture, loss = loss,
+                        selection = learned$selection)
   model$time <- model$time + learn_time
   model
 }

@@ -1,10 +1,16 @@
 # hgk(): the fit (.hgk_fit): the candidate start kernels, Algorithm 1 on each (in
-# cross-validation when there are several), the final predictor and the input relevance.
+# cross-validation when there are several), the comparison with the Gaussian kernel the
+# learning starts from, the final predictor and the input relevance.
+
+# Rows each of D1, D2, D3 needs at least: below it the least-squares fit, the choice of width
+# and penalty and the early stopping have nothing to work on.
+.hgk_min_part <- 8L
 
 .hgk_fit <- function(inp, depth, nodes, kernel, candidates, saturation, loss, gradient, final,
-                     folds, gamma, lambda, probability, control, scale, threads, call) {
+                     folds, gamma, lambda, probability, control, scale, threads, call,
+                     baseline = TRUE) {
   caller <- "hgk()"
-  loss <- .kl_choice(loss, c("ls", "hinge"), "loss", caller)[1L]
+  loss <- .kl_choice(loss, c("auto", "ls", "hinge"), "loss", caller)[1L]
   gradient <- .kl_choice(gradient, c("bilevel", "fixed"), "gradient", caller)[1L]
   final <- .kl_choice(final, c("refit", "average"), "final", caller)[1L]
   if (!inherits(control, "hgk_control"))
@@ -14,9 +20,12 @@
                  caller), call. = FALSE)
   if (!is.logical(probability) || length(probability) != 1L || is.na(probability))
     stop(sprintf("%s: 'probability' must be TRUE or FALSE", caller), call. = FALSE)
-  if (probability && loss != "hinge")
+  if (probability && (loss == "ls" || inp$task != "classification"))
     stop(sprintf("%s: probability = TRUE needs loss = \"hinge\"; least-squares outputs are not probabilities",
                  caller), call. = FALSE)
+  if (probability && loss == "auto") loss <- "hinge"
+  if (!is.logical(baseline) || length(baseline) != 1L || is.na(baseline))
+    stop(sprintf("%s: 'baseline' must be TRUE or FALSE", caller), call. = FALSE)
   grid_vec <- function(v, name) {
     if (is.null(v)) return(NULL)
     if (!is.numeric(v) || !length(v) || any(!is.finite(v)) || any(v <= 0))
@@ -34,8 +43,31 @@
       folds < 2)
     stop(sprintf("%s: 'folds' must be a whole number >= 2", caller), call. = FALSE)
   folds <- as.integer(folds)
+  losses <- if (inp$task != "classification") "ls"
+            else switch(loss, auto = c("ls", "hinge"), loss)
+
+  # The defaults that follow the number of rows: the architectures compared and the split.
+  adapted <- character()
+  fold_rows <- n - max(tabulate(rep_len(seq_len(folds), n)))
+  if (is.null(candidates) && is.null(depth) && is.null(nodes) && is.null(kernel)) {
+    candidates <- .hgk_default_candidates(fold_rows, d)
+    if (length(candidates) < 8L)
+      adapted <- c(adapted, sprintf("architectures compared: %s",
+                                    paste(.hgk_arch_label(candidates), collapse = ", ")))
+  } else if (is.null(candidates)) {
+    candidates <- .hgk_default_candidates(Inf, d)
+  }
   archs <- .hgk_architectures(depth, nodes, kernel, candidates, saturation, d, caller)
-  .hgk_check_rows(n, folds, control$split, final, length(archs), caller)
+  cands <- archs
+  if (baseline) cands <- c(cands, list(.hgk_baseline_candidate(d)))
+  need_cv <- length(cands) > 1L || length(losses) > 1L || final == "average"
+  split <- control$split
+  if (is.null(split)) {
+    split <- .hgk_default_split(if (need_cv) fold_rows else n)
+    if (split[1L] != 0.4)
+      adapted <- c(adapted, "split D1 / D2 / D3: a third each")
+  }
+  .hgk_check_rows(n, folds, split, need_cv, caller)
   .check_memory(8 * (n * (folds - 1) / folds)^2 * 2.5,
                 sprintf("hgk() on %d rows (kernel matrices of the fit and validation parts)", n),
                 caller, hint = "; subsample the rows")
@@ -50,56 +82,54 @@
                    format(yr[1L])), call. = FALSE)
     Y <- matrix(2 * (inp$y - yr[1L]) / (yr[2L] - yr[1L]) - 1, ncol = 1L)
   }
-  opts <- list(gradient = gradient, split1 = control$split[1L], split2 = control$split[2L],
+  opts <- list(gradient = gradient, split1 = split[1L], split2 = split[2L],
                maxit = control$maxit, anneal_steps = control$anneal_steps,
                perturbation = control$perturbation, temperature = control$temperature,
                cooling = control$cooling, patience = control$patience,
                reshuffles = control$reshuffles, gammas = gamma, lambdas = lambda)
   ctx <- list(x = x, Y = Y, y = inp$y, task = inp$task, levels = inp$levels, opts = opts,
-              loss = loss, probability = probability, threads = threads, d = d,
+              losses = losses, probability = probability, threads = threads, d = d,
               features = colnames(x))
 
-  need_cv <- length(archs) > 1L || final == "average"
-  nfits <- (if (need_cv) folds * length(archs) else 0L) + (final == "refit")
+  nfits <- (if (need_cv) folds * length(cands) else 0L) + (final == "refit")
   p <- .kl_progressor()
   ctx$progress <- if (is.null(p)) NULL else function(delta) p(delta / nfits)
 
   t0 <- proc.time()[["elapsed"]]
   cv <- NULL
   fold_models <- NULL
-  best <- 1L
+  best <- list(cand = 1L, loss = losses[1L])
   if (need_cv) {
     foldid <- .klcv_folds(list(n = n, task = inp$task, y = inp$y), folds, NULL, caller)$foldid
-    errs <- matrix(NA_real_, length(archs), folds)
-    fold_models <- vector("list", length(archs))
-    for (a in seq_along(archs)) {
+    # per candidate and fold: the clipped squared error of the least-squares decisions and the
+    # misclassification rates of the least-squares and hinge predictors
+    mse <- miss_ls <- miss_hinge <- matrix(NA_real_, length(cands), folds)
+    fold_models <- vector("list", length(cands))
+    for (a in seq_along(cands)) {
       fold_models[[a]] <- vector("list", folds)
       for (f in seq_len(folds)) {
         tr <- which(foldid != f)
         te <- which(foldid == f)
-        m <- .hgk_learn_model(ctx, archs[[a]]$kernel, tr, caller)
-        errs[a, f] <- .hgk_cv_error(ctx, m, te)
+        m <- .hgk_learn_model(ctx, cands[[a]]$kernel, tr, caller, learn = cands[[a]]$learned)
+        e <- .hgk_cv_errors(ctx, m, te)
+        mse[a, f] <- e[["mse"]]
+        miss_ls[a, f] <- e[["miss_ls"]]
+        miss_hinge[a, f] <- e[["miss_hinge"]]
         fold_models[[a]][[f]] <- m
       }
     }
-    cv <- data.frame(architecture = vapply(archs, `[[`, "", "label"),
-                     depth = vapply(archs, `[[`, 0, "depth"),
-                     nodes = vapply(archs, `[[`, 0, "nodes"),
-                     saturation = vapply(archs, `[[`, 0, "saturation"),
-                     error = rowMeans(errs),
-                     se = apply(errs, 1L, stats::sd) / sqrt(folds),
-                     stringsAsFactors = FALSE)
-    attr(cv, "folds") <- errs
-    attr(cv, "criterion") <- if (loss == "hinge") "misclassification rate"
-                             else "mean squared error of decisions clipped to [-1, 1]"
-    best <- which.min(cv$error)
+    sel <- .hgk_select(cands, losses, inp$task, mse, miss_ls, miss_hinge, folds)
+    cv <- sel$table
+    best <- sel$best
   }
-  arch <- archs[[best]]
+  cand <- cands[[best$cand]]
+  ctx$losses <- best$loss
   refit_cv <- NULL
   if (final == "average") {
-    models <- fold_models[[best]]
+    models <- lapply(fold_models[[best$cand]], .hgk_keep_loss, loss = best$loss)
   } else {
-    m <- .hgk_learn_model(ctx, arch$kernel, seq_len(n), caller, keep = FALSE)
+    m <- .hgk_learn_model(ctx, cand$kernel, seq_len(n), caller, keep = FALSE,
+                          learn = cand$learned)
     rc <- .hgk_refit_grid(ctx, m, folds, lambda, caller)
     refit_cv <- rc$table
     m <- .hgk_final_model(ctx, m, seq_len(n), rc$gamma, rc$lambda)
@@ -108,13 +138,112 @@
   seconds <- proc.time()[["elapsed"]] - t0
   fit <- structure(
     list(call = call, task = inp$task, levels = inp$levels, spec = inp$spec, x = x, y = inp$y,
-         y_range = yr, loss = loss, gradient = gradient, final = final, folds = folds,
-         probability = probability, architecture = arch[c("label", "depth", "nodes", "saturation")],
-         start_kernel = arch$kernel, cv = cv, refit_cv = refit_cv, models = models,
-         control = control, n = n, seconds = seconds),
+         y_range = yr, loss = best$loss, loss_arg = loss, gradient = gradient, final = final,
+         folds = folds, probability = probability,
+         architecture = cand[c("label", "depth", "nodes", "saturation", "learned")],
+         start_kernel = cand$kernel, cv = cv, selection = if (need_cv) sel$selection,
+         refit_cv = refit_cv, models = models, control = control, split = split,
+         adapted = adapted, n = n, seconds = seconds),
     class = c("hgk", "kl_model"))
   fit$relevance <- .hgk_relevance(fit)
   fit
+}
+
+# The architectures compared by default: the paper's (depth 1 and depth 2 with 4 to 16 nodes)
+# when a learning run in the cross-validation sees 400 rows or more; with fewer, depth 1 and
+# depth 2 with 4 nodes, and depth 1 alone below 60 rows, where more candidates would be chosen
+# among by noise.
+.hgk_default_candidates <- function(rows, d) {
+  if (rows >= 400) c(0L, 4L, 6L, 8L, 10L, 12L, 14L, 16L)
+  else if (rows >= 60 && d >= 2) c(0L, min(4L, d))
+  else 0L
+}
+
+.hgk_arch_label <- function(m) ifelse(m == 0, "depth 1", sprintf("depth 2 with %d nodes", m))
+
+# 40 / 40 / 20 when the smallest part keeps 30 rows, else a third each.
+.hgk_default_split <- function(rows) {
+  if (min(floor(0.4 * rows), rows - 2 * floor(0.4 * rows)) >= 30) c(0.4, 0.4) else c(1, 1) / 3
+}
+
+# The kernel the learning starts from, used as it is: the Gaussian kernel on the scaled inputs
+# (equal weights), with its width and penalty chosen on the grid like the learned kernel's.
+.hgk_baseline_candidate <- function(d) {
+  list(label = "Gaussian (start weights, not learned)", depth = 1, nodes = 0,
+       saturation = NA_real_, learned = FALSE, kernel = hierarchical_gaussian_kernel(rep(1, d)))
+}
+
+# The choice among candidate kernels and losses by their cross-validation errors. Regression,
+# and classification with the least-squares loss alone: the clipped squared error (the
+# paper's criterion). Classification with the hinge loss among the choices: the
+# misclassification rate, ties broken by the clipped squared error of the same kernel.
+.hgk_select <- function(cands, losses, task, mse, miss_ls, miss_hinge, folds) {
+  by_miss <- task == "classification" && "hinge" %in% losses
+  rows <- list()
+  errs <- NULL
+  for (a in seq_along(cands)) for (l in losses) {
+    e <- if (!by_miss) mse[a, ] else if (l == "ls") miss_ls[a, ] else miss_hinge[a, ]
+    errs <- rbind(errs, e)
+    rows[[length(rows) + 1L]] <- data.frame(
+      architecture = cands[[a]]$label, depth = cands[[a]]$depth, nodes = cands[[a]]$nodes,
+      saturation = cands[[a]]$saturation, learned = cands[[a]]$learned, loss = l,
+      error = mean(e), se = stats::sd(e) / sqrt(folds),
+      tiebreak = if (all(is.na(mse[a, ]))) NA_real_ else mean(mse[a, ]),
+      cand = a, stringsAsFactors = FALSE)
+  }
+  tab <- do.call(rbind, rows)
+  ord <- order(tab$error, tab$tiebreak, seq_len(nrow(tab)), na.last = TRUE)
+  b <- ord[1L]
+  best <- list(cand = tab$cand[b], loss = tab$loss[b])
+  selection <- NULL
+  if (any(!tab$learned)) {
+    lr <- tab[tab$learned, , drop = FALSE]
+    lb <- lr[order(lr$error, lr$tiebreak, na.last = TRUE)[1L], ]
+    bb <- tab[!tab$learned, , drop = FALSE]
+    bb <- bb[order(bb$error, bb$tiebreak, na.last = TRUE)[1L], ]
+    if (nrow(lr)) {
+      won <- tab$learned[b]
+      fmt <- function(v) format(signif(v, 3))
+      reason <- if (won)
+        sprintf("the learned kernel's CV error %s (%s) is %s the Gaussian start's %s (%s)",
+                fmt(lb$error), lb$architecture,
+                if (lb$error < bb$error) "below" else "equal to, and its squared error below,",
+                fmt(bb$error), bb$loss)
+      else
+        sprintf("the Gaussian start validated %s (CV error %s against %s for the learned kernel, %s); the learned weights are not used",
+                if (bb$error < lb$error) "better" else "as well, with a smaller squared error",
+                fmt(bb$error), fmt(lb$error), lb$architecture)
+      selection <- list(choice = if (won) "learned" else "baseline", learned_error = lb$error,
+                        baseline_error = bb$error, reason = reason)
+    }
+  }
+  tab$cand <- NULL
+  tab$tiebreak <- NULL
+  attr(tab, "folds") <- unname(errs)
+  attr(tab, "criterion") <- if (by_miss) "misclassification rate"
+                            else "mean squared error of decisions clipped to [-1, 1]"
+  list(table = tab, best = best, selection = selection)
+}
+
+.hgk_check_rows <- function(n, folds, split, cv, caller) {
+  # The rows the smallest learning run sees (a fold's training rows, or all rows).
+  fit_rows <- function(n) if (cv) n - max(tabulate(rep_len(seq_len(folds), n))) else n
+  parts_of <- function(m) {
+    p <- c(floor(split[1L] * m), floor(split[2L] * m))
+    c(p, m - sum(p))
+  }
+  ok <- function(n) all(parts_of(fit_rows(n)) >= .hgk_min_part)
+  if (!ok(n)) {
+    need <- n + 1L
+    while (!ok(need) || !ok(need + 1L) || !ok(need + folds)) need <- need + 1L
+    m <- fit_rows(n)
+    hint <- if (cv) "; with fewer rows give one architecture ('depth = 1') with baseline = FALSE (no cross-validation), or fewer 'folds'"
+            else "; with fewer rows change hgk_control(split = )"
+    stop(sprintf("%s: too few rows: each learning run sees %d rows, split into parts of %s; each of D1, D2, D3 needs at least %d (%d rows or more with these settings)%s",
+                 caller, m, paste(parts_of(m), collapse = " / "), .hgk_min_part, need, hint),
+         call. = FALSE)
+  }
+  invisible(TRUE)
 }
 
 # The candidate start kernels: list(label, depth, nodes, saturation, kernel).
@@ -134,7 +263,7 @@
     ext <- .hgk_extent(kernel)
     return(list(list(label = sprintf("given tree (depth %d)", ext[["depth"]]),
                      depth = ext[["depth"]], nodes = if (is.null(kernel$nodes)) 0 else length(kernel$nodes),
-                     saturation = NA_real_, kernel = kernel)))
+                     saturation = NA_real_, learned = TRUE, kernel = kernel)))
   }
   if (!is.null(depth)) {
     if (!is.numeric(depth) || length(depth) != 1L || !(depth %in% c(1, 2)))
@@ -169,7 +298,7 @@
   lapply(ms, function(m) {
     if (m == 0L)
       return(list(label = "depth 1", depth = 1, nodes = 0, saturation = NA_real_,
-                  kernel = hierarchical_gaussian_kernel(rep(1, d))))
+                  learned = TRUE, kernel = hierarchical_gaussian_kernel(rep(1, d))))
     sat <- if (is.null(saturation)) max(1, m / d) else saturation
     full <- max(m, floor(d * sat + 1e-9))
     if (full / m > d)
@@ -181,7 +310,7 @@
     k <- hierarchical_gaussian_kernel(weights = lapply(blocks, function(b) rep(1, length(b))),
                                       nodes = unname(blocks), node_weights = rep(sqrt(1 / m), m))
     list(label = sprintf("depth 2, %d nodes", m), depth = 2, nodes = m, saturation = sat,
-         kernel = k)
+         learned = TRUE, kernel = k)
   })
 }
 
@@ -204,30 +333,14 @@
   invisible(TRUE)
 }
 
-.hgk_check_rows <- function(n, folds, split, final, narch, caller) {
-  cv <- narch > 1L || final == "average"
-  # The rows the smallest learning run sees (a fold's training rows, or all rows).
-  fit_rows <- function(n) if (cv) n - max(tabulate(rep_len(seq_len(folds), n))) else n
-  parts_of <- function(m) {
-    p <- c(floor(split[1L] * m), floor(split[2L] * m))
-    c(p, m - sum(p))
-  }
-  ok <- function(n) all(parts_of(fit_rows(n)) >= 30L)
-  if (!ok(n)) {
-    need <- n + 1L
-    while (!ok(need) || !ok(need + 1L) || !ok(need + folds)) need <- need + 1L
-    m <- fit_rows(n)
-    stop(sprintf("%s: too few rows: each learning run sees %d rows, split into parts of %s; each of D1, D2, D3 needs at least 30 (%d rows or more with these settings)",
-                 caller, m, paste(parts_of(m), collapse = " / "), need), call. = FALSE)
-  }
-  invisible(TRUE)
-}
-
-# Algorithm 1 on the rows `rows`; returns a model on those rows.
-.hgk_learn_model <- function(ctx, start, rows, caller, keep = TRUE) {
+# Algorithm 1 on the rows `rows` (with learn = FALSE only the choice of width and penalty for
+# the start weights); returns a model on those rows.
+.hgk_learn_model <- function(ctx, start, rows, caller, keep = TRUE, learn = TRUE) {
   spec <- .kernel_spec(start)
+  opts <- ctx$opts
+  if (!learn) opts$maxit <- 0L
   r <- .kl_core(caller, cpp_hgk_learn, ctx$x[rows, , drop = FALSE], ctx$Y[rows, , drop = FALSE],
-                spec, NULL, ctx$opts, .kl_seed(), ctx$threads, ctx$progress)
+                spec, NULL, opts, .kl_seed(), ctx$threads, ctx$progress)
   k <- .hgk_set_params(start, as.vector(r$weights))
   k$gamma <- r$gamma
   tr <- as.data.frame(r$trace)
@@ -241,8 +354,9 @@
   m
 }
 
-# The model's predictor on its rows at (gamma, lambda): the least-squares fit of Algorithm 1
-# when these are its own, else refitted; kernel_svm for the hinge loss.
+# The model's predictors on its rows at (gamma, lambda) for the losses in ctx$losses: the
+# least-squares fit of Algorithm 1 when these are its own, else refitted; kernel_svm for the
+# hinge loss.
 .hgk_final_model <- function(ctx, m, rows, gamma, lambda) {
   if (gamma != m$gamma || lambda != m$lambda) {
     m$kernel$gamma <- gamma
@@ -254,7 +368,7 @@
     m$gamma <- gamma
     m$lambda <- lambda
   }
-  if (ctx$loss == "hinge") {
+  if ("hinge" %in% ctx$losses) {
     inp <- list(x = ctx$x[rows, , drop = FALSE], y = ctx$y[rows], task = "classification",
                 levels = ctx$levels,
                 spec = list(kind = "matrix", columns = ctx$features, features = ctx$features,
@@ -264,8 +378,14 @@
                              probability = ctx$probability, prob_folds = 5L, tol = 1e-3,
                              shrinking = TRUE, cache = 100, max_iter = NULL, warm_start = NULL,
                              threads = ctx$threads, call = NULL)
-    m$alpha <- NULL
   }
+  if (!("ls" %in% ctx$losses)) m$alpha <- NULL
+  m
+}
+
+# A fold model reduced to the predictor of one loss.
+.hgk_keep_loss <- function(m, loss) {
+  if (loss == "ls") m$svm <- NULL else m$alpha <- NULL
   m
 }
 
@@ -277,14 +397,23 @@
            .kernel_spec(m$kernel), threads, .kl_backend_arg())
 }
 
-.hgk_cv_error <- function(ctx, m, te) {
+# A fold model's errors on the held-out rows te: the clipped squared error of its
+# least-squares decisions and the misclassification rates of its least-squares and hinge
+# predictors (NA where the model has no such predictor or the task is a regression).
+.hgk_cv_errors <- function(ctx, m, te) {
   xt <- ctx$x[te, , drop = FALSE]
-  if (!is.null(m$svm)) {
-    cls <- stats::predict(m$svm, xt, type = "class", threads = ctx$threads)
-    return(mean(cls != ctx$y[te]))
+  out <- c(mse = NA_real_, miss_ls = NA_real_, miss_hinge = NA_real_)
+  if (!is.null(m$alpha)) {
+    dec <- .kl_core("hgk()", cpp_kernel_predict, xt, ctx$x[m$rows, , drop = FALSE], m$alpha,
+                    m$bias, .kernel_spec(m$kernel), ctx$threads, .kl_backend_arg())
+    out[["mse"]] <- mean((pmin(pmax(dec, -1), 1) - ctx$Y[te, , drop = FALSE])^2)
+    if (ctx$task == "classification")
+      out[["miss_ls"]] <- mean(.kl_decision_to_class(dec, ctx$levels) != ctx$y[te])
   }
-  dec <- .hgk_model_decision(m, ctx$x, xt, ctx$threads)
-  mean((pmin(pmax(dec, -1), 1) - ctx$Y[te, , drop = FALSE])^2)
+  if (!is.null(m$svm))
+    out[["miss_hinge"]] <- mean(stats::predict(m$svm, xt, type = "class", threads = ctx$threads) !=
+                                  ctx$y[te])
+  out
 }
 
 # final = "refit": (gamma, lambda) by k-fold CV of the least-squares SVM with the learned weights.

@@ -126,9 +126,17 @@ print.hgk <- function(x, ...) {
   how <- if (!is.null(x$cv) && nrow(x$cv) > 1L)
     sprintf(" (chosen by %d-fold CV among %d)", x$folds, nrow(x$cv)) else ""
   cat(sprintf("  kernel: %s%s, %s gradient\n", a$label, how, x$gradient))
+  if (!is.null(x$selection))
+    cat(sprintf("  against the Gaussian start: %s\n", x$selection$reason))
+  if (identical(x$loss_arg, "auto") && x$task == "classification")
+    cat(sprintf("  loss: %s, chosen by CV\n",
+                if (x$loss == "hinge") "hinge (C-SVM)" else "least squares"))
+  if (length(x$adapted))
+    cat(sprintf("  for %d rows: %s\n", x$n, paste(x$adapted, collapse = "; ")))
   if (x$final == "average") {
     cat(sprintf("  predictor: average of the %d fold models", length(x$models)))
-    cat(sprintf("; CV error %s\n", format(signif(x$cv$error[x$cv$architecture == a$label][1L], 4))))
+    e <- x$cv$error[x$cv$architecture == a$label & x$cv$loss == x$loss][1L]
+    cat(sprintf("; CV error %s\n", format(signif(e, 4))))
   } else {
     m <- x$models[[1L]]
     cat(sprintf("  predictor: refit on all rows, gamma %s, lambda %s (by %d-fold CV)\n",
@@ -147,7 +155,8 @@ print.hgk <- function(x, ...) {
 #' @param x A \code{summary.hgk} object.
 #' @param ... Not used.
 #' @return \code{summary()} returns an object of class \code{"summary.hgk"}:
-#'   the cross-validation table of the architectures, one row per model of the
+#'   the cross-validation table of the candidate kernels and losses, the
+#'   comparison with the Gaussian start, one row per model of the
 #'   predictor (width, penalty, optimisation steps, reshuffles, why it stopped,
 #'   seconds) and the input relevance.
 #' @examples
@@ -176,7 +185,7 @@ summary.hgk <- function(object, ...) {
 print.summary.hgk <- function(x, ...) {
   print(x$model)
   if (!is.null(x$cv)) {
-    cat(sprintf("\nArchitectures by %d-fold CV (%s):\n", x$model$folds,
+    cat(sprintf("\nCandidate kernels by %d-fold CV (%s):\n", x$model$folds,
                 attr(x$cv, "criterion")))
     print(x$cv, row.names = FALSE, digits = 4)
   }

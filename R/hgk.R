@@ -40,8 +40,35 @@
 #' \eqn{\sqrt{1/m}}{sqrt(1/m)}. A deeper tree is given as \code{kernel}.
 #' Without \code{depth}, \code{nodes} or \code{kernel}, the architecture is
 #' chosen by \code{folds}-fold cross-validation among \code{candidates} (node
-#' counts; 0 is depth 1), the paper's protocol: depth 1 and depth 2 with 4 to
-#' 16 nodes.
+#' counts; 0 is depth 1), by default the paper's protocol: depth 1 and depth 2
+#' with 4 to 16 nodes.
+#'
+#' \strong{The Gaussian start as a safeguard.} A depth-1 kernel with equal
+#' weights is the Gaussian kernel on the scaled inputs, where the learning
+#' starts. With \code{baseline = TRUE} (the default) that kernel, with its
+#' width and penalty chosen on the same grid but its weights not learned,
+#' joins the cross-validation as one more candidate, so that the fit never
+#' ends worse on held-out rows than the kernel it started from: when it
+#' validates better, it is the final kernel. The choice, both errors and the
+#' reason are kept in \code{fit$selection} and printed. The comparison costs
+#' little when architectures are compared anyway (the start kernel is cheap);
+#' with one given architecture and \code{final = "refit"} it adds a
+#' cross-validation (\code{folds} learning runs), which \code{baseline =
+#' FALSE} saves.
+#'
+#' \strong{The loss.} For classification, \code{loss = "auto"} (the default)
+#' compares the least-squares SVM and the C-SVM (hinge loss) on each
+#' candidate kernel in the same cross-validation by their misclassification
+#' rates (ties go to the smaller clipped squared error) and keeps the better;
+#' regression uses the least-squares SVM.
+#'
+#' \strong{Small data.} The defaults follow the number of rows: when a
+#' learning run of the cross-validation sees fewer than 400 rows, the
+#' architectures compared are depth 1 and depth 2 with 4 nodes (depth 1 alone
+#' below 60 rows), and when the 40/40/20 split would leave a part with fewer
+#' than 30 rows, \eqn{D_1, D_2, D_3} get a third each. \code{print()} says
+#' what was chosen. Each part needs at least 8 rows; with the defaults about
+#' 30 rows are the least \code{hgk()} fits.
 #'
 #' \strong{The final predictor.} With \code{final = "refit"} (the default)
 #' the weights of the chosen architecture are learned once more on all rows,
@@ -92,15 +119,17 @@
 #'   input columns whose tree (of any depth) is kept and whose weights are the
 #'   start values; its \code{gamma} is ignored (the width is chosen on a grid).
 #' @param candidates Node counts compared by cross-validation when the
-#'   architecture is not given (0 means depth 1).
+#'   architecture is not given (0 means depth 1). \code{NULL}: \code{c(0, 4,
+#'   6, 8, 10, 12, 14, 16)}, fewer for small data (see Details).
 #' @param saturation Depth 2: the factor \eqn{\ge 1} of columns dealt to the
 #'   nodes (see Details). \code{NULL}: 1, or \eqn{m/d} for a candidate with
 #'   more nodes than columns. Giving \code{nodes} larger than the number of
 #'   columns needs an explicit \code{saturation}.
-#' @param loss \code{"ls"} (the least-squares SVM) or \code{"hinge"}
-#'   (classification only: the weights are learned with the least-squares
-#'   risk, the models are \code{\link{kernel_svm}} fits with the learned
-#'   kernel).
+#' @param loss \code{"auto"} (classification: the better of the two by
+#'   cross-validation, see Details; regression: least squares), \code{"ls"}
+#'   (the least-squares SVM) or \code{"hinge"} (classification only: the
+#'   weights are learned with the least-squares risk, the models are
+#'   \code{\link{kernel_svm}} fits with the learned kernel).
 #' @param gradient \code{"bilevel"} or \code{"fixed"} (see Details).
 #' @param final \code{"refit"} or \code{"average"} (see Details).
 #' @param folds Number of cross-validation folds (stratified for
@@ -113,6 +142,9 @@
 #'   \code{NULL}: six values geometric from \eqn{10^{-3}/n_1} to 0.1.
 #' @param probability With \code{loss = "hinge"}: fit Platt probability models
 #'   so that \code{predict(type = "prob")} works.
+#'   With \code{loss = "auto"} it implies the hinge loss.
+#' @param baseline Compare the learned kernel with the Gaussian kernel it
+#'   starts from in the cross-validation and keep the better (see Details).
 #' @param control Optimisation constants: \code{\link{hgk_control}()}.
 #' @param scale Scale inputs to \eqn{[0, 1]} with the training range.
 #' @param cells \code{FALSE} (the default) for one global model; \code{TRUE}
@@ -130,7 +162,9 @@
 #'   \code{models} (the fold models, or one refit model: training
 #'   \code{rows}, \code{kernel}, \code{gamma}, \code{lambda}, coefficients,
 #'   \code{trace} and \code{info}), \code{architecture}, the cross-validation
-#'   table \code{cv}, \code{relevance} (see \code{\link{plot.hgk}}), the scaled
+#'   table \code{cv} (one row per candidate kernel and loss), \code{selection}
+#'   (the comparison with the Gaussian start: \code{choice}, both errors and
+#'   the \code{reason}), \code{relevance} (see \code{\link{plot.hgk}}), the scaled
 #'   training inputs \code{x} and the response \code{y}, and what \code{predict}
 #'   needs.
 #' @references Steinwart, I., Thomann, P. and Schmid, N. (2016). Learning with
@@ -148,9 +182,9 @@
 #' round(fit$relevance, 2)
 #' head(predict(fit, x))
 #'
-#' # classification with a depth-2 kernel of 3 nodes
-#' fit2 <- hgk(Species ~ ., data = iris[rep(1:150, 2), ], nodes = 3,
-#'             control = hgk_control(maxit = 5))
+#' # classification on 150 rows: the defaults adapt to the small data
+#' fit2 <- hgk(Species ~ ., data = iris, control = hgk_control(maxit = 5))
+#' fit2
 #' table(predict(fit2, iris), iris$Species)
 #' @export
 hgk <- function(x, ...) UseMethod("hgk")
@@ -158,11 +192,11 @@ hgk <- function(x, ...) UseMethod("hgk")
 #' @rdname hgk
 #' @export
 hgk.formula <- function(formula, data, depth = NULL, nodes = NULL, kernel = NULL,
-                        candidates = c(0, 4, 6, 8, 10, 12, 14, 16), saturation = NULL,
-                        loss = c("ls", "hinge"), gradient = c("bilevel", "fixed"),
+                        candidates = NULL, saturation = NULL,
+                        loss = c("auto", "ls", "hinge"), gradient = c("bilevel", "fixed"),
                         final = c("refit", "average"), folds = 5, gamma = NULL, lambda = NULL,
-                        probability = FALSE, control = hgk_control(), scale = TRUE,
-                        subset = NULL, na.action = stats::na.fail, cells = FALSE,
+                        probability = FALSE, baseline = TRUE, control = hgk_control(),
+                        scale = TRUE, subset = NULL, na.action = stats::na.fail, cells = FALSE,
                         threads = NULL, ...) {
   .no_dots(..., caller = "hgk()")
   cells <- .kl_cells_arg(cells, "hgk()")
@@ -173,17 +207,18 @@ hgk.formula <- function(formula, data, depth = NULL, nodes = NULL, kernel = NULL
     return(.hgk_cells(inp, .hgk_cell_args(environment()), cells, threads,
                       .kl_call(match.call(), "hgk")))
   .hgk_fit(inp, depth, nodes, kernel, candidates, saturation, loss, gradient, final, folds,
-           gamma, lambda, probability, control, scale, threads, .kl_call(match.call(), "hgk"))
+           gamma, lambda, probability, control, scale, threads, .kl_call(match.call(), "hgk"),
+           baseline = baseline)
 }
 
 #' @rdname hgk
 #' @export
 hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
-                        candidates = c(0, 4, 6, 8, 10, 12, 14, 16), saturation = NULL,
-                        loss = c("ls", "hinge"), gradient = c("bilevel", "fixed"),
+                        candidates = NULL, saturation = NULL,
+                        loss = c("auto", "ls", "hinge"), gradient = c("bilevel", "fixed"),
                         final = c("refit", "average"), folds = 5, gamma = NULL, lambda = NULL,
-                        probability = FALSE, control = hgk_control(), scale = TRUE,
-                        cells = FALSE, threads = NULL, ...) {
+                        probability = FALSE, baseline = TRUE, control = hgk_control(),
+                        scale = TRUE, cells = FALSE, threads = NULL, ...) {
   .no_dots(..., caller = "hgk()")
   cells <- .kl_cells_arg(cells, "hgk()")
   if (inherits(x, "formula"))
@@ -193,13 +228,14 @@ hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
     return(.hgk_cells(inp, .hgk_cell_args(environment()), cells, threads,
                       .kl_call(match.call(), "hgk")))
   .hgk_fit(inp, depth, nodes, kernel, candidates, saturation, loss, gradient, final, folds,
-           gamma, lambda, probability, control, scale, threads, .kl_call(match.call(), "hgk"))
+           gamma, lambda, probability, control, scale, threads, .kl_call(match.call(), "hgk"),
+           baseline = baseline)
 }
 
 # The arguments of an hgk() call that the cells path passes on to the sample fit.
 .hgk_cell_args <- function(env) {
   nm <- c("depth", "nodes", "kernel", "candidates", "saturation", "loss", "gradient", "final",
-          "folds", "gamma", "lambda", "probability", "control")
+          "folds", "gamma", "lambda", "probability", "control", "baseline")
   stats::setNames(lapply(nm, function(v) get(v, envir = env)), nm)
 }
 
@@ -215,8 +251,9 @@ hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
 #' increase accepts a few uphill moves early and almost none after 20 steps.
 #'
 #' @param split Fractions of the rows in \eqn{D_1} (fit) and \eqn{D_2} (the
-#'   objective); the rest is \eqn{D_3} (early stopping). Each part needs at
-#'   least 30 rows.
+#'   objective); the rest is \eqn{D_3} (early stopping). \code{NULL}: 40/40/20,
+#'   or a third each when a part would have fewer than 30 rows. Each part needs
+#'   at least 8 rows.
 #' @param maxit Optimisation steps (a gradient step, or an annealing phase at
 #'   a local minimum). 0 keeps the start weights and only chooses
 #'   \eqn{(\gamma, \lambda)}.
@@ -233,12 +270,12 @@ hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
 #' @examples
 #' hgk_control(maxit = 50, temperature = 0)
 #' @export
-hgk_control <- function(split = c(0.4, 0.4), maxit = 30, anneal_steps = 5, perturbation = 0.5,
+hgk_control <- function(split = NULL, maxit = 30, anneal_steps = 5, perturbation = 0.5,
                         temperature = 0.01, cooling = 0.9, patience = 5, reshuffles = 2) {
   caller <- "hgk_control()"
-  if (!is.numeric(split) || length(split) != 2L || any(!is.finite(split)) || any(split <= 0) ||
-      sum(split) >= 1)
-    stop(sprintf("%s: 'split' must be two positive fractions (D1, D2) with a sum below 1", caller),
+  if (!is.null(split) && (!is.numeric(split) || length(split) != 2L || any(!is.finite(split)) ||
+                          any(split <= 0) || sum(split) >= 1))
+    stop(sprintf("%s: 'split' must be NULL or two positive fractions (D1, D2) with a sum below 1", caller),
          call. = FALSE)
   whole <- function(v, name, lower) {
     if (!is.numeric(v) || length(v) != 1L || !is.finite(v) || v != round(v) || v < lower)
@@ -254,7 +291,7 @@ hgk_control <- function(split = c(0.4, 0.4), maxit = 30, anneal_steps = 5, pertu
   num(perturbation, "perturbation", function(v) v > 0 && v < 1, "a number in (0, 1)")
   num(temperature, "temperature", function(v) v >= 0, "a number >= 0")
   num(cooling, "cooling", function(v) v > 0 && v <= 1, "a number in (0, 1]")
-  structure(list(split = as.numeric(split), maxit = whole(maxit, "maxit", 0L),
+  structure(list(split = if (!is.null(split)) as.numeric(split), maxit = whole(maxit, "maxit", 0L),
                  anneal_steps = whole(anneal_steps, "anneal_steps", 0L),
                  perturbation = as.numeric(perturbation), temperature = as.numeric(temperature),
                  cooling = as.numeric(cooling), patience = whole(patience, "patience", 1L),

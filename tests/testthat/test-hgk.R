@@ -75,7 +75,7 @@ test_that("maxit = 0, one (gamma, lambda), refit: kernel_ridge / kernel_svm, Gau
   # regression: the decision is kernel ridge on y scaled to [-1, 1] with the training range
   r <- reg_data(n = 150, seed = 61)
   n <- length(r$y)
-  fit <- hgk(r$x, r$y, depth = 1, gamma = g, lambda = l, final = "refit", folds = 3, control = ctl0)
+  fit <- hgk(r$x, r$y, depth = 1, gamma = g, lambda = l, final = "refit", folds = 3, control = ctl0, baseline = FALSE, loss = "ls")
   expect_length(fit$models, 1L)
   expect_equal(fit$models[[1]]$gamma, g)
   expect_equal(fit$models[[1]]$lambda, l)
@@ -98,7 +98,7 @@ test_that("maxit = 0, one (gamma, lambda), refit: kernel_ridge / kernel_svm, Gau
   # two classes: +-1 targets in both
   cd <- cls_data(n = 150, seed = 63)
   fit <- hgk(cd$x, cd$y, depth = 1, gamma = g, lambda = l, final = "refit", folds = 3,
-             control = ctl0)
+             control = ctl0, baseline = FALSE, loss = "ls")
   kr <- kernel_ridge(cd$x, cd$y, kernel = gaussian_kernel(g), lambda = n * l)
   expect_equal(predict(fit, xn, type = "decision"), predict(kr, xn, type = "decision"),
                tolerance = 1e-10)
@@ -106,14 +106,14 @@ test_that("maxit = 0, one (gamma, lambda), refit: kernel_ridge / kernel_svm, Gau
   # three classes: one-vs-all outputs sharing the kernel
   c3 <- cls_data(n = 150, seed = 64, classes = 3)
   fit <- hgk(c3$x, c3$y, depth = 1, gamma = g, lambda = l, final = "refit", folds = 3,
-             control = ctl0)
+             control = ctl0, baseline = FALSE, loss = "ls")
   kr <- kernel_ridge(c3$x, c3$y, kernel = gaussian_kernel(g), lambda = n * l)
   expect_equal(predict(fit, xn, type = "decision"), predict(kr, xn, type = "decision"),
                tolerance = 1e-10)
   expect_identical(predict(fit, xn), predict(kr, xn))
   # hinge loss: kernel_svm with cost 1 / (2 n lambda)
   fit <- hgk(cd$x, cd$y, depth = 1, gamma = g, lambda = l, final = "refit", folds = 3,
-             loss = "hinge", control = ctl0)
+             loss = "hinge", control = ctl0, baseline = FALSE)
   ks <- kernel_svm(cd$x, cd$y, kernel = gaussian_kernel(g), cost = 1 / (2 * n * l))
   expect_equal(predict(fit, xn, type = "decision"), predict(ks, xn, type = "decision"),
                tolerance = 1e-6)
@@ -125,7 +125,7 @@ test_that("maxit = 0, final = \"average\": the mean of LS-SVMs fitted outside ea
   g <- 3; l <- 2e-3
   cd <- cls_data(n = 150, seed = 65)
   set.seed(66)
-  fit <- hgk(cd$x, cd$y, depth = 1, gamma = g, lambda = l, folds = 3, final = "average", control = ctl0)
+  fit <- hgk(cd$x, cd$y, depth = 1, gamma = g, lambda = l, folds = 3, final = "average", control = ctl0, baseline = FALSE, loss = "ls")
   expect_length(fit$models, 3L)
   # the training rows of the folds: each row is left out by exactly one model
   cnt <- tabulate(unlist(lapply(fit$models, `[[`, "rows")), 150)
@@ -152,14 +152,14 @@ test_that("maxit = 0, final = \"average\": the mean of LS-SVMs fitted outside ea
   expect_equal(fit$cv$error, mean(errs), tolerance = 1e-10)
   # without a grid, (gamma, lambda) come from the documented default grids
   set.seed(67)
-  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average", control = ctl0)
+  fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average", control = ctl0, baseline = FALSE, loss = "ls")
   for (m in fit$models) {
     expect_true(any(abs(m$gamma / m$gamma0 - c(0.25, 0.5, 1, 2, 4, 8)) < 1e-12))
     n1 <- floor(0.3 * length(m$rows))
     expect_true(any(abs(m$lambda / exp(seq(log(1e-3 / n1), log(0.1), length.out = 6)) - 1) < 1e-10))
   }
   fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average", gamma = c(0.5, 7), lambda = c(1e-4, 0.05),
-             control = ctl0)
+             control = ctl0, baseline = FALSE, loss = "ls")
   for (m in fit$models) {
     expect_true(m$gamma %in% c(0.5, 7))
     expect_true(m$lambda %in% c(1e-4, 0.05))
@@ -170,7 +170,7 @@ test_that("a user tree is kept, starts at its weights and with maxit = 0 is kern
   r <- reg_data(n = 160, d = 5, seed = 68)
   k <- k_d3
   fit <- hgk(r$x, r$y, kernel = k, gamma = 1.3, lambda = 1e-3, final = "refit", folds = 3,
-             control = ctl0)
+             control = ctl0, baseline = FALSE, loss = "ls")
   expect_identical(fit$architecture$depth, 3)
   kl <- learned_kernel(fit)
   expect_s3_class(kl, "kl_hierarchical_gaussian_kernel")
@@ -184,7 +184,7 @@ test_that("a user tree is kept, starts at its weights and with maxit = 0 is kern
   # and learning moves the weights of every level of the tree
   set.seed(69)
   fit <- hgk(r$x, r$y, kernel = k, final = "refit", folds = 3,
-             control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+             control = hgk_control(maxit = 5, split = c(0.3, 0.3)), baseline = FALSE, loss = "ls")
   p <- kernlearn:::.hgk_params(learned_kernel(fit))
   expect_length(p, length(kernlearn:::.hgk_params(k)))
   expect_gt(max(abs(log(abs(p)) - log(kernlearn:::.hgk_params(k)))), 1e-3)
@@ -208,7 +208,7 @@ test_that("annealing at temperature 0 never accepts an increase; a rejection cha
     set.seed(3)
     fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average", gradient = grad, lambda = 0.1,
                control = hgk_control(temperature = 0, maxit = 30, anneal_steps = 10,
-                                     patience = 100, split = c(0.3, 0.3)))
+                                     patience = 100, split = c(0.3, 0.3)), baseline = FALSE, loss = "ls")
     for (m in fit$models) {
       tr <- m$trace
       expect_identical(names(tr), c("step", "kind", "accepted", "risk", "error", "seconds"))
@@ -244,7 +244,7 @@ test_that("at a high temperature annealing accepts increases (the check above ca
   set.seed(3)
   fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average", lambda = 0.1,
              control = hgk_control(temperature = 100, cooling = 1, maxit = 30, anneal_steps = 10,
-                                   patience = 100, split = c(0.3, 0.3)))
+                                   patience = 100, split = c(0.3, 0.3)), baseline = FALSE, loss = "ls")
   up <- sum(vapply(fit$models, function(m) {
     tr <- m$trace
     i <- trace_pairs(tr)
@@ -260,7 +260,7 @@ test_that("reshuffles and stopping follow patience and reshuffles", {
     set.seed(5)
     fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average",
                control = hgk_control(maxit = 30, patience = 1, reshuffles = rs,
-                                     split = c(0.3, 0.3)))
+                                     split = c(0.3, 0.3)), baseline = FALSE, loss = "ls")
     for (m in fit$models) {
       tr <- m$trace
       expect_identical(sum(tr$kind == "reshuffle"), m$info$reshuffles)
@@ -291,7 +291,7 @@ test_that("the same seed gives the same model, another seed another one", {
   cd <- cls_data(n = 240, d = 5, seed = 71)
   fitit <- function(seed, ...) {
     set.seed(seed)
-    hgk(cd$x, cd$y, nodes = 3, folds = 3, final = "average", control = hgk_control(maxit = 10), ...)
+    hgk(cd$x, cd$y, nodes = 3, folds = 3, final = "average", control = hgk_control(maxit = 10), ..., baseline = FALSE, loss = "ls")
   }
   a <- fitit(7)
   b <- fitit(7)
@@ -307,7 +307,7 @@ test_that("1 and 2 threads give the same model (several kernel and Cholesky tile
   fitit <- function(threads) {
     set.seed(9)
     hgk(r$x, r$y, depth = 1, final = "refit", folds = 3, lambda = 1e-3, threads = threads,
-        control = hgk_control(maxit = 4, anneal_steps = 2))
+        control = hgk_control(maxit = 4, anneal_steps = 2), baseline = FALSE, loss = "ls")
   }
   a <- fitit(1)
   b <- fitit(2)
@@ -328,7 +328,7 @@ test_that("on Friedman data the noise columns get much less relevance than the s
     tr <- fried(500, s)
     te <- fried(1000, 100 + s)
     set.seed(200 + s)
-    fit <- hgk(tr$x, tr$y, depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 30))
+    fit <- hgk(tr$x, tr$y, depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 30), baseline = FALSE, loss = "ls")
     r <- fit$relevance
     expect_named(r, colnames(fit$x))
     # the nonlinear inputs x1..x3 beat every pure-noise input (x6..x10); linear x4, x5 need
@@ -337,7 +337,7 @@ test_that("on Friedman data the noise columns get much less relevance than the s
     expect_lt(mean(r[6:10]), 0.4 * mean(r[1:3]))
     # the start kernel gives every column the same relevance; learning improves the test error
     set.seed(200 + s)
-    fit0 <- hgk(tr$x, tr$y, depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 0))
+    fit0 <- hgk(tr$x, tr$y, depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 0), baseline = FALSE, loss = "ls")
     expect_lt(diff(range(fit0$relevance)) / max(fit0$relevance), 1e-12)
     mse <- mean((predict(fit, te$x) - te$y)^2)
     mse0 <- mean((predict(fit0, te$x) - te$y)^2)
@@ -352,7 +352,7 @@ test_that("depth-2 start kernels deal the columns as documented", {
   blocks_of <- function(nodes, saturation = NULL) {
     set.seed(82)
     hgk(r$x, r$y, nodes = nodes, saturation = saturation, final = "refit", gamma = 1,
-        lambda = 0.01, control = ctl0)$start_kernel
+        lambda = 0.01, control = ctl0, baseline = FALSE, loss = "ls")$start_kernel
   }
   k <- blocks_of(2)  # saturation 1: a partition of the columns
   expect_identical(sort(unlist(k$nodes)), 1:4)
@@ -365,7 +365,7 @@ test_that("depth-2 start kernels deal the columns as documented", {
   expect_equal(k$node_weights, rep(sqrt(1 / 6), 6))
   k <- blocks_of(2, saturation = 2)  # 8 columns wrapped around: each node sees all 4
   expect_true(all(vapply(k$nodes, function(b) identical(b, 1:4), logical(1))))
-  fit <- hgk(r$x, r$y, nodes = 2, gamma = 1, lambda = 0.01, final = "refit", control = ctl0)
+  fit <- hgk(r$x, r$y, nodes = 2, gamma = 1, lambda = 0.01, final = "refit", control = ctl0, baseline = FALSE, loss = "ls")
   expect_identical(fit$architecture$label, "depth 2, 2 nodes")
   expect_null(fit$cv)
 })
@@ -374,7 +374,7 @@ test_that("the architecture is chosen by cross-validation among the candidates",
   cd <- cls_data(n = 150, d = 4, seed = 83)
   set.seed(84)
   fit <- hgk(cd$x, cd$y, candidates = c(0, 2), folds = 3, final = "average",
-             control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
+             control = hgk_control(maxit = 3, split = c(0.3, 0.3)), baseline = FALSE, loss = "ls")
   expect_identical(fit$cv$architecture, c("depth 1", "depth 2, 2 nodes"))
   expect_identical(dim(attr(fit$cv, "folds")), c(2L, 3L))
   expect_equal(fit$cv$error, rowMeans(attr(fit$cv, "folds")))
@@ -385,7 +385,7 @@ test_that("the architecture is chosen by cross-validation among the candidates",
   # refit: the same CV table, one model on all rows
   set.seed(84)
   fit2 <- hgk(cd$x, cd$y, candidates = c(0, 2), folds = 3, final = "refit",
-              control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
+              control = hgk_control(maxit = 3, split = c(0.3, 0.3)), baseline = FALSE, loss = "ls")
   expect_equal(fit2$cv, fit$cv)
   expect_length(fit2$models, 1L)
   expect_identical(fit2$models[[1]]$rows, seq_len(150))
@@ -398,7 +398,7 @@ test_that("predict gives classes, decisions and (hinge) probabilities", {
   c3 <- cls_data(n = 150, seed = 91, classes = 3)
   set.seed(92)
   fit <- hgk(c3$x, c3$y, depth = 1, folds = 3, final = "average",
-             control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
+             control = hgk_control(maxit = 3, split = c(0.3, 0.3)), baseline = FALSE, loss = "ls")
   cls <- predict(fit, c3$x)
   expect_s3_class(cls, "factor")
   expect_identical(levels(cls), c("u", "v", "w"))
@@ -414,14 +414,14 @@ test_that("predict gives classes, decisions and (hinge) probabilities", {
   cd <- cls_data(n = 150, seed = 93)
   set.seed(94)
   fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average",
-             control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
+             control = hgk_control(maxit = 3, split = c(0.3, 0.3)), baseline = FALSE, loss = "ls")
   dec <- predict(fit, cd$x, type = "decision")
   expect_true(is.numeric(dec) && is.null(dim(dec)))
   expect_identical(predict(fit, cd$x), factor(ifelse(dec > 0, "b", "a"), levels = c("a", "b")))
   # hinge with Platt probabilities: rows sum to 1, the class is the most probable one
   set.seed(95)
   fit <- hgk(c3$x, c3$y, depth = 1, folds = 3, final = "average", loss = "hinge", probability = TRUE,
-             control = hgk_control(maxit = 2, split = c(0.3, 0.3)))
+             control = hgk_control(maxit = 2, split = c(0.3, 0.3)), baseline = FALSE)
   expect_identical(attr(fit$cv, "criterion"), "misclassification rate")
   P <- predict(fit, c3$x, type = "prob")
   expect_identical(dim(P), c(150L, 3L))
@@ -433,7 +433,7 @@ test_that("predict gives classes, decisions and (hinge) probabilities", {
   expect_identical(ncol(predict(fit, c3$x, type = "decision")), 3L)  # the pairwise decisions
   set.seed(95)
   fit <- hgk(c3$x, c3$y, depth = 1, folds = 3, final = "average", loss = "hinge",
-             control = hgk_control(maxit = 2, split = c(0.3, 0.3)))
+             control = hgk_control(maxit = 2, split = c(0.3, 0.3)), baseline = FALSE)
   expect_error(predict(fit, c3$x, type = "prob"), "probability = TRUE")
   expect_gt(mean(predict(fit, c3$x) == c3$y), 0.7)
 })
@@ -442,7 +442,7 @@ test_that("regression predictions stay in the training range; new data are match
   r <- reg_data(n = 150, d = 4, seed = 96)
   colnames(r$x) <- c("a", "b", "c", "d")
   set.seed(97)
-  fit <- hgk(r$x, r$y, depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
+  fit <- hgk(r$x, r$y, depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 3, split = c(0.3, 0.3)), baseline = FALSE, loss = "ls")
   set.seed(98)
   far <- matrix(runif(200 * 4, -3, 4), 200, 4, dimnames = list(NULL, colnames(r$x)))
   p <- predict(fit, far)
@@ -466,7 +466,7 @@ test_that("the formula interface one-hot encodes a factor predictor", {
   df$y <- factor(ifelse(df$u + (df$f == "q") + rnorm(n, sd = 0.2) > 1, "yes", "no"))
   set.seed(102)
   fit <- hgk(y ~ ., data = df, depth = 1, folds = 3, final = "average",
-             control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+             control = hgk_control(maxit = 5, split = c(0.3, 0.3)), baseline = FALSE, loss = "ls")
   expect_identical(ncol(fit$x), 5L)  # u, v and three indicator columns of f
   expect_identical(names(fit$relevance), colnames(fit$x))
   expect_length(kernlearn:::.hgk_params(learned_kernel(fit)), 5L)
@@ -479,8 +479,125 @@ test_that("the formula interface one-hot encodes a factor predictor", {
   expect_error(predict(fit, df[c("u", "v")]), "lacks column")
   expect_identical(predict(fit, df[0, ]), factor(character(), levels = c("no", "yes")))
   expect_identical(predict(fit, df[0, ], type = "decision"), numeric())
-  expect_error(hgk(y ~ ., data = df, depth = 1, folds = 3, final = "average", control = ctl0, extra = 1),
+  expect_error(hgk(y ~ ., data = df, depth = 1, folds = 3, final = "average", control = ctl0, extra = 1, baseline = FALSE, loss = "ls"),
                "unused argument")
+})
+
+# ---- the Gaussian start as a safeguard, the loss, small data ----------------------------------
+
+test_that("the Gaussian start joins the cross-validation and wins when the learned kernel is worse", {
+  r <- reg_data(n = 160, d = 5, seed = 141)
+  n <- 160
+  # a start tree that all but ignores the two informative columns, kept as it is (maxit = 0):
+  # the equal-weight Gaussian must validate better and be the final kernel
+  bad <- hierarchical_gaussian_kernel(c(1e-3, 1e-3, 1, 1, 1))
+  set.seed(142)
+  fit <- hgk(r$x, r$y, kernel = bad, folds = 4, final = "average", gamma = c(1, 4),
+             lambda = c(1e-4, 1e-2), control = hgk_control(maxit = 0, split = c(0.3, 0.3)))
+  expect_identical(fit$cv$learned, c(TRUE, FALSE))
+  expect_identical(dim(attr(fit$cv, "folds")), c(2L, 4L))
+  expect_equal(fit$cv$error, rowMeans(attr(fit$cv, "folds")))
+  expect_identical(fit$selection$choice, "baseline")
+  expect_equal(fit$selection$baseline_error, fit$cv$error[2L])
+  expect_equal(fit$selection$learned_error, fit$cv$error[1L])
+  expect_lt(fit$selection$baseline_error, fit$selection$learned_error)
+  expect_match(fit$selection$reason, "Gaussian start validated better")
+  expect_false(fit$architecture$learned)
+  expect_output(print(fit), "against the Gaussian start: the Gaussian start validated better")
+  # the baseline's fold models are least-squares SVMs with the Gaussian kernel (equal weights)
+  # at their chosen width and penalty; their held-out errors are the table's (independent R)
+  Yr <- 2 * (r$y - min(r$y)) / diff(range(r$y)) - 1
+  errs <- vapply(fit$models, function(m) {
+    expect_equal(unname(kernlearn:::.hgk_params(m$kernel)), rep(1, 5))
+    sol <- ls_svm_r(gauss_gram(m$gamma, fit$x[m$rows, ]), matrix(Yr[m$rows]),
+                    length(m$rows) * m$lambda)
+    expect_equal(unname(m$alpha), sol$alpha, tolerance = 1e-8)
+    te <- setdiff(seq_len(n), m$rows)
+    d <- gauss_gram(m$gamma, fit$x[te, ], fit$x[m$rows, ]) %*% sol$alpha + sol$bias
+    mean((pmin(pmax(d, -1), 1) - Yr[te])^2)
+  }, numeric(1))
+  expect_equal(attr(fit$cv, "folds")[2L, ], errs, tolerance = 1e-10)
+  # a start that knows the informative columns beats the equal weights
+  good <- hierarchical_gaussian_kernel(c(1, 1, 1e-3, 1e-3, 1e-3))
+  set.seed(142)
+  fit2 <- hgk(r$x, r$y, kernel = good, folds = 4, final = "refit", gamma = c(1, 4),
+              lambda = c(1e-4, 1e-2), control = hgk_control(maxit = 0, split = c(0.3, 0.3)))
+  expect_identical(fit2$selection$choice, "learned")
+  expect_true(fit2$architecture$learned)
+  expect_match(fit2$selection$reason, "learned kernel's CV error .* below the Gaussian start's")
+  # baseline = FALSE: no comparison, and with one architecture no cross-validation at all
+  fit3 <- hgk(r$x, r$y, kernel = bad, final = "refit", gamma = c(1, 4), baseline = FALSE,
+              control = hgk_control(maxit = 0, split = c(0.3, 0.3)))
+  expect_null(fit3$cv)
+  expect_null(fit3$selection)
+  expect_equal(unname(kernlearn:::.hgk_params(learned_kernel(fit3))), c(1e-3, 1e-3, 1, 1, 1))
+  expect_error(hgk(r$x, r$y, depth = 1, baseline = NA), "'baseline' must be TRUE or FALSE")
+})
+
+test_that("loss = \"auto\" chooses between least squares and the hinge loss by misclassification", {
+  c3 <- cls_data(n = 150, seed = 151, classes = 3)
+  set.seed(152)
+  fit <- hgk(c3$x, c3$y, depth = 1, folds = 3, final = "average", baseline = FALSE,
+             control = hgk_control(maxit = 2, split = c(0.3, 0.3)))
+  expect_identical(fit$cv$loss, c("ls", "hinge"))
+  expect_identical(attr(fit$cv, "criterion"), "misclassification rate")
+  # the criterion: the held-out misclassification rate of each predictor of the fold models
+  best <- order(fit$cv$error, seq_len(2))[1L]
+  tie <- fit$cv$error[1L] == fit$cv$error[2L]
+  if (!tie) expect_identical(fit$loss, fit$cv$loss[best])
+  expect_identical(fit$loss_arg, "auto")
+  for (m in fit$models) {
+    expect_identical(is.null(m$svm), fit$loss == "ls")
+    expect_identical(is.null(m$alpha), fit$loss == "hinge")
+  }
+  row <- match(fit$loss, fit$cv$loss)
+  errs <- vapply(fit$models, function(m) {
+    te <- setdiff(seq_len(150), m$rows)
+    cls <- if (fit$loss == "ls") {
+      d <- gram_r(m$kernel, fit$x[te, ], fit$x[m$rows, ]) %*% m$alpha +
+        matrix(m$bias, length(te), 3, byrow = TRUE)
+      factor(levels(c3$y)[max.col(d, "first")], levels = levels(c3$y))
+    } else predict(m$svm, fit$x[te, ])
+    mean(cls != c3$y[te])
+  }, numeric(1))
+  expect_equal(attr(fit$cv, "folds")[row, ], errs, tolerance = 1e-12)
+  cls <- predict(fit, c3$x)
+  expect_gt(mean(cls == c3$y), 0.7)
+  expect_output(print(fit), "loss: .*chosen by CV")
+  # regression: least squares only; probability = TRUE implies the hinge loss
+  r <- reg_data(n = 150, seed = 153)
+  fr <- hgk(r$x, r$y, depth = 1, folds = 3, final = "average", baseline = FALSE,
+            control = hgk_control(maxit = 1, split = c(0.3, 0.3)))
+  expect_identical(fr$cv$loss, "ls")
+  expect_identical(fr$loss, "ls")
+  fp <- hgk(c3$x, c3$y, depth = 1, folds = 3, final = "refit", probability = TRUE,
+            baseline = FALSE, control = hgk_control(maxit = 1, split = c(0.3, 0.3)))
+  expect_identical(fp$loss, "hinge")
+  expect_null(fp$cv)
+  expect_equal(rowSums(predict(fp, c3$x[1:5, ], type = "prob")), rep(1, 5), tolerance = 1e-8)
+})
+
+test_that("the defaults adapt to small data and say so", {
+  set.seed(161)
+  fit <- hgk(Species ~ ., data = iris)
+  expect_gte(mean(predict(fit, iris) == iris$Species), 0.95)
+  expect_identical(unique(fit$cv$architecture[fit$cv$learned]), c("depth 1", "depth 2, 4 nodes"))
+  expect_equal(fit$split, c(1, 1) / 3)
+  expect_output(print(fit), "for 150 rows: architectures compared: depth 1, depth 2 with 4 nodes; split D1 / D2 / D3: a third each")
+  set.seed(162)
+  fm <- hgk(mpg ~ ., data = mtcars)
+  expect_identical(unique(fm$cv$architecture[fm$cv$learned]), "depth 1")
+  expect_gt(cor(predict(fm, mtcars), mtcars$mpg)^2, 0.7)
+  # with enough rows the paper's protocol and split are kept, and nothing is said
+  expect_identical(kernlearn:::.hgk_default_candidates(400, 10), c(0L, 4L, 6L, 8L, 10L, 12L, 14L, 16L))
+  expect_equal(kernlearn:::.hgk_default_split(150), c(0.4, 0.4))
+  expect_equal(kernlearn:::.hgk_default_split(140), c(1, 1) / 3)
+  # given candidates are used as they are
+  set.seed(163)
+  fc <- hgk(Species ~ ., data = iris, candidates = c(0, 2, 3), baseline = FALSE, loss = "ls",
+            control = hgk_control(maxit = 1))
+  expect_identical(fc$cv$architecture, c("depth 1", "depth 2, 2 nodes", "depth 2, 3 nodes"))
+  expect_false(any(grepl("architectures compared", fc$adapted)))
 })
 
 # ---- input errors ----------------------------------------------------------------------------
@@ -488,7 +605,7 @@ test_that("the formula interface one-hot encodes a factor predictor", {
 test_that("bad input is an error that names the problem", {
   r <- reg_data(n = 150, d = 5, seed = 111)
   x <- r$x; y <- r$y
-  h <- function(..., final = "average") hgk(x, y, folds = 3, final = final, control = ctl0, ...)
+  h <- function(..., final = "average") hgk(x, y, folds = 3, final = final, control = ctl0, baseline = FALSE, ...)
   expect_error(h(nodes = 7), "nodes = 7 exceeds the 5 input column.*saturation")
   expect_error(h(kernel = hierarchical_gaussian_kernel(rep(1, 4))),
                "does not cover input column\\(s\\) 5")
@@ -516,34 +633,39 @@ test_that("bad input is an error that names the problem", {
   expect_error(h(depth = 1, gamma = -1), "'gamma' must be NULL or a vector of positive")
   expect_error(h(depth = 1, lambda = c(0.1, NA)), "'lambda' must be NULL or a vector of positive")
   expect_error(h(depth = 1, loss = "hinge"), "hinge.*is for classification")
-  expect_error(hgk(x, y, depth = 1, folds = 1, control = ctl0),
+  expect_error(hgk(x, y, depth = 1, folds = 1, control = ctl0, baseline = FALSE, loss = "ls"),
                "'folds' must be a whole number >= 2")
-  expect_error(hgk(x, y, depth = 1, folds = 3, final = "average", control = list(maxit = 0)),
+  expect_error(hgk(x, y, depth = 1, folds = 3, final = "average", control = list(maxit = 0), baseline = FALSE, loss = "ls"),
                "must come from hgk_control")
   expect_error(h(depth = 1, foo = 1), "unused argument.*foo")
-  # too few rows for D1 / D2 / D3 (30 each) in the CV folds or the refit
-  expect_error(hgk(x[1:100, ], y[1:100], depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 0)),
-               "too few rows.*at least 30")
+  # too few rows for D1 / D2 / D3 (8 each) in the CV folds or the refit; the message names the
+  # settings to change
+  expect_error(hgk(x[1:20, ], y[1:20], depth = 1, folds = 3, final = "average",
+                   control = hgk_control(maxit = 0), baseline = FALSE, loss = "ls"),
+               "too few rows.*at least 8.*'depth = 1'.*baseline = FALSE")
+  expect_error(hgk(x[1:20, ], y[1:20], depth = 1, final = "refit",
+                   control = hgk_control(maxit = 0), baseline = FALSE, loss = "ls"),
+               "too few rows.*6 / 6 / 8.*hgk_control\\(split = \\)")
   expect_error(hgk(x[1:100, ], y[1:100], depth = 1, final = "refit",
-                   control = hgk_control(maxit = 0)),
-               "too few rows.*40 / 40 / 20")
-  expect_error(hgk(x, rep(1, 150), depth = 1, folds = 3, final = "average", control = ctl0), "response is constant")
+                   control = hgk_control(maxit = 0, split = c(0.45, 0.5)), baseline = FALSE),
+               "too few rows.*45 / 50 / 5")
+  expect_error(hgk(x, rep(1, 150), depth = 1, folds = 3, final = "average", control = ctl0, baseline = FALSE, loss = "ls"), "response is constant")
   xn <- x
   xn[3, 2] <- NA
-  expect_error(hgk(xn, y, depth = 1, folds = 3, final = "average", control = ctl0),
+  expect_error(hgk(xn, y, depth = 1, folds = 3, final = "average", control = ctl0, baseline = FALSE, loss = "ls"),
                "missing or infinite.*row\\(s\\) 3")
-  expect_error(hgk(x, factor(rep("a", 150)), depth = 1, folds = 3, final = "average", control = ctl0),
+  expect_error(hgk(x, factor(rep("a", 150)), depth = 1, folds = 3, final = "average", control = ctl0, baseline = FALSE, loss = "ls"),
                "only one class")
   yc <- factor(ifelse(y > median(y), "hi", "lo"))
-  expect_error(hgk(x, yc, depth = 1, folds = 3, final = "average", control = ctl0, probability = TRUE),
+  expect_error(hgk(x, yc, depth = 1, folds = 3, final = "average", control = ctl0, probability = TRUE, baseline = FALSE, loss = "ls"),
                "probability = TRUE needs loss = \"hinge\"")
-  expect_error(hgk(x, yc, depth = 1, folds = 3, final = "average", control = ctl0, probability = NA),
+  expect_error(hgk(x, yc, depth = 1, folds = 3, final = "average", control = ctl0, probability = NA, baseline = FALSE, loss = "ls"),
                "'probability' must be TRUE or FALSE")
-  expect_error(hgk(y ~ x, depth = 1), "'data' is required")
+  expect_error(hgk(y ~ x, depth = 1, baseline = FALSE, loss = "ls"), "'data' is required")
   # control
   expect_error(hgk_control(perturbation = 1), "'perturbation' must be a number in \\(0, 1\\)")
   expect_error(hgk_control(perturbation = 0), "'perturbation'")
-  expect_error(hgk_control(split = c(0.5, 0.5)), "'split' must be two positive fractions")
+  expect_error(hgk_control(split = c(0.5, 0.5)), "'split' must be NULL or two positive fractions")
   expect_error(hgk_control(split = c(0.6, 0.5)), "'split'")
   expect_error(hgk_control(split = 0.5), "'split'")
   expect_error(hgk_control(maxit = -1), "'maxit' must be a whole number >= 0")
@@ -563,7 +685,7 @@ test_that("learned_kernel gives a usable hierarchical kernel; with refit it repr
   cd <- cls_data(n = 150, d = 4, seed = 121)
   set.seed(122)
   fit <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average",
-             control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+             control = hgk_control(maxit = 5, split = c(0.3, 0.3)), baseline = FALSE, loss = "ls")
   k <- learned_kernel(fit)
   expect_s3_class(k, "kl_hierarchical_gaussian_kernel")
   # the geometric mean of the fold models' weights and widths
@@ -580,7 +702,7 @@ test_that("learned_kernel gives a usable hierarchical kernel; with refit it repr
 
   set.seed(123)
   fit <- hgk(cd$x, cd$y, nodes = 2, folds = 3, final = "refit",
-             control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+             control = hgk_control(maxit = 5, split = c(0.3, 0.3)), baseline = FALSE, loss = "ls")
   k <- learned_kernel(fit)
   expect_identical(k, fit$models[[1]]$kernel)
   expect_length(k$nodes, 2L)
@@ -606,24 +728,24 @@ curvature_relevance <- function(fit, h = 1e-4) {
 test_that("relevance is the curvature of the learned kernel at depth 1, 2 and 3", {
   r <- reg_data(n = 150, d = 5, seed = 131)
   set.seed(132)
-  fit <- hgk(r$x, r$y, depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+  fit <- hgk(r$x, r$y, depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 5, split = c(0.3, 0.3)), baseline = FALSE, loss = "ls")
   expect_equal(unname(fit$relevance), curvature_relevance(fit), tolerance = 1e-5)
   rel1 <- sqrt(rowMeans(sapply(fit$models, function(m) m$gamma * m$kernel$weights^2)))
   expect_equal(unname(fit$relevance), rel1, tolerance = 1e-12)
   set.seed(133)
   fit <- hgk(r$x, r$y, nodes = 3, saturation = 1.6, folds = 3, final = "average",
-             control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+             control = hgk_control(maxit = 5, split = c(0.3, 0.3)), baseline = FALSE, loss = "ls")
   expect_equal(unname(fit$relevance), curvature_relevance(fit), tolerance = 1e-5)
   set.seed(134)
   fit <- hgk(r$x, r$y, kernel = k_d3, final = "refit", folds = 3,
-             control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+             control = hgk_control(maxit = 5, split = c(0.3, 0.3)), baseline = FALSE, loss = "ls")
   expect_equal(unname(fit$relevance), curvature_relevance(fit), tolerance = 1e-5)
 })
 
 test_that("print, summary and plot run", {
   r <- reg_data(n = 150, d = 4, seed = 141)
   set.seed(142)
-  fit <- hgk(r$x, r$y, depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 5, split = c(0.3, 0.3)))
+  fit <- hgk(r$x, r$y, depth = 1, folds = 3, final = "average", control = hgk_control(maxit = 5, split = c(0.3, 0.3)), baseline = FALSE, loss = "ls")
   expect_output(print(fit), "Hierarchical Gaussian kernel learning: least-squares SVM regression")
   expect_output(print(fit), "average of the 3 fold models")
   s <- summary(fit)
@@ -641,12 +763,12 @@ test_that("print, summary and plot run", {
   cd <- cls_data(n = 150, seed = 143)
   set.seed(144)
   fit <- hgk(cd$x, cd$y, depth = 1, final = "refit", loss = "hinge", folds = 3,
-             control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
+             control = hgk_control(maxit = 3, split = c(0.3, 0.3)), baseline = FALSE)
   expect_output(print(fit), "SVM \\(hinge loss\\) classification, 2 classes")
   expect_output(print(fit), "refit on all rows")
   expect_output(print(summary(fit)), "Models of the predictor")
   expect_silent(plot(fit))
-  fit0 <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average", control = ctl0)
+  fit0 <- hgk(cd$x, cd$y, depth = 1, folds = 3, final = "average", control = ctl0, baseline = FALSE, loss = "ls")
   expect_output(print(summary(fit0)), "maxit = 0")
   expect_error(plot(fit0), "not optimised \\(maxit = 0\\)")
   expect_silent(plot(fit0, which = "relevance"))
@@ -661,7 +783,7 @@ test_that("relevance counts a column listed twice in a node once per listing", {
   k <- hierarchical_gaussian_kernel(weights = list(c(1, 2, 1), c(1, 1)),
                                     nodes = list(c(1, 1, 2), 2:3), node_weights = c(1, 1))
   fit <- hgk(x, y, kernel = k, gamma = 1, lambda = 0.01, final = "refit",
-             control = hgk_control(maxit = 0))
+             control = hgk_control(maxit = 0), baseline = FALSE, loss = "ls")
   expect_equal(unname(fit$relevance), sqrt(c(1 + 4, 1 + 1, 1)))
 })
 
@@ -669,10 +791,12 @@ test_that("the row hint of the too-few-rows error is a size that works", {
   set.seed(2)
   x <- matrix(runif(400 * 2), 400, 2)
   y <- x[, 1] + x[, 2]
-  msg <- tryCatch(hgk(x[1:100, ], y[1:100], depth = 1), error = conditionMessage)
-  need <- as.integer(sub(".*\\((\\d+) rows or more.*", "\\1", msg))
-  expect_true(need > 100 && need <= 400)
-  expect_s3_class(hgk(x[1:need, ], y[1:need], depth = 1, folds = 5,
-                      control = hgk_control(maxit = 0)), "hgk")
+  for (base in c(TRUE, FALSE)) {
+    msg <- tryCatch(hgk(x[1:20, ], y[1:20], depth = 1, baseline = base), error = conditionMessage)
+    need <- as.integer(sub(".*\\((\\d+) rows or more.*", "\\1", msg))
+    expect_true(need > 20 && need <= 40)
+    expect_s3_class(hgk(x[1:need, ], y[1:need], depth = 1, folds = 5, baseline = base,
+                        control = hgk_control(maxit = 0)), "hgk")
+  }
 })
 options(old_options)
