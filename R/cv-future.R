@@ -203,10 +203,10 @@
 }
 
 # Runs every (grid point, fold) task and computes the fold metrics.
-.klcv_run <- function(spec, points, foldid, metric, caller) {
+.klcv_run <- function(spec, points, foldid, metric, caller, seeds = NULL) {
   K <- max(foldid)
   # One seed per fold, drawn after the folds and shared by every grid point.
-  seeds <- .klcv_draw_seeds(K)
+  if (is.null(seeds)) seeds <- .klcv_draw_seeds(K)
   G <- length(points)
   tasks <- vector("list", G * K)
   i <- 0L
@@ -239,5 +239,5 @@
       preds[[g]][[k]] <- p
     }
   }
-  list(fold_metrics = fm, preds = preds)
+  list(fold_metrics = fm, preds = preds, seeds = seeds)
 }

@@ -48,7 +48,7 @@
 
 .svm_tune_run <- function(spec, g, foldid, metric, caller) {
   K <- max(foldid)
-  invisible(.klcv_draw_seeds(K))  # the same draws as the general path, so refits match
+  seeds <- .klcv_draw_seeds(K)  # the same draws as the general path, so refits match
   points <- g$points
   G <- length(points)
   dots <- spec$dots
@@ -146,5 +146,5 @@
       preds[[i]][[k]] <- pr
     }
   }
-  list(fold_metrics = fm, preds = preds)
+  list(fold_metrics = fm, preds = preds, seeds = seeds)
 }

@@ -33,6 +33,20 @@
 #' it, unless \code{threads} is passed) and report progress through
 #' \pkg{progressr}.
 #'
+#' \strong{Grid edges.} When the best point lies at the smallest or largest
+#' value of a numeric element of a list \code{grid} that is a scale (three or
+#' more values spaced by a constant ratio, such as costs \code{2^(0:8)},
+#' widths or penalties, or non-whole numbers spaced by a constant step), the
+#' edge may be where the grid stopped rather than where the metric is best:
+#' the next value past it (the same ratio or step), with the other
+#' parameters at the best point's, is cross-validated on the same folds with
+#' the same seeds, and so on while the new point is better, at most
+#' \code{extend} steps past each end. The added points are rows of
+#' \code{results} marked \code{extended}, and \code{print()} says so.
+#' Whole numbers with a constant step (degrees, node counts) and
+#' \code{data.frame} grids are never extended; a fit that fails past an edge
+#' ends the search there without an error.
+#'
 #' @inheritParams kl_cv
 #' @param grid A data.frame of parameter values (one row per grid point) or a
 #'   named list of values to combine; names are learner arguments.
@@ -42,11 +56,17 @@
 #'   parameters and return it as \code{best_model}.
 #' @param maximize If \code{TRUE}, larger metric values are better (for custom
 #'   metrics such as accuracy); the built-in metrics are all minimised.
+#' @param extend Steps at most past each end of a grid element when the best
+#'   point lies at that end (see Details); 0 keeps the grid as given.
 #' @return An object of class \code{"kl_tune"}, a list with
 #'   \describe{
 #'     \item{\code{results}}{a data.frame with the grid parameters (objects in
 #'       list columns), the mean metric \code{mean} and its standard error
-#'       \code{se}, one row per grid point in grid order.}
+#'       \code{se}, one row per grid point in grid order, then the points
+#'       added past an edge, marked by \code{extended}.}
+#'     \item{\code{extension}}{\code{NULL}, or one row per point tried past an
+#'       edge: \code{parameter}, \code{value}, its \code{mean} metric and
+#'       whether it was \code{better} than the best point before it.}
 #'     \item{\code{best}}{a named list of the best parameter values.}
 #'     \item{\code{best_index}}{the row of \code{results} that is best.}
 #'     \item{\code{best_model}}{the learner refitted on all rows with \code{best}
@@ -76,7 +96,8 @@
 #'         grid = data.frame(lambda = c(0.01, 1, 100)), refit = FALSE)
 #' @export
 kl_tune <- function(learner, x, y = NULL, data = NULL, grid, folds = 5, foldid = NULL,
-                    metric = NULL, ..., refit = TRUE, maximize = FALSE, seed = NULL) {
+                    metric = NULL, ..., refit = TRUE, maximize = FALSE, seed = NULL,
+                    extend = 2L) {
   caller <- "kl_tune()"
   cl <- match.call()
   labels <- .klcv_labels(substitute(learner), substitute(x), substitute(y), substitute(data))
@@ -86,6 +107,11 @@ kl_tune <- function(learner, x, y = NULL, data = NULL, grid, folds = 5, foldid =
     stop(sprintf("%s: 'refit' must be TRUE or FALSE", caller), call. = FALSE)
   if (!is.logical(maximize) || length(maximize) != 1L || is.na(maximize))
     stop(sprintf("%s: 'maximize' must be TRUE or FALSE", caller), call. = FALSE)
+  if (!is.numeric(extend) || length(extend) != 1L || !is.finite(extend) || extend < 0 ||
+      extend != round(extend))
+    stop(sprintf("%s: 'extend' must be a whole number >= 0 (got %s)", caller,
+                 .show_value(extend)), call. = FALSE)
+  extend <- as.integer(extend)
   spec <- .klcv_spec(learner, x, y, data, labels, list(...), caller)
   g <- .klcv_grid(grid, caller)
   clash <- intersect(names(g$table), names(spec$dots))
@@ -111,19 +137,29 @@ kl_tune <- function(learner, x, y = NULL, data = NULL, grid, folds = 5, foldid =
     if (is.null(run)) .klcv_rng_restore(state)
   }
   if (is.null(run)) run <- .klcv_run(spec, g$points, fold_info$foldid, metric, caller)
+  if (all(is.na(rowMeans(run$fold_metrics))))
+    stop(sprintf("%s: the metric is missing (NA) at every grid point", caller), call. = FALSE)
+  g$table$extended <- FALSE
+  if (extend > 0L && is.list(grid) && !is.data.frame(grid))
+    ext <- .kl_tune_extend(spec, g, run, grid, fold_info$foldid, metric, maximize, extend,
+                           caller)
+  else ext <- list(g = g, run = run, extension = NULL)
+  g <- ext$g
+  run <- ext$run
 
   fm <- run$fold_metrics
   means <- rowMeans(fm)
   ses <- apply(fm, 1L, .klcv_se)
   score <- if (maximize) -means else means
-  if (all(is.na(score)))
-    stop(sprintf("%s: the metric is missing (NA) at every grid point", caller), call. = FALSE)
   best_index <- which.min(score)
   best <- g$points[[best_index]]
 
   results <- g$table
+  extended <- results$extended
+  results$extended <- NULL
   results$mean <- means
   results$se <- ses
+  results$extended <- extended
 
   best_model <- NULL
   if (refit) {
@@ -141,7 +177,8 @@ kl_tune <- function(learner, x, y = NULL, data = NULL, grid, folds = 5, foldid =
   structure(list(results = results, best = best, best_index = best_index,
                  best_model = best_model, cv = cv, fold_metrics = fm,
                  foldid = fold_info$foldid, metric = metric$name, maximize = maximize,
-                 labels = g$labels, learner = spec$learner_name, call = cl),
+                 labels = g$labels, extension = ext$extension, learner = spec$learner_name,
+                 call = cl),
             class = "kl_tune")
 }
 
@@ -167,6 +204,13 @@ print.kl_tune <- function(x, n = 10L, digits = max(3L, getOption("digits") - 3L)
                     vapply(x$labels, function(col) col[[x$best_index]], ""),
                     sep = " = ", collapse = ", ")
   cat(sprintf("\nbest (row %d): %s\n", x$best_index, best_txt))
+  if (!is.null(x$extension) && nrow(x$extension)) {
+    e <- x$extension
+    cat(sprintf("the grid was extended past its edge: %s\n",
+                paste(sprintf("%s = %s (%s)", e$parameter,
+                              vapply(e$value, format, "", digits = digits),
+                              ifelse(e$better, "better", "not better")), collapse = ", ")))
+  }
   cat(sprintf("%s: %s (se %s)%s\n", x$metric,
               format(x$results$mean[x$best_index], digits = digits),
               format(x$results$se[x$best_index], digits = digits),
@@ -244,7 +288,7 @@ print.kl_tune <- function(x, n = 10L, digits = max(3L, getOption("digits") - 3L)
   if (anyDuplicated(nms))
     stop(sprintf("%s: 'grid' names must be unique ('%s' is repeated)", caller,
                  nms[anyDuplicated(nms)]), call. = FALSE)
-  reserved <- intersect(nms, c("mean", "se"))
+  reserved <- intersect(nms, c("mean", "se", "extended"))
   if (length(reserved))
     stop(sprintf("%s: 'grid' must not have a parameter named '%s' (a results column)",
                  caller, reserved[1L]), call. = FALSE)

@@ -400,6 +400,78 @@ test_that("kl_tune picks the known best grid point", {
   expect_equal(tr$results$se[2], cv2$se)
 })
 
+test_that("kl_tune extends a scale grid past an edge that wins, and says so", {
+  set.seed(8)
+  x <- matrix(stats::runif(40, 1, 2), ncol = 1L)
+  y <- 2 * x[, 1L]
+  # slopes 1/4, 1/2, 1 (ratio 2): the best is the top edge, so 2 (exact) and then 4 are tried
+  set.seed(1)
+  tn <- kl_tune(tinyline, x, y, folds = 4, grid = list(slope = c(0.25, 0.5, 1)))
+  expect_equal(tn$results$slope, c(0.25, 0.5, 1, 2, 4))
+  expect_identical(tn$results$extended, c(FALSE, FALSE, FALSE, TRUE, TRUE))
+  expect_equal(tn$best, list(slope = 2))
+  expect_equal(tn$best_model$slope, 2)
+  f <- tn$foldid
+  hand <- vapply(c(0.25, 0.5, 1, 2, 4), function(s)
+    mean(vapply(1:4, function(k) mean(((2 - s) * x[f == k, 1L])^2), 0)), 0)
+  expect_equal(tn$results$mean, hand)
+  expect_identical(dim(tn$fold_metrics), c(5L, 4L))
+  expect_identical(tn$extension$parameter, c("slope", "slope"))
+  expect_equal(tn$extension$value, c(2, 4))
+  expect_identical(tn$extension$better, c(TRUE, FALSE))
+  expect_output(print(tn), "extended past its edge: slope = 2 \\(better\\), slope = 4 \\(not better\\)")
+  # at most `extend` steps; extend = 0, a data.frame grid and a whole-number step grid
+  # (a count, such as a degree) are kept as given
+  set.seed(1)
+  t1 <- kl_tune(tinyline, x, y, folds = 4, grid = list(slope = c(0.125, 0.25, 0.5)), extend = 1)
+  expect_equal(t1$results$slope, c(0.125, 0.25, 0.5, 1))
+  set.seed(1)
+  expect_null(kl_tune(tinyline, x, y, folds = 4, grid = list(slope = c(0.25, 0.5, 1)),
+                      extend = 0)$extension)
+  set.seed(1)
+  expect_identical(nrow(kl_tune(tinyline, x, y, folds = 4,
+                                grid = data.frame(slope = c(0.25, 0.5, 1)))$results), 3L)
+  set.seed(1)
+  expect_null(kl_tune(tinyline, x, y, folds = 4, grid = list(slope = c(-1, 0, 1)))$extension)
+  expect_null(kernlearn:::.kl_tune_spacing(c(1, 2, 3)))
+  expect_null(kernlearn:::.kl_tune_spacing(c(1, 2)))
+  expect_null(kernlearn:::.kl_tune_spacing(c(0.1, 0.5, 0.6)))
+  expect_equal(kernlearn:::.kl_tune_spacing(2^(0:4)), list(kind = "ratio", by = 2))
+  expect_equal(kernlearn:::.kl_tune_spacing(c(0.5, 2)), list(kind = "ratio", by = 4))
+  expect_equal(kernlearn:::.kl_tune_spacing(c(0.3, 0.1, 0.2)), list(kind = "step", by = 0.1))
+  # the points past the edge run on the same folds with the same fold seeds: equal to kl_cv()
+  set.seed(9)
+  z <- matrix(stats::rnorm(50), ncol = 2L)
+  w <- stats::rnorm(25)
+  set.seed(4)
+  tr <- kl_tune(tinyline, z, w, folds = 5, grid = list(slope = c(4, 8, 16)), extend = 1)
+  expect_equal(tr$results$slope, c(4, 8, 16, 2))
+  set.seed(4)
+  tq <- kl_tune(tinyrand, z, w, folds = 5, grid = list(frac = c(0.5, 0.6, 0.7)), extend = 1,
+                metric = function(truth, pred) -mean(pred), maximize = TRUE)
+  added <- which(tq$results$extended)
+  if (length(added)) {
+    set.seed(4)
+    cv2 <- kl_cv(tinyrand, z, w, folds = 5, frac = tq$results$frac[added[1L]],
+                 metric = function(truth, pred) -mean(pred))
+    expect_equal(tq$fold_metrics[added[1L], ], cv2$fold_metrics)
+  }
+  # a fit that fails past the edge ends the search there, without an error
+  failing <- function(x, y, slope = 1, ...) {
+    if (slope > 1.5) stop("slope too large")
+    tinyline(x, y, slope = slope)
+  }
+  set.seed(1)
+  tf <- kl_tune(failing, x, y, folds = 4, grid = list(slope = c(0.25, 0.5, 1)))
+  expect_equal(tf$best, list(slope = 1))
+  expect_identical(nrow(tf$results), 3L)
+  expect_identical(tf$extension$better, FALSE)
+  expect_true(is.na(tf$extension$mean))
+  expect_error(kl_tune(tinyline, x, y, grid = list(slope = 1:2), extend = -1),
+               "'extend' must be a whole number >= 0")
+  expect_error(kl_tune(tinyline, x, y, grid = list(extended = 1:2)), "'extended'")
+})
+
 test_that("list columns of functions and objects work in grids", {
   y <- c(rep(0, 15), 100, 200, 300)
   x <- matrix(0, length(y), 1L)
