@@ -19,6 +19,8 @@
 #' that gives them: \code{kernel_svm} and \code{tkl} are then fitted with
 #' \code{probability = TRUE}; \code{gem} and \code{dikl} give them with their
 #' logistic heads; \code{kernel_ridge} and \code{hgk} (least squares) have none.
+#' \code{hgk} and \code{tkl} are fitted with \code{baseline = FALSE} unless it
+#' is given: caret compares models itself.
 #'
 #' @param learner The learner's name.
 #' @return A list with \code{label}, \code{library}, \code{type},
@@ -60,6 +62,8 @@ kl_caret_model <- function(learner = c("kernel_svm", "kernel_ridge", "gem", "dik
     if (is.factor(y) && isTRUE(classProbs) && isTRUE(spec$prob_arg))
       args$probability <- TRUE
     if (!isTRUE(last) && is.null(args$fitted) && .kl_takes_fitted(fun)) args$fitted <- FALSE
+    # caret compares the models itself: no inner comparison with the Gaussian kernel
+    if (learner %in% c("hgk", "tkl") && is.null(args$baseline)) args$baseline <- FALSE
     do.call(fun, args)
   }
   pred <- function(modelFit, newdata, submodels = NULL) {

@@ -366,11 +366,11 @@ run_tkl <- function(S) {
   t0 <- clock()
   tu <- kl_tune(tkl, S$x, y, grid = list(cost = G$tkl_cost, delta = G$tkl_delta), folds = folds,
                 refit = FALSE, degree = 1, epsilon = epsilon, tol = tkl_tol, maxit = tkl_maxit,
-                threads = threads)
+                baseline = FALSE, threads = threads)
   b <- tu$best
   t1 <- clock()
   fit <- tkl(S$x, y, degree = 1, cost = b$cost, delta = b$delta, epsilon = epsilon, tol = tkl_tol,
-             maxit = tkl_maxit, threads = threads)
+             maxit = tkl_maxit, baseline = FALSE, threads = threads)
   t2 <- clock()
   tr <- fit$trace
   alpha <- sum(tr$seconds_alpha) + fit$seconds_first
@@ -571,7 +571,7 @@ run_scaling <- function() {
       t0 <- clock()
       fit <- tryCatch(withCallingHandlers(
         tkl(x, y, degree = 1, cost = cost, delta = delta, epsilon = epsilon, tol = tkl_tol,
-            maxit = tkl_maxit, threads = threads),
+            maxit = tkl_maxit, baseline = FALSE, threads = threads),
         warning = function(w) {
           warns <<- c(warns, conditionMessage(w))
           invokeRestart("muffleWarning")

@@ -27,7 +27,7 @@ test_that("with maxit = 0 the model is kernel_svm on the precomputed K(P = I)", 
   yr <- sin(4 * x[, 1]) + x[, 2]
   K <- kernel_matrix(tk(diag(8), 1), xs)
   for (y in list(yc, y3, yr)) {
-    fit <- tkl(x, y, maxit = 0, cost = 3, epsilon = 0.05)
+    fit <- tkl(x, y, maxit = 0, cost = 3, epsilon = 0.05, baseline = FALSE)
     expect_equal(fit$P, diag(8))
     ref <- kernel_svm(K, y, kernel = "precomputed", cost = 3, epsilon = 0.05)
     expect_equal(fit$svm$sv_index, ref$sv_index)
@@ -51,7 +51,7 @@ test_that("the optimisation keeps its invariants: objective down, bound up, gap 
                 list(x = xr, y = yr, q = 2, cost = 5),
                 list(x = d$x, y = d$y, q = 0, cost = 50))
   for (cs in cases) {
-    fit <- tkl(cs$x, cs$y, degree = cs$q, cost = cs$cost, epsilon = 0.02, tol = 1e-4, maxit = 30)
+    fit <- tkl(cs$x, cs$y, degree = cs$q, cost = cs$cost, epsilon = 0.02, tol = 1e-4, maxit = 30, baseline = FALSE)
     tr <- fit$trace
     expect_true(all(diff(tr$objective) < 0))
     expect_true(all(diff(tr$lower) >= 0))
@@ -81,7 +81,7 @@ test_that("the optimisation keeps its invariants: objective down, bound up, gap 
 test_that("tkl fits the paper's toy problems (a circle; a jump in a regression)", {
   tr <- circle_data(300, 6)
   te <- circle_data(2000, 7)
-  fit <- tkl(tr$x, tr$y, cost = 10)
+  fit <- tkl(tr$x, tr$y, cost = 10, baseline = FALSE)
   acc <- mean(predict(fit, te$x) == te$y)
   # a Gaussian SVM tuned over a cost x gamma grid on the same rows
   g <- kl_tune(kernel_svm, tr$x, tr$y, grid = list(cost = 10^(0:2), gamma = 2^(0:4)), folds = 5)
@@ -91,7 +91,7 @@ test_that("tkl fits the paper's toy problems (a circle; a jump in a regression)"
 
   x <- seq(0, 10, length.out = 300)
   y <- x + sin(x) + 5 * sign(x - 5)
-  fr <- tkl(data.frame(x = x), y, cost = 1, epsilon = 1, delta = 0.1)
+  fr <- tkl(data.frame(x = x), y, cost = 1, epsilon = 1, delta = 0.1, baseline = FALSE)
   xt <- data.frame(x = seq(0.01, 9.99, length.out = 500))
   yt <- xt$x + sin(xt$x) + 5 * sign(xt$x - 5)
   mse <- mean((predict(fr, xt) - yt)^2)
@@ -112,15 +112,15 @@ test_that("same data give the same model with 1 and 2 threads", {
   set.seed(8)
   x <- matrix(runif(700 * 3), 700, 3)
   y <- factor(cut(x[, 1] + x[, 2] * x[, 3], 3, labels = c("a", "b", "c")))
-  f1 <- tkl(x, y, cost = 5, maxit = 5, threads = 1)
-  f2 <- tkl(x, y, cost = 5, maxit = 5, threads = 2)
+  f1 <- tkl(x, y, cost = 5, maxit = 5, threads = 1, baseline = FALSE)
+  f2 <- tkl(x, y, cost = 5, maxit = 5, threads = 2, baseline = FALSE)
   expect_identical(f1$P, f2$P)
   expect_identical(f1$trace$objective, f2$trace$objective)
   expect_identical(predict(f1, x, type = "decision"), predict(f2, x, type = "decision"))
 })
 
 test_that("tkl models predict, keep their kernel, survive saveRDS and tune by CV", {
-  fit <- tkl(Species ~ ., data = iris, probability = TRUE, maxit = 20)
+  fit <- tkl(Species ~ ., data = iris, probability = TRUE, maxit = 20, baseline = FALSE)
   p <- predict(fit, iris, type = "prob")
   expect_equal(dim(p), c(150L, 3L))
   expect_equal(colnames(p), levels(iris$Species))
@@ -155,35 +155,73 @@ test_that("tkl models predict, keep their kernel, survive saveRDS and tune by CV
   expect_equal(up$cost, 2)
 })
 
+test_that("the learned kernel is compared with a tuned Gaussian SVM on held-out rows", {
+  # P = I (maxit = 0) with a tiny cost cannot separate a circle: the Gaussian SVM wins and,
+  # refitted on all rows, is the model
+  d <- circle_data(200, 31)
+  set.seed(32)
+  fit <- tkl(d$x, d$y, cost = 1e-3, maxit = 0)
+  sel <- fit$selection
+  expect_identical(sel$choice, "baseline")
+  expect_identical(sel$validation, 40L)
+  expect_lt(sel$baseline_error, sel$learned_error)
+  expect_match(sel$reason, "tuned Gaussian SVM's misclassification .* is below the learned kernel's")
+  ref <- kernel_svm(d$x, d$y, gamma = sel$baseline$gamma, cost = sel$baseline$cost)
+  expect_equal(predict(fit, d$x, type = "decision"), predict(ref, d$x, type = "decision"),
+               tolerance = 1e-8)
+  expect_identical(predict(fit, d$x), predict(ref, d$x))
+  expect_identical(fitted(fit), predict(ref, d$x))
+  expect_output(print(fit), "against the Gaussian SVM: on 40 held-out rows")
+  # a jump in a regression: the tessellated kernel fits it; when it wins the model is the fit
+  # with baseline = FALSE on all rows
+  x1 <- seq(0, 10, length.out = 150)
+  yr <- x1 + sin(x1) + 5 * sign(x1 - 5)
+  set.seed(33)
+  fr <- tkl(data.frame(x = x1), yr, cost = 1, epsilon = 1)
+  expect_true(fr$selection$choice %in% c("learned", "baseline"))
+  expect_identical(fr$selection$choice == "learned",
+                   fr$selection$learned_error <= fr$selection$baseline_error)
+  if (fr$selection$choice == "learned") {
+    f0 <- tkl(data.frame(x = x1), yr, cost = 1, epsilon = 1, baseline = FALSE)
+    expect_equal(fr$P, f0$P)
+    expect_equal(predict(fr, data.frame(x = x1)), predict(f0, data.frame(x = x1)))
+  }
+  # too few rows, or a class too small, to hold rows out: no comparison, said so
+  small <- tkl(d$x[1:40, ], d$y[1:40], maxit = 2)
+  expect_identical(small$selection$choice, "learned")
+  expect_match(small$selection$reason, "too few rows to validate")
+  expect_error(tkl(d$x, d$y, baseline = NA), "'baseline' must be TRUE or FALSE")
+})
+
 test_that("tkl gives clear errors for bad input", {
   x <- matrix(runif(60), 30, 2)
   y <- factor(rep(c("a", "b"), 15))
-  expect_error(tkl(x, y, degree = -1), "degree")
-  expect_error(tkl(x, y, delta = -0.1), "delta")
-  expect_error(tkl(x, y, cost = 0), "cost")
-  expect_error(tkl(x, y, maxit = -1), "maxit")
-  expect_error(tkl(x, y, tol = 0), "tol")
-  expect_error(tkl(x, rnorm(30), probability = TRUE), "probability = TRUE is for classification")
-  expect_error(tkl(x, factor(rep("a", 30))), "class")
+  expect_error(tkl(x, y, degree = -1, baseline = FALSE), "degree")
+  expect_error(tkl(x, y, delta = -0.1, baseline = FALSE), "delta")
+  expect_error(tkl(x, y, cost = 0, baseline = FALSE), "cost")
+  expect_error(tkl(x, y, maxit = -1, baseline = FALSE), "maxit")
+  expect_error(tkl(x, y, tol = 0, baseline = FALSE), "tol")
+  expect_error(tkl(x, rnorm(30), probability = TRUE, baseline = FALSE), "probability = TRUE is for classification")
+  expect_error(tkl(x, factor(rep("a", 30)), baseline = FALSE), "class")
   xn <- x
   xn[3, 1] <- NA
-  expect_error(tkl(xn, y), "missing|NA|finite")
-  expect_error(tkl(matrix(runif(30 * 40), 30, 40), y, degree = 3), "monomials")
-  expect_error(tkl(x, y, bogus = 1), "bogus")
-  fit <- tkl(data.frame(a = x[, 1], b = x[, 2]), y, maxit = 2)
+  expect_error(tkl(xn, y, baseline = FALSE), "missing|NA|finite")
+  expect_error(tkl(matrix(runif(30 * 40), 30, 40), y, degree = 3, baseline = FALSE), "monomials")
+  expect_error(tkl(x, y, bogus = 1, baseline = FALSE), "bogus")
+  fit <- tkl(data.frame(a = x[, 1], b = x[, 2]), y, maxit = 2, baseline = FALSE)
   expect_error(predict(fit, data.frame(a = 1)), "b")
   expect_error(predict(fit, type = "decision"), "newdata")
   expect_error(predict(fit, data.frame(a = x[, 1], b = x[, 2]), type = "prob"), "probability")
   old <- options(kernlearn.max_memory = 1e6)
   on.exit(options(old))
-  expect_error(tkl(matrix(runif(2000), 1000, 2), rnorm(1000)), "rows fit")
+  expect_error(tkl(matrix(runif(2000), 1000, 2), rnorm(1000), baseline = FALSE), "rows fit")
 })
 
 test_that("constant columns keep the box valid; new points outside it are clamped", {
   set.seed(9)
   x <- cbind(runif(80), 3, runif(80))
   y <- x[, 1] - x[, 3]
-  fit <- tkl(x, y, maxit = 5, epsilon = 0.01)
+  fit <- tkl(x, y, maxit = 5, epsilon = 0.01, baseline = FALSE)
   expect_true(all(is.finite(predict(fit, x))))
   far <- x[1:3, ]
   far[, 1] <- c(-50, 50, 0.5)
