@@ -380,8 +380,7 @@ print.kl_cells <- function(x, ...) {
     }
     if (object$machine == "ridge") {
       dec <- .kl_core(caller, cpp_kernel_predict, xc, cm$x, cm$alpha, cm$bias, .kernel_spec(kern),
-                      threads,
-                                backend)
+                      threads, backend)
       if (!cls) {
         out[r] <- as.vector(dec)
         next
@@ -404,8 +403,7 @@ print.kl_cells <- function(x, ...) {
     }
     nsv <- if (cls) as.integer(cm$nSV) else NULL
     dec <- .kl_core(caller, cpp_svm_decision, xc, cm$SV, cm$coefs, nsv, cm$rho, .kernel_spec(kern),
-                    threads,
-                            backend)
+                    threads, backend)
     if (!cls) {
       out[r] <- as.vector(dec)
       next
