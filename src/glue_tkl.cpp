@@ -43,6 +43,7 @@ Rcpp::List cpp_tkl_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, int k,
     par.tol = Rcpp::as<double>(tkl["tol"]);
     par.maxit = Rcpp::as<int>(tkl["maxit"]);
     if (tkl.containsElementNamed("warm")) par.warm = Rcpp::as<bool>(tkl["warm"]);
+    if (tkl.containsElementNamed("ridge")) par.ridge = Rcpp::as<double>(tkl["ridge"]);
     const kl::Vec lo = lower, hi = upper;
     kl::Callbacks cb = klr::make_callbacks(progress);
     kl::TklResult r;

@@ -7,8 +7,8 @@ scale01 <- function(x) apply(x, 2, function(v) (v - min(v)) / diff(range(v)))
 tk <- function(P, q, delta = 0.1) tessellated_kernel(P, q, lower = -delta, upper = 1 + delta)
 
 # OPT_A(P): the SVM dual objective at K(P), through kernel_svm on the precomputed matrix.
-dual_at <- function(P, q, xs, y, cost, epsilon = 0.1, delta = 0.1, tol = 1e-3) {
-  K <- kernel_matrix(tk(P, q, delta), xs)
+dual_at <- function(P, q, xs, y, cost, epsilon = 0.1, delta = 0.1, tol = 1e-3, mu = 0) {
+  K <- kernel_matrix(tk(P, q, delta), xs) + mu * diag(nrow(xs))
   -sum(kernel_svm(K, y, kernel = "precomputed", cost = cost, epsilon = epsilon, tol = tol)$obj)
 }
 
@@ -50,8 +50,9 @@ test_that("the optimisation keeps its invariants: objective down, bound up, gap 
                 list(x = x3, y = y3, q = 1, cost = 5),
                 list(x = xr, y = yr, q = 2, cost = 5),
                 list(x = d$x, y = d$y, q = 0, cost = 50))
-  for (cs in cases) {
-    fit <- tkl(cs$x, cs$y, degree = cs$q, cost = cs$cost, epsilon = 0.02, tol = 1e-4, maxit = 30, baseline = FALSE)
+  for (cs in cases) for (ridge in c(0, 0.01)) {
+    fit <- tkl(cs$x, cs$y, degree = cs$q, cost = cs$cost, epsilon = 0.02, tol = 1e-4, maxit = 30,
+               baseline = FALSE, ridge = ridge)
     tr <- fit$trace
     expect_true(all(diff(tr$objective) < 0))
     expect_true(all(diff(tr$lower) >= 0))
@@ -63,17 +64,19 @@ test_that("the optimisation keeps its invariants: objective down, bound up, gap 
     expect_equal(fit$P, t(fit$P))
     expect_gt(min(eigen(fit$P, symmetric = TRUE, only.values = TRUE)$values), -1e-8)
     expect_true(fit$iterations >= 1L)
-    # the final objective is the dual of kernel_svm on the learned kernel's exact Gram matrix,
-    # and no other trace-2h P found at random does better than the lower bound
+    # the final objective is the dual of kernel_svm on the learned kernel's exact Gram matrix
+    # (plus the ridge mu I of the optimisation's solves: ridge times the mean diagonal of
+    # K(I)), and no other trace-2h P found at random does better than the lower bound
     xs <- scale01(cs$x)
-    final <- dual_at(fit$P, cs$q, xs, cs$y, cs$cost, 0.02)
+    mu <- ridge * mean(diag(kernel_matrix(tk(diag(2 * h), cs$q), xs)))
+    final <- dual_at(fit$P, cs$q, xs, cs$y, cs$cost, 0.02, mu = mu)
     expect_equal(final, tr$objective[nrow(tr)], tolerance = 1e-4)
     set.seed(4)
     for (r in 1:5) {
       A <- matrix(rnorm(4 * h * h), 2 * h)
       P <- crossprod(A)
       P <- 2 * h * P / sum(diag(P))
-      expect_gte(dual_at(P, cs$q, xs, cs$y, cs$cost, 0.02), max(tr$lower) - 1e-6)
+      expect_gte(dual_at(P, cs$q, xs, cs$y, cs$cost, 0.02, mu = mu), max(tr$lower) - 1e-6)
     }
   }
 })
@@ -201,6 +204,8 @@ test_that("tkl gives clear errors for bad input", {
   expect_error(tkl(x, y, cost = 0, baseline = FALSE), "cost")
   expect_error(tkl(x, y, maxit = -1, baseline = FALSE), "maxit")
   expect_error(tkl(x, y, tol = 0, baseline = FALSE), "tol")
+  expect_error(tkl(x, y, ridge = -0.1, baseline = FALSE), "'ridge'")
+  expect_error(tkl(x, y, ridge = NA, baseline = FALSE), "'ridge'")
   expect_error(tkl(x, rnorm(30), probability = TRUE, baseline = FALSE), "probability = TRUE is for classification")
   expect_error(tkl(x, factor(rep("a", 30)), baseline = FALSE), "class")
   xn <- x

@@ -74,7 +74,16 @@ TklResult tkl_loop(CMatRef X, const Vec& lower, const Vec& upper, const TklParam
   cb.check();
 
   t0 = std::chrono::steady_clock::now();
-  AlphaStep cur = solve(TrainingKernel(K.data(), n), nullptr, false);
+  // The ridge of the optimisation's solves (none without iterations): with it the SVM's
+  // maximiser is unique and OPT_A smooth in P; the final SVM is solved on K(P) itself.
+  const double mu = par.maxit > 0 ? par.ridge * K.diagonal().mean() : 0.0;
+  Vec e1 = Vec::Zero(2 * h);
+  e1[0] = 1.0;
+  const auto current = [&]() {
+    return mu > 0 ? TrainingKernel(G.blended_rows(e1, q, 0.0, K.data(), mu))
+                  : TrainingKernel(K.data(), n);
+  };
+  AlphaStep cur = solve(current(), nullptr, false);
   res.seconds_first = seconds_since(t0);
   res.iter_first = cur.iter;
 
@@ -124,7 +133,7 @@ TklResult tkl_loop(CMatRef X, const Vec& lower, const Vec& upper, const TklParam
       tp = std::chrono::steady_clock::now();
       // At eta = 1 the trial kernel is K(P*) alone and the current alpha carries no
       // information about it (a cold start was faster in our runs); otherwise warm.
-      trial = solve(TrainingKernel(G.blended_rows(v, q, eta, K.data())),
+      trial = solve(TrainingKernel(G.blended_rows(v, q, eta, K.data(), mu)),
                     par.warm && eta < 1.0 ? &cur.machines : nullptr, false);
       row.seconds_alpha += seconds_since(tp);
       row.solves += 1;
@@ -159,7 +168,8 @@ TklResult tkl_loop(CMatRef X, const Vec& lower, const Vec& upper, const TklParam
       break;
     }
   }
-  if (par.svm.probability) cur = solve(TrainingKernel(K.data(), n), &cur.machines, true);
+  if (par.svm.probability || mu > 0)
+    cur = solve(TrainingKernel(K.data(), n), &cur.machines, par.svm.probability);
   res.P = P;
   res.q = q;
   res.machines = std::move(cur.machines);
@@ -217,8 +227,8 @@ struct RankOne {
 class BlendRows final : public KernelRows {
  public:
   BlendRows(const double* K, const Mat& A, std::shared_ptr<const RankOne> r, double a, double e,
-            double V, std::vector<int> rows)
-      : K_(K), A_(A), r_(std::move(r)), a_(a), e_(e), V_(V), n_(A.rows()),
+            double V, double mu, std::vector<int> rows)
+      : K_(K), A_(A), r_(std::move(r)), a_(a), e_(e), V_(V), mu_(mu), n_(A.rows()),
         rows_(std::move(rows)) {}
   int size() const override { return static_cast<int>(rows_.size()); }
   double diag(int p) const override { return at(rows_[p], rows_[p]); }
@@ -232,7 +242,8 @@ class BlendRows final : public KernelRows {
     const int m = size();
     for (int j = 0; j < m; ++j) {
       const int k = rows_[j];
-      out[j] = static_cast<float>(blend_value(a_, e_, V_, Kl[k], Al[k], s[k], sl, t[k], tl, bs[k], bsl));
+      out[j] = static_cast<float>(blend_value(a_, e_, V_, Kl[k], Al[k], s[k], sl, t[k], tl, bs[k], bsl) +
+                                  (k == l ? mu_ : 0.0));
     }
   }
   void block(const std::vector<int>& rows, const std::vector<int>& cols, MatRef out,
@@ -243,19 +254,19 @@ class BlendRows final : public KernelRows {
   std::unique_ptr<KernelRows> subset(const std::vector<int>& rows) const override {
     std::vector<int> r(rows.size());
     for (std::size_t i = 0; i < rows.size(); ++i) r[i] = rows_[rows[i]];
-    return std::unique_ptr<KernelRows>(new BlendRows(K_, A_, r_, a_, e_, V_, std::move(r)));
+    return std::unique_ptr<KernelRows>(new BlendRows(K_, A_, r_, a_, e_, V_, mu_, std::move(r)));
   }
 
  private:
   double at(int k, int l) const {
     const RankOne& r = *r_;
     return blend_value(a_, e_, V_, K_[static_cast<std::size_t>(l) * n_ + k], A_(k, l), r.s[k],
-                       r.s[l], r.t[k], r.t[l], r.bs[k], r.bs[l]);
+                       r.s[l], r.t[k], r.t[l], r.bs[k], r.bs[l]) + (k == l ? mu_ : 0.0);
   }
   const double* K_;
   const Mat& A_;
   std::shared_ptr<const RankOne> r_;
-  double a_, e_, V_;
+  double a_, e_, V_, mu_;
   Eigen::Index n_;
   std::vector<int> rows_;
 };
@@ -263,7 +274,7 @@ class BlendRows final : public KernelRows {
 }  // namespace
 
 std::unique_ptr<KernelRows> TklGram::blended_rows(const Vec& v, double q, double eta,
-                                                  const double* K) const {
+                                                  const double* K, double mu) const {
   const int h = this->h();
   if (v.size() != 2 * h) throw Error("v must have length 2h");
   auto r = std::make_shared<RankOne>();
@@ -273,7 +284,7 @@ std::unique_ptr<KernelRows> TklGram::blended_rows(const Vec& v, double q, double
   std::vector<int> rows(n());
   for (int i = 0; i < n(); ++i) rows[i] = i;
   return std::unique_ptr<KernelRows>(
-      new BlendRows(K, A_, std::move(r), 1.0 - eta, eta * q, V_, std::move(rows)));
+      new BlendRows(K, A_, std::move(r), 1.0 - eta, eta * q, V_, mu, std::move(rows)));
 }
 
 void TklGram::blend_rank_one(const Vec& v, double q, double eta, const double* K,

@@ -17,6 +17,12 @@
 //     holds two n x n matrices (A and K). Each trial is one SVM solve, warm-started
 //     from alpha_k (cold at eta = 1, where the trial kernel is K(P*) alone). The first trial step is the mean of the earlier accepted steps (1 at
 //     first), divided by 5 while OPT_A does not decrease.
+// Smoothing (par.ridge > 0, with iterations): OPT_A(P) is a maximum over the SVM's dual
+// variables and is not differentiable where the maximiser is not unique (K(P) nearly singular
+// on the support vectors); the gradient is then only a subgradient and the line search stalls
+// far above the gap. The optimisation's solves therefore use K(P) + mu I, mu = ridge times the
+// mean diagonal of K(I), which makes the maximiser unique; the objective, the gap and tol are
+// those of the smoothed problem, and the final SVM is solved on K(P) itself (warm).
 // The run stops when the gap falls below tol |OPT_A|, after maxit iterations, when an accepted
 // step is below tol / 100, or when no trial down to 1/1000 of the first step decreases OPT_A
 // (the authors accept such a step; here P stays, so OPT_A never increases).
@@ -35,6 +41,7 @@ struct TklParams {
   double tol = 1e-2;   // relative duality gap
   int maxit = 100;
   bool warm = true;    // line-search solves with eta < 1 start from the current alpha
+  double ridge = 0;    // the solves of the optimisation use K + ridge * mean(diag K(I)) * I
   SvmParams svm;       // cost, epsilon, solver tolerance, cache, threads, probability
 };
 
@@ -81,8 +88,9 @@ class TklGram {
   void blend_rank_one(const Vec& v, double q, double eta, const double* K, double* out) const;
   // The same matrix as kernel rows computed on demand (for the SVM solver), without forming
   // it; bitwise the values blend_rank_one() writes. K must outlive the result.
+  // mu is added to the diagonal (a ridge on the solves; not in K).
   std::unique_ptr<KernelRows> blended_rows(const Vec& v, double q, double eta,
-                                           const double* K) const;
+                                           const double* K, double mu = 0) const;
   // C(w) = sum over the coefficient vectors of sum_kl (-w_k w_l / 2) dK_kl / dP; each vector
   // given by its rows and values (zeros left out).
   Mat gradient(const std::vector<std::vector<int>>& rows,
