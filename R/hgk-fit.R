@@ -24,8 +24,7 @@
     stop(sprintf("%s: probability = TRUE needs loss = \"hinge\"; least-squares outputs are not probabilities",
                  caller), call. = FALSE)
   if (probability && loss == "auto") loss <- "hinge"
-  if (!is.logical(baseline) || length(baseline) != 1L || is.na(baseline))
-    stop(sprintf("%s: 'baseline' must be TRUE or FALSE", caller), call. = FALSE)
+  .check_flag(baseline, "baseline", caller)
   grid_vec <- function(v, name) {
     if (is.null(v)) return(NULL)
     if (!is.numeric(v) || !length(v) || any(!is.finite(v)) || any(v <= 0))
@@ -201,21 +200,19 @@
     lb <- lr[order(lr$error, lr$tiebreak, na.last = TRUE)[1L], ]
     bb <- tab[!tab$learned, , drop = FALSE]
     bb <- bb[order(bb$error, bb$tiebreak, na.last = TRUE)[1L], ]
-    if (nrow(lr)) {
-      won <- tab$learned[b]
-      fmt <- function(v) format(signif(v, 3))
-      reason <- if (won)
-        sprintf("the learned kernel's CV error %s (%s) is %s the Gaussian start's %s (%s)",
-                fmt(lb$error), lb$architecture,
-                if (lb$error < bb$error) "below" else "equal to, and its squared error below,",
-                fmt(bb$error), bb$loss)
-      else
-        sprintf("the Gaussian start validated %s (CV error %s against %s for the learned kernel, %s); the learned weights are not used",
-                if (bb$error < lb$error) "better" else "as well, with a smaller squared error",
-                fmt(bb$error), fmt(lb$error), lb$architecture)
-      selection <- list(choice = if (won) "learned" else "baseline", learned_error = lb$error,
-                        baseline_error = bb$error, reason = reason)
-    }
+    won <- tab$learned[b]
+    fmt <- function(v) format(signif(v, 3))
+    reason <- if (won)
+      sprintf("the learned kernel's CV error %s (%s) is %s the Gaussian start's %s (%s)",
+              fmt(lb$error), lb$architecture,
+              if (lb$error < bb$error) "below" else "equal to, and its squared error below,",
+              fmt(bb$error), bb$loss)
+    else
+      sprintf("the Gaussian start validated %s (CV error %s against %s for the learned kernel, %s); the learned weights are not used",
+              if (bb$error < lb$error) "better" else "as well, with a smaller squared error",
+              fmt(bb$error), fmt(lb$error), lb$architecture)
+    selection <- list(choice = if (won) "learned" else "baseline", learned_error = lb$error,
+                      baseline_error = bb$error, reason = reason)
   }
   tab$cand <- NULL
   tab$tiebreak <- NULL
