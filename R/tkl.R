@@ -15,7 +15,8 @@
 #' \strong{Algorithm.} The problem
 #' \eqn{\min_{P \succeq 0,\ \mathrm{tr} P = 2h} \max_\alpha D(\alpha, K(P))}{min over P >= 0 with trace 2h of max over alpha of D(alpha, K(P))},
 #' with \eqn{D} the SVM dual, is convex in \eqn{P}; it is solved by the
-#' paper's two-step (Frank-Wolfe) algorithm from \eqn{P = I}. The
+#' paper's two-step (Frank-Wolfe) algorithm from \eqn{P = I} (the trace and
+#' the start divided by a scale with \code{normalize = TRUE}, below). The
 #' \eqn{\alpha}-step solves the SVM on the current kernel with the package's
 #' SMO engine, warm-started from the previous solution. The \eqn{P}-step takes
 #' the gradient \eqn{C(w)} of the dual objective in \eqn{P} (over the support
@@ -34,13 +35,30 @@
 #' no trial step down to 1/1000 of the first decreases the objective (the
 #' objective never increases).
 #'
+#' \strong{Normalisation.} With \eqn{P = I} the kernel's diagonal is
+#' \eqn{V (1 + \|x\|^2)} (degree 1; \eqn{V = (1 + 2\delta)^d} the box's
+#' volume): it grows geometrically with the number of inputs \eqn{d}, to
+#' about \eqn{10^6} at \eqn{d = 60}, so a given \code{cost} would mean a
+#' different amount of regularisation at every \eqn{d} (an SVM with kernel
+#' \eqn{sK} and cost \eqn{C} is the SVM with kernel \eqn{K} and cost
+#' \eqn{sC}). With \code{normalize = TRUE} the start is \eqn{P = I / s}
+#' and the trace \eqn{2h / s} throughout, \eqn{s} the mean diagonal of
+#' \eqn{K(I)} on the training rows: the start kernel has mean diagonal 1, as
+#' a Gaussian kernel has, and \code{cost} is on the Gaussian SVM's scale at
+#' any \eqn{d}. It is a reparametrisation of \code{cost} (the fit with
+#' \code{normalize = FALSE} and cost \eqn{C / s} is the same model, so the
+#' paper's \code{cost = 1} at \eqn{d = 60} is \code{cost} \eqn{\approx 10^6}
+#' here: nearly a hard margin); the
+#' relative gap, \code{tol} and \code{ridge} do not depend on it.
+#' \code{fit$kernel_scale} keeps \eqn{s}.
+#'
 #' \strong{Smoothing.} \eqn{\mathrm{OPT}_A(P)} is a maximum over the SVM's
 #' dual variables; where the maximiser is not unique (\eqn{K(P)} nearly
 #' singular on the support vectors, which the rank-one \eqn{K(P^*)} makes
 #' likely), it is not differentiable, the gradient is only a subgradient, and
 #' the line search stalls far above the gap. The SVM solves of the
 #' optimisation therefore use \eqn{K(P) + \mu I} with \eqn{\mu} =
-#' \code{ridge} times the mean diagonal of \eqn{K(I)}, which makes the
+#' \code{ridge} times the mean diagonal of the start kernel, which makes the
 #' maximiser unique and the objective smooth; the trace, the gap and
 #' \code{tol} refer to that problem, and the final SVM is solved on
 #' \eqn{K(P)} itself. \code{ridge = 0} is the paper's problem. On the twelve
@@ -119,6 +137,10 @@
 #'   keep the better (see Details).
 #' @param ridge Relative ridge \eqn{\ge 0} on the kernel of the optimisation's
 #'   SVM solves (see Details); 0 solves the paper's problem.
+#' @param normalize If \code{TRUE} (the default), start from
+#'   \eqn{P = I / s}, \eqn{s} the mean diagonal of \eqn{K(I)} on the training
+#'   rows, so that \code{cost} means the same at any number of inputs (see
+#'   Details); \code{FALSE} starts from the paper's \eqn{P = I}.
 #' @param svm_tol Tolerance of each SVM solve (the maximal violating pair).
 #' @param cache Megabytes of the solver's kernel row cache.
 #' @param fitted If \code{TRUE} (the default), keep the predictions on the
@@ -160,7 +182,7 @@
 #' # regression with a jump (the paper's example)
 #' x1 <- seq(0, 10, length.out = 200)
 #' yr <- x1 + sin(x1) + 5 * sign(x1 - 5)
-#' fr <- tkl(data.frame(x = x1), yr, cost = 1, epsilon = 1)
+#' fr <- tkl(data.frame(x = x1), yr, cost = 10, epsilon = 1)
 #' plot(x1, yr)
 #' lines(x1, predict(fr, data.frame(x = x1)), col = 2)
 #' @export
@@ -170,8 +192,8 @@ tkl <- function(x, ...) UseMethod("tkl")
 #' @export
 tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                         tol = 1e-2, maxit = 100, class.weights = NULL, probability = FALSE,
-                        baseline = TRUE, ridge = 0.1, svm_tol = 1e-3, cache = 1024,
-                        fitted = TRUE, subset = NULL,
+                        baseline = TRUE, ridge = 0.1, normalize = TRUE, svm_tol = 1e-3,
+                        cache = 1024, fitted = TRUE, subset = NULL,
                         na.action = stats::na.fail, cells = FALSE, threads = NULL, ...) {
   .no_dots(..., caller = "tkl()")
   .check_flag(fitted, "fitted", "tkl()")
@@ -184,7 +206,7 @@ tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsil
                       .kl_call(match.call(), "tkl")))
   fit <- .tkl_fit_protected(inp, degree, delta, cost, epsilon, tol, maxit, class.weights,
                             probability, svm_tol, cache, threads, .kl_call(match.call(), "tkl"),
-                            baseline, ridge)
+                            baseline, ridge, normalize)
   .kl_keep_fitted(fit, fitted, data, inp$y, threads)
 }
 
@@ -192,8 +214,8 @@ tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsil
 #' @export
 tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1, tol = 1e-2,
                         maxit = 100, class.weights = NULL, probability = FALSE, baseline = TRUE,
-                        ridge = 0.1, svm_tol = 1e-3, cache = 1024, fitted = TRUE, cells = FALSE,
-                        threads = NULL, ...) {
+                        ridge = 0.1, normalize = TRUE, svm_tol = 1e-3, cache = 1024,
+                        fitted = TRUE, cells = FALSE, threads = NULL, ...) {
   .no_dots(..., caller = "tkl()")
   .check_flag(fitted, "fitted", "tkl()")
   cells <- .kl_cells_arg(cells, "tkl()")
@@ -205,14 +227,14 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                       .kl_call(match.call(), "tkl")))
   fit <- .tkl_fit_protected(inp, degree, delta, cost, epsilon, tol, maxit, class.weights,
                             probability, svm_tol, cache, threads, .kl_call(match.call(), "tkl"),
-                            baseline, ridge)
+                            baseline, ridge, normalize)
   .kl_keep_fitted(fit, fitted, x, inp$y, threads)
 }
 
 # The arguments of a tkl() call that every cell's fit uses.
 .tkl_cell_args <- function(env) {
   nm <- c("degree", "delta", "cost", "epsilon", "tol", "maxit", "class.weights", "probability",
-          "svm_tol", "cache", "fitted", "ridge")
+          "svm_tol", "cache", "fitted", "ridge", "normalize")
   stats::setNames(lapply(nm, function(v) get(v, envir = env)), nm)
 }
 
@@ -220,9 +242,10 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
 .tkl_max_h <- 2000
 
 .tkl_fit <- function(inp, degree, delta, cost, epsilon, tol, maxit, class.weights, probability,
-                     svm_tol, cache, threads, call, ridge = 0.1) {
+                     svm_tol, cache, threads, call, ridge = 0.1, normalize = TRUE) {
   caller <- "tkl()"
   .check_number(ridge, "ridge", lower = 0)
+  .check_flag(normalize, "normalize", caller)
   .check_number(degree, "degree", lower = 0, upper = 50, integer = TRUE)
   .check_number(delta, "delta", lower = 0)
   .check_number(tol, "tol", lower = 0, lower_open = TRUE)
@@ -250,7 +273,7 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
   lower <- rep(-delta, d)
   upper <- rep(1 + delta, d)
   opts <- list(degree = degree, tol = as.numeric(tol), maxit = as.integer(maxit),
-               ridge = as.numeric(ridge))
+               ridge = as.numeric(ridge), normalize = normalize)
   progress <- if (n >= 1000L) .kl_progressor() else NULL
   t0 <- proc.time()[["elapsed"]]
   if (inp$task == "classification") {
@@ -279,9 +302,9 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
     list(call = call, task = inp$task, levels = inp$levels, spec = inp$spec,
          degree = degree, delta = as.numeric(delta), cost = as.numeric(cost),
          epsilon = if (inp$task == "regression") as.numeric(epsilon), tol = as.numeric(tol),
-         maxit = as.integer(maxit), ridge = as.numeric(ridge), probability = probability,
-         class.weights = w,
-         P = P, trace_P = res$q, kernel = kernel, svm = svm, trace = tr, stop = res$stop,
+         maxit = as.integer(maxit), ridge = as.numeric(ridge), normalize = normalize,
+         probability = probability, class.weights = w,
+         P = P, trace_P = res$q, kernel_scale = res$scale, kernel = kernel, svm = svm, trace = tr, stop = res$stop,
          converged = identical(res$stop, "gap"), iterations = sum(tr$step > 0),
          n = n, d = d, h = as.integer(h), seconds = seconds,
          seconds_start = res$seconds_start, seconds_first = res$seconds_first,
@@ -332,8 +355,11 @@ print.tkl <- function(x, ...) {
   cat("Tessellated kernel learning: ", what, "\n", sep = "")
   cat(sprintf("  %d training rows, %d features (scaled to [0, 1]); box [%s, %s]\n", x$n, x$d,
               format(-x$delta), format(1 + x$delta)))
-  cat(sprintf("  degree %d: %d monomials, P %d x %d (trace %s); cost %s%s\n", x$degree, x$h,
-              2L * x$h, 2L * x$h, format(x$trace_P), format(x$cost, digits = 6),
+  cat(sprintf("  degree %d: %d monomials, P %d x %d (trace %s%s); cost %s%s\n", x$degree, x$h,
+              2L * x$h, 2L * x$h, format(signif(x$trace_P, 6)),
+              if (isTRUE(x$normalize)) sprintf(" = 2h / %s, the start kernel normalised",
+                                               format(signif(x$kernel_scale, 4))) else "",
+              format(x$cost, digits = 6),
               if (x$task == "regression") sprintf(", epsilon %s", format(x$epsilon, digits = 6))
               else ""))
   last <- x$trace[nrow(x$trace), ]
@@ -438,11 +464,12 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
 # on the held-out fifth is refitted on all rows. Without enough rows, the learned kernel.
 .tkl_fit_protected <- function(inp, degree, delta, cost, epsilon, tol, maxit, class.weights,
                                probability, svm_tol, cache, threads, call, baseline,
-                               ridge) {
+                               ridge, normalize = TRUE) {
   caller <- "tkl()"
   .check_flag(baseline, "baseline", caller)
   fit_all <- function() .tkl_fit(inp, degree, delta, cost, epsilon, tol, maxit, class.weights,
-                                 probability, svm_tol, cache, threads, call, ridge)
+                                 probability, svm_tol, cache, threads, call, ridge,
+                                 normalize)
   if (!baseline) return(fit_all())
   n <- nrow(inp$x)
   if (n < .tkl_min_validate) {
@@ -472,7 +499,7 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
   err <- function(pred) if (inp$task == "classification") mean(pred != yv)
                         else mean((pred - yv)^2)
   ft <- .tkl_fit(part, degree, delta, cost, epsilon, tol, maxit, class.weights, FALSE, svm_tol,
-                 cache, threads, NULL, ridge)
+                 cache, threads, NULL, ridge, normalize)
   e_learned <- err(predict(ft, xv, threads = threads))
   grid <- list(gamma = c(0.5, 1, 2, 4, 8, 16) / d, cost = 2^seq(-1, 11, by = 2))
   tn <- kl_tune(kernel_svm, part$x, part$y, grid = grid, folds = 5, refit = FALSE,

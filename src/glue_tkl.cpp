@@ -30,7 +30,7 @@ Rcpp::DataFrame trace_to_r(const std::vector<kl::TklIteration>& tr) {
 
 // TKL on scaled inputs x (n x d) with the box [lower, upper]: classification when k >= 2 (y
 // class codes 1..k), epsilon-regression when k = 0 (y numeric). params: the SVM options of
-// .svm_params(); tkl: degree, tol, maxit.
+// .svm_params(); tkl: degree, tol, maxit (optional: warm, ridge, normalize).
 // [[Rcpp::export]]
 Rcpp::List cpp_tkl_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, int k,
                        Rcpp::NumericVector weight, const Eigen::Map<Eigen::VectorXd> lower,
@@ -44,6 +44,8 @@ Rcpp::List cpp_tkl_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, int k,
     par.maxit = Rcpp::as<int>(tkl["maxit"]);
     if (tkl.containsElementNamed("warm")) par.warm = Rcpp::as<bool>(tkl["warm"]);
     if (tkl.containsElementNamed("ridge")) par.ridge = Rcpp::as<double>(tkl["ridge"]);
+    if (tkl.containsElementNamed("normalize"))
+      par.normalize = Rcpp::as<bool>(tkl["normalize"]);
     const kl::Vec lo = lower, hi = upper;
     kl::Callbacks cb = klr::make_callbacks(progress);
     kl::TklResult r;
@@ -57,7 +59,8 @@ Rcpp::List cpp_tkl_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, int k,
       model = klr::regress_result(r.machines[0]);
     }
     return Rcpp::List::create(
-        Rcpp::Named("P") = Rcpp::wrap(r.P), Rcpp::Named("q") = r.q, Rcpp::Named("model") = model,
+        Rcpp::Named("P") = Rcpp::wrap(r.P), Rcpp::Named("q") = r.q,
+        Rcpp::Named("scale") = r.scale, Rcpp::Named("model") = model,
         Rcpp::Named("trace") = trace_to_r(r.trace), Rcpp::Named("stop") = r.stop,
         Rcpp::Named("seconds_start") = r.seconds_start,
         Rcpp::Named("seconds_first") = r.seconds_first,

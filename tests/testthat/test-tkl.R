@@ -27,8 +27,9 @@ test_that("with maxit = 0 the model is kernel_svm on the precomputed K(P = I)", 
   yr <- sin(4 * x[, 1]) + x[, 2]
   K <- kernel_matrix(tk(diag(8), 1), xs)
   for (y in list(yc, y3, yr)) {
-    fit <- tkl(x, y, maxit = 0, cost = 3, epsilon = 0.05, baseline = FALSE)
+    fit <- tkl(x, y, maxit = 0, cost = 3, epsilon = 0.05, baseline = FALSE, normalize = FALSE)
     expect_equal(fit$P, diag(8))
+    expect_equal(fit$kernel_scale, 1)
     ref <- kernel_svm(K, y, kernel = "precomputed", cost = 3, epsilon = 0.05)
     expect_equal(fit$svm$sv_index, ref$sv_index)
     expect_equal(fit$svm$coefs, ref$coefs, tolerance = 1e-10)
@@ -37,6 +38,42 @@ test_that("with maxit = 0 the model is kernel_svm on the precomputed K(P = I)", 
     expect_equal(predict(fit, x, type = type), predict(ref, K, type = type), tolerance = 1e-8)
     expect_equal(fit$trace$objective[1], -sum(ref$obj), tolerance = 1e-10)
   }
+})
+
+test_that("normalize starts from I / s (s the mean diagonal of K(I)) and reparametrises cost", {
+  set.seed(11)
+  for (d in c(2, 12)) {
+    x <- matrix(runif(150 * d), 150, d)
+    xs <- scale01(x)
+    yc <- factor(ifelse(rowSums((x[, 1:2] - 0.5)^2) < 0.15, "in", "out"))
+    yr <- sin(4 * x[, 1]) + x[, 2] + 0.05 * rnorm(150)
+    h <- d + 1
+    K <- kernel_matrix(tk(diag(2 * h), 1), xs)
+    s <- mean(diag(K))
+    for (y in list(yc, yr)) {
+      fit <- tkl(x, y, maxit = 0, cost = 2, epsilon = 0.05, baseline = FALSE)
+      expect_equal(fit$kernel_scale, s, tolerance = 1e-12)
+      expect_equal(fit$P, diag(2 * h) / s, tolerance = 1e-12)
+      expect_equal(fit$trace_P, 2 * h / s, tolerance = 1e-12)
+      # an independent fit: kernel_svm on the precomputed K(I) / s
+      ref <- kernel_svm(K / s, y, kernel = "precomputed", cost = 2, epsilon = 0.05)
+      type <- if (is.factor(y)) "decision" else "response"
+      expect_equal(predict(fit, x, type = type), predict(ref, K / s, type = type),
+                   tolerance = 1e-8)
+      # the same model as the raw kernel with cost / s, with and without iterations
+      for (it in c(0, 3)) {
+        f1 <- tkl(x, y, maxit = it, cost = 2, epsilon = 0.05, tol = 1e-4, svm_tol = 1e-6,
+                  baseline = FALSE)
+        f0 <- tkl(x, y, maxit = it, cost = 2 / s, epsilon = 0.05, tol = 1e-4, svm_tol = 1e-6,
+                  baseline = FALSE, normalize = FALSE)
+        expect_equal(f1$iterations, f0$iterations)
+        expect_equal(predict(f1, x, type = type), predict(f0, x, type = type),
+                     tolerance = 1e-3)
+        expect_equal(f1$trace$objective / s, f0$trace$objective, tolerance = 1e-4)
+      }
+    }
+  }
+  expect_error(tkl(iris[, 1:4], iris$Species, normalize = NA), "normalize")
 })
 
 test_that("the optimisation keeps its invariants: objective down, bound up, gap >= 0, P feasible", {
@@ -59,23 +96,25 @@ test_that("the optimisation keeps its invariants: objective down, bound up, gap 
     expect_true(all(tr$gap >= -1e-6 * abs(tr$objective)))
     expect_true(all(tr$lower <= min(tr$objective) + 1e-6 * abs(min(tr$objective))))
     h <- choose(ncol(cs$x) + cs$q, cs$q)
-    expect_equal(fit$trace_P, 2 * h)
-    expect_equal(sum(diag(fit$P)), 2 * h, tolerance = 1e-10)
+    q <- 2 * h / fit$kernel_scale
+    expect_equal(fit$trace_P, q)
+    expect_equal(sum(diag(fit$P)), q, tolerance = 1e-10)
     expect_equal(fit$P, t(fit$P))
     expect_gt(min(eigen(fit$P, symmetric = TRUE, only.values = TRUE)$values), -1e-8)
     expect_true(fit$iterations >= 1L)
     # the final objective is the dual of kernel_svm on the learned kernel's exact Gram matrix
     # (plus the ridge mu I of the optimisation's solves: ridge times the mean diagonal of
-    # K(I)), and no other trace-2h P found at random does better than the lower bound
+    # the start K(I / s)), and no other P of the same trace found at random does better than
+    # the lower bound
     xs <- scale01(cs$x)
-    mu <- ridge * mean(diag(kernel_matrix(tk(diag(2 * h), cs$q), xs)))
+    mu <- ridge * mean(diag(kernel_matrix(tk(diag(2 * h) / fit$kernel_scale, cs$q), xs)))
     final <- dual_at(fit$P, cs$q, xs, cs$y, cs$cost, 0.02, mu = mu)
     expect_equal(final, tr$objective[nrow(tr)], tolerance = 1e-4)
     set.seed(4)
     for (r in 1:5) {
       A <- matrix(rnorm(4 * h * h), 2 * h)
       P <- crossprod(A)
-      P <- 2 * h * P / sum(diag(P))
+      P <- q * P / sum(diag(P))
       expect_gte(dual_at(P, cs$q, xs, cs$y, cs$cost, 0.02, mu = mu), max(tr$lower) - 1e-6)
     }
   }
@@ -94,14 +133,14 @@ test_that("tkl fits the paper's toy problems (a circle; a jump in a regression)"
 
   x <- seq(0, 10, length.out = 300)
   y <- x + sin(x) + 5 * sign(x - 5)
-  fr <- tkl(data.frame(x = x), y, cost = 1, epsilon = 1, delta = 0.1, baseline = FALSE)
+  fr <- tkl(data.frame(x = x), y, cost = 10, epsilon = 1, delta = 0.1, baseline = FALSE)
   xt <- data.frame(x = seq(0.01, 9.99, length.out = 500))
   yt <- xt$x + sin(xt$x) + 5 * sign(xt$x - 5)
   mse <- mean((predict(fr, xt) - yt)^2)
   mse_lm <- mean((predict(stats::lm(y ~ x), xt) - yt)^2)
   # Gaussian SVRs with the same cost and tube, over widths from smooth to rough
   mse_g <- vapply(10^(0:3), function(g)
-    mean((predict(kernel_svm(data.frame(x = x), y, cost = 1, epsilon = 1, gamma = g), xt) - yt)^2),
+    mean((predict(kernel_svm(data.frame(x = x), y, cost = 10, epsilon = 1, gamma = g), xt) - yt)^2),
     0)
   expect_lt(mse, min(mse_g))
   expect_lt(mse, 1.5)            # about the epsilon = 1 tube

@@ -56,7 +56,7 @@ TklResult tkl_loop(CMatRef X, const Vec& lower, const Vec& upper, const TklParam
   const int threads = clamp_threads(par.svm.threads);
   TklResult res;
   auto t0 = std::chrono::steady_clock::now();
-  // The start P = I, its Gram matrix through the kernel object, and the learner's algebra.
+  // The start P = I (I / s with normalize), its Gram matrix through the kernel object, and the learner's algebra.
   const long long hh = monomial_count(static_cast<int>(X.cols()), par.degree);
   if (hh < 1 || hh > 2000)
     throw Error("degree " + std::to_string(par.degree) + " in " + std::to_string(X.cols()) +
@@ -64,12 +64,21 @@ TklResult tkl_loop(CMatRef X, const Vec& lower, const Vec& upper, const TklParam
                 (hh < 1 ? std::string("too large") : std::to_string(2 * hh) + " x " +
                  std::to_string(2 * hh)) + ")");
   const int h = static_cast<int>(hh);
-  const double q = 2.0 * h;
   Mat P = Mat::Identity(2 * h, 2 * h);
   Mat K(n, n);
   make_tessellated_kernel(P, par.degree, lower, upper)->block(X, X, K, threads,
                                                               interrupts_only(cb));
   TklGram G(X, par.degree, lower, upper, threads, cb);
+  double q = 2.0 * h;
+  if (par.normalize) {
+    const double s = K.diagonal().mean();
+    if (!(s > 0) || !std::isfinite(s))
+      throw Error("the start kernel's mean diagonal is not a positive finite number");
+    res.scale = s;
+    K /= s;
+    P /= s;
+    q /= s;
+  }
   res.seconds_start = seconds_since(t0);
   cb.check();
 

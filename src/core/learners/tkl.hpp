@@ -21,8 +21,15 @@
 // variables and is not differentiable where the maximiser is not unique (K(P) nearly singular
 // on the support vectors); the gradient is then only a subgradient and the line search stalls
 // far above the gap. The optimisation's solves therefore use K(P) + mu I, mu = ridge times the
-// mean diagonal of K(I), which makes the maximiser unique; the objective, the gap and tol are
-// those of the smoothed problem, and the final SVM is solved on K(P) itself (warm).
+// mean diagonal of the start K(P0), which makes the maximiser unique; the objective, the gap
+// and tol are those of the smoothed problem, and the final SVM is solved on K(P) itself (warm).
+// Normalisation (par.normalize): the diagonal of K(I) is V |Z(x)|^2 (V the box's volume), which
+// grows geometrically with the number of inputs (about 1e6 at d = 60), so a given cost, and the
+// SVM's own tolerance, would mean something different at every d. With normalize the start is
+// P0 = I / s and the trace q = 2h / s, s the mean diagonal of K(I) over the training rows, so the
+// start kernel has mean diagonal 1, as a Gaussian kernel has. K is linear in P and the SVM with
+// kernel K / s and cost C is the SVM with K and cost C / s (the same decision values), so this is
+// a reparametrisation of cost; the relative gap, tol and the relative ridge are unchanged by it.
 // The run stops when the gap falls below tol |OPT_A|, after maxit iterations, when an accepted
 // step is below tol / 100, or when no trial down to 1/1000 of the first step decreases OPT_A
 // (the authors accept such a step; here P stays, so OPT_A never increases).
@@ -41,7 +48,8 @@ struct TklParams {
   double tol = 1e-2;   // relative duality gap
   int maxit = 100;
   bool warm = true;    // line-search solves with eta < 1 start from the current alpha
-  double ridge = 0;    // the solves of the optimisation use K + ridge * mean(diag K(I)) * I
+  double ridge = 0;    // the solves of the optimisation use K + ridge * mean(diag K(P0)) * I
+  bool normalize = false;  // start from P0 = I / s, s the mean diagonal of K(I) (see above)
   SvmParams svm;       // cost, epsilon, solver tolerance, cache, threads, probability
 };
 
@@ -57,7 +65,8 @@ struct TklIteration {
 
 struct TklResult {
   Mat P;                               // 2h x 2h, symmetric PSD, trace q
-  double q = 0;                        // trace of P (2h: the trace of the start P = I)
+  double q = 0;                        // trace of P (2h, or 2h / s with normalize)
+  double scale = 1;                    // s with normalize (1 without)
   std::vector<BinaryMachine> machines; // the SVM on K(P)
   std::vector<TklIteration> trace;
   std::string stop;                    // "gap", "maxit", "step", "no decrease"
