@@ -145,3 +145,7 @@ cpp_tkl_fit <- function(x, y, k, weight, lower, upper, params, tkl, threads, pro
     .Call(`_kernlearn_cpp_tkl_fit`, x, y, k, weight, lower, upper, params, tkl, threads, progress)
 }
 
+cpp_tkl_path <- function(x, y, k, weight, lower, upper, params, tkl, costs, threads, progress) {
+    .Call(`_kernlearn_cpp_tkl_path`, x, y, k, weight, lower, upper, params, tkl, costs, threads, progress)
+}
+

@@ -242,7 +242,8 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
 .tkl_max_h <- 2000
 
 .tkl_fit <- function(inp, degree, delta, cost, epsilon, tol, maxit, class.weights, probability,
-                     svm_tol, cache, threads, call, ridge = 0.1, normalize = TRUE) {
+                     svm_tol, cache, threads, call, ridge = 0.1, normalize = TRUE,
+                     path = NULL) {
   caller <- "tkl()"
   .check_number(ridge, "ridge", lower = 0)
   .check_flag(normalize, "normalize", caller)
@@ -263,7 +264,8 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                  format(2 * h, big.mark = ","), .tkl_max_h), call. = FALSE)
   if (n < 2L)
     stop(sprintf("%s: at least 2 training rows are needed", caller), call. = FALSE)
-  .check_memory(16 * n^2 + min(params$cache * 2^20, 4 * n^2) + 8 * n * h * 4,
+  .check_memory((if (is.null(path)) 16 else 24) * n^2 + min(params$cache * 2^20, 4 * n^2) +
+                  8 * n * h * 4,
                 sprintf("tkl() on %d rows (two %d x %d matrices and the solver's cache)", n, n, n),
                 caller,
                 hint = sprintf("; at most about %d rows fit. Subsample the rows, or learn P on a subsample and fit kernel_svm() with learned_kernel() on all rows, or raise options(kernlearn.max_memory)",
@@ -274,42 +276,51 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
   upper <- rep(1 + delta, d)
   opts <- list(degree = degree, tol = as.numeric(tol), maxit = as.integer(maxit),
                ridge = as.numeric(ridge), normalize = normalize)
-  progress <- if (n >= 1000L) .kl_progressor() else NULL
+  progress <- if (n >= 1000L && is.null(path)) .kl_progressor() else NULL
+  cls <- inp$task == "classification"
+  w <- if (cls) .svm_class_weights(class.weights, inp$y, caller)
+  yarg <- if (cls) as.integer(inp$y) else as.numeric(inp$y)
+  k <- if (cls) length(inp$levels) else 0L
   t0 <- proc.time()[["elapsed"]]
-  if (inp$task == "classification") {
-    k <- length(inp$levels)
-    w <- .svm_class_weights(class.weights, inp$y, caller)
-    res <- .kl_core(caller, cpp_tkl_fit, x, as.integer(inp$y), k, unname(w), lower, upper,
-                    params, opts, threads, progress, levels = inp$levels)
-    sol <- res$model
+  if (is.null(path)) {
+    res <- list(.kl_core(caller, cpp_tkl_fit, x, yarg, k, if (cls) unname(w) else numeric(),
+                         lower, upper, params, opts, threads, progress,
+                         levels = inp$levels))
+    costs <- cost
   } else {
-    w <- NULL
-    res <- .kl_core(caller, cpp_tkl_fit, x, as.numeric(inp$y), 0L, numeric(), lower, upper,
-                    params, opts, threads, progress)
-    sol <- .svm_regression_sol(res$model)
+    # internal (kl_tune()'s path): increasing costs, each run started from the last one's P
+    res <- .kl_core(caller, cpp_tkl_path, x, yarg, k, if (cls) unname(w) else numeric(), lower,
+                    upper, params, opts, as.numeric(path), threads, progress,
+                    levels = inp$levels)
+    costs <- path
   }
   seconds <- proc.time()[["elapsed"]] - t0
-  if (!all(sol$converged))
-    warning(sprintf("%s: an SVM solve reached the solver's iteration cap; the final model may be inaccurate",
-                    caller), call. = FALSE)
-  P <- (res$P + t(res$P)) / 2
-  kernel <- .resolve_kernel(tessellated_kernel(P, degree, lower = -delta, upper = 1 + delta),
-                            d, caller)
-  svm <- .svm_model(sol, inp, kernel, cost, epsilon, w, svm_tol, TRUE, probability, NULL,
-                    seconds)
-  tr <- res$trace
-  structure(
-    list(call = call, task = inp$task, levels = inp$levels, spec = inp$spec,
-         degree = degree, delta = as.numeric(delta), cost = as.numeric(cost),
-         epsilon = if (inp$task == "regression") as.numeric(epsilon), tol = as.numeric(tol),
-         maxit = as.integer(maxit), ridge = as.numeric(ridge), normalize = normalize,
-         probability = probability, class.weights = w,
-         P = P, trace_P = res$q, kernel_scale = res$scale, kernel = kernel, svm = svm, trace = tr, stop = res$stop,
-         converged = identical(res$stop, "gap"), iterations = sum(tr$step > 0),
-         n = n, d = d, h = as.integer(h), seconds = seconds,
-         seconds_start = res$seconds_start, seconds_first = res$seconds_first,
-         iter_first = res$iter_first),
-    class = c("tkl", "kl_model"))
+  fits <- lapply(seq_along(res), function(i) {
+    r <- res[[i]]
+    sol <- if (cls) r$model else .svm_regression_sol(r$model)
+    if (!all(sol$converged))
+      warning(sprintf("%s: an SVM solve reached the solver's iteration cap; the final model may be inaccurate",
+                      caller), call. = FALSE)
+    P <- (r$P + t(r$P)) / 2
+    kernel <- .resolve_kernel(tessellated_kernel(P, degree, lower = -delta, upper = 1 + delta),
+                              d, caller)
+    svm <- .svm_model(sol, inp, kernel, costs[i], epsilon, w, svm_tol, TRUE, probability, NULL,
+                      seconds)
+    tr <- r$trace
+    structure(
+      list(call = call, task = inp$task, levels = inp$levels, spec = inp$spec,
+           degree = degree, delta = as.numeric(delta), cost = as.numeric(costs[i]),
+           epsilon = if (inp$task == "regression") as.numeric(epsilon), tol = as.numeric(tol),
+           maxit = as.integer(maxit), ridge = as.numeric(ridge), normalize = normalize,
+           probability = probability, class.weights = w,
+           P = P, trace_P = r$q, kernel_scale = r$scale, kernel = kernel, svm = svm, trace = tr,
+           stop = r$stop, converged = identical(r$stop, "gap"), iterations = sum(tr$step > 0),
+           n = n, d = d, h = as.integer(h), seconds = seconds,
+           seconds_start = r$seconds_start, seconds_first = r$seconds_first,
+           iter_first = r$iter_first),
+      class = c("tkl", "kl_model"))
+  })
+  if (is.null(path)) fits[[1L]] else fits
 }
 
 #' Predict with a tessellated kernel learning model

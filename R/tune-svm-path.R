@@ -5,9 +5,9 @@
 .svm_fast_args <- c("kernel", "gamma", "epsilon", "type", "class.weights", "tol",
                     "shrinking", "cache", "max_iter", "scale", "threads")
 
-# TRUE when kl_tune() may use the cost path for this learner, grid and metric.
+# TRUE when kl_tune() may use the cost path for this grid, arguments and metric (the learner
+# is kernel_svm: its "kl_tune_path" attribute, R/tune-path.R).
 .svm_fast_eligible <- function(learner, spec, g, metric) {
-  if (!identical(learner, kernel_svm)) return(FALSE)
   nm <- names(g$table)
   if (!("cost" %in% nm) || !all(nm %in% c("cost", "gamma", "kernel"))) return(FALSE)
   dn <- names(spec$dots)

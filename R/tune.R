@@ -33,6 +33,18 @@
 #' it, unless \code{threads} is passed) and report progress through
 #' \pkg{progressr}.
 #'
+#' \code{\link{tkl}} has a path of the same kind when \code{baseline = FALSE}
+#' is passed (with the default \code{TRUE} every fold compares with a Gaussian
+#' SVM, and each grid point is fitted on its own): per fold and setting of the
+#' other parameters (\code{delta}, \code{degree}, ...), the box matrix and
+#' the start kernel are formed once and the costs run in increasing order,
+#' each optimisation started from the last cost's \eqn{P} and SVM solution.
+#' Each cost's run stops by \code{tkl()}'s own rule, so its objective is
+#' within the duality gap of that of a fit at that cost alone (not equal to
+#' it). Which learners have such a path is a property of the learner (the
+#' attribute \code{"kl_tune_path"}), not of \code{kl_tune()}; other
+#' learners, grids, arguments or metrics take the general path.
+#'
 #' \strong{Grid edges.} When the best point lies at the smallest or largest
 #' value of a numeric element of a list \code{grid} that is a scale (three or
 #' more values spaced by a constant ratio, such as costs \code{2^(0:8)},
@@ -127,12 +139,13 @@ kl_tune <- function(learner, x, y = NULL, data = NULL, grid, folds = 5, foldid =
   }
   fold_info <- .klcv_folds(spec, folds, foldid, caller)
   run <- NULL
-  if (.svm_fast_eligible(learner, spec, g, metric)) {
-    # Cost paths with warm starts; any error sends the grid to the general path, which
-    # reports it. A user interrupt is a condition of class "interrupt", not "error": the
-    # handler does not catch it, so it stops kl_tune() as an interrupt.
+  path <- .kl_tune_path_of(learner)
+  if (!is.null(path) && path$eligible(learner, spec, g, metric)) {
+    # The learner's warm-started cost path (R/tune-path.R); any error sends the grid to the
+    # general path, which reports it. A user interrupt is a condition of class "interrupt",
+    # not "error": the handler does not catch it, so it stops kl_tune() as an interrupt.
     state <- .klcv_rng_save()
-    run <- tryCatch(.svm_tune_run(spec, g, fold_info$foldid, metric, caller),
+    run <- tryCatch(path$run(spec, g, fold_info$foldid, metric, caller),
                     error = function(e) NULL)
     if (is.null(run)) .klcv_rng_restore(state)
   }

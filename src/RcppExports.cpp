@@ -599,6 +599,27 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_tkl_path
+Rcpp::List cpp_tkl_path(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, int k, Rcpp::NumericVector weight, const Eigen::Map<Eigen::VectorXd> lower, const Eigen::Map<Eigen::VectorXd> upper, Rcpp::List params, Rcpp::List tkl, std::vector<double> costs, int threads, SEXP progress);
+RcppExport SEXP _kernlearn_cpp_tkl_path(SEXP xSEXP, SEXP ySEXP, SEXP kSEXP, SEXP weightSEXP, SEXP lowerSEXP, SEXP upperSEXP, SEXP paramsSEXP, SEXP tklSEXP, SEXP costsSEXP, SEXP threadsSEXP, SEXP progressSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type y(ySEXP);
+    Rcpp::traits::input_parameter< int >::type k(kSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type weight(weightSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type lower(lowerSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::VectorXd> >::type upper(upperSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type params(paramsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type tkl(tklSEXP);
+    Rcpp::traits::input_parameter< std::vector<double> >::type costs(costsSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_tkl_path(x, y, k, weight, lower, upper, params, tkl, costs, threads, progress));
+    return rcpp_result_gen;
+END_RCPP
+}
 
 static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_partition_build", (DL_FUNC) &_kernlearn_cpp_partition_build, 3},
@@ -637,6 +658,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_ovo_prob", (DL_FUNC) &_kernlearn_cpp_ovo_prob, 4},
     {"_kernlearn_cpp_svm_path", (DL_FUNC) &_kernlearn_cpp_svm_path, 11},
     {"_kernlearn_cpp_tkl_fit", (DL_FUNC) &_kernlearn_cpp_tkl_fit, 10},
+    {"_kernlearn_cpp_tkl_path", (DL_FUNC) &_kernlearn_cpp_tkl_path, 11},
     {NULL, NULL, 0}
 };
 

@@ -26,6 +26,30 @@ Rcpp::DataFrame trace_to_r(const std::vector<kl::TklIteration>& tr) {
       Rcpp::Named("seconds_alpha") = sa, Rcpp::Named("seconds_p") = sp);
 }
 
+kl::TklParams tkl_params_from_r(Rcpp::List params, Rcpp::List tkl, int threads) {
+  kl::TklParams par;
+  par.svm = klr::svm_params_from_r(params, threads);
+  par.degree = Rcpp::as<int>(tkl["degree"]);
+  par.tol = Rcpp::as<double>(tkl["tol"]);
+  par.maxit = Rcpp::as<int>(tkl["maxit"]);
+  if (tkl.containsElementNamed("warm")) par.warm = Rcpp::as<bool>(tkl["warm"]);
+  if (tkl.containsElementNamed("ridge")) par.ridge = Rcpp::as<double>(tkl["ridge"]);
+  if (tkl.containsElementNamed("normalize")) par.normalize = Rcpp::as<bool>(tkl["normalize"]);
+  return par;
+}
+
+Rcpp::List result_to_r(const kl::TklResult& r, const std::vector<int>* yy, int k) {
+  Rcpp::List model = yy ? klr::classify_result(r.machines, *yy, k)
+                        : klr::regress_result(r.machines[0]);
+  return Rcpp::List::create(
+      Rcpp::Named("P") = Rcpp::wrap(r.P), Rcpp::Named("q") = r.q,
+      Rcpp::Named("scale") = r.scale, Rcpp::Named("model") = model,
+      Rcpp::Named("trace") = trace_to_r(r.trace), Rcpp::Named("stop") = r.stop,
+      Rcpp::Named("seconds_start") = r.seconds_start,
+      Rcpp::Named("seconds_first") = r.seconds_first,
+      Rcpp::Named("iter_first") = static_cast<double>(r.iter_first));
+}
+
 }  // namespace
 
 // TKL on scaled inputs x (n x d) with the box [lower, upper]: classification when k >= 2 (y
@@ -37,33 +61,43 @@ Rcpp::List cpp_tkl_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, int k,
                        const Eigen::Map<Eigen::VectorXd> upper, Rcpp::List params,
                        Rcpp::List tkl, int threads, SEXP progress) {
   return klr::guard([&]() -> Rcpp::List {
-    kl::TklParams par;
-    par.svm = klr::svm_params_from_r(params, threads);
-    par.degree = Rcpp::as<int>(tkl["degree"]);
-    par.tol = Rcpp::as<double>(tkl["tol"]);
-    par.maxit = Rcpp::as<int>(tkl["maxit"]);
-    if (tkl.containsElementNamed("warm")) par.warm = Rcpp::as<bool>(tkl["warm"]);
-    if (tkl.containsElementNamed("ridge")) par.ridge = Rcpp::as<double>(tkl["ridge"]);
-    if (tkl.containsElementNamed("normalize"))
-      par.normalize = Rcpp::as<bool>(tkl["normalize"]);
+    const kl::TklParams par = tkl_params_from_r(params, tkl, threads);
     const kl::Vec lo = lower, hi = upper;
     kl::Callbacks cb = klr::make_callbacks(progress);
-    kl::TklResult r;
-    Rcpp::List model;
     if (k >= 2) {
       std::vector<int> yy = klr::svm_labels_from_r(Rcpp::IntegerVector(y));
-      r = kl::tkl_classify(x, yy, k, Rcpp::as<std::vector<double>>(weight), lo, hi, par, cb);
-      model = klr::classify_result(r.machines, yy, k);
-    } else {
-      r = kl::tkl_regress(x, Rcpp::as<std::vector<double>>(y), lo, hi, par, cb);
-      model = klr::regress_result(r.machines[0]);
+      return result_to_r(
+          kl::tkl_classify(x, yy, k, Rcpp::as<std::vector<double>>(weight), lo, hi, par, cb),
+          &yy, k);
     }
-    return Rcpp::List::create(
-        Rcpp::Named("P") = Rcpp::wrap(r.P), Rcpp::Named("q") = r.q,
-        Rcpp::Named("scale") = r.scale, Rcpp::Named("model") = model,
-        Rcpp::Named("trace") = trace_to_r(r.trace), Rcpp::Named("stop") = r.stop,
-        Rcpp::Named("seconds_start") = r.seconds_start,
-        Rcpp::Named("seconds_first") = r.seconds_first,
-        Rcpp::Named("iter_first") = static_cast<double>(r.iter_first));
+    return result_to_r(kl::tkl_regress(x, Rcpp::as<std::vector<double>>(y), lo, hi, par, cb),
+                       nullptr, 0);
+  });
+}
+
+// The same over increasing costs (params' cost is ignored): one result per cost, each run
+// started from the previous one's P and solution.
+// [[Rcpp::export]]
+Rcpp::List cpp_tkl_path(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, int k,
+                        Rcpp::NumericVector weight, const Eigen::Map<Eigen::VectorXd> lower,
+                        const Eigen::Map<Eigen::VectorXd> upper, Rcpp::List params,
+                        Rcpp::List tkl, std::vector<double> costs, int threads, SEXP progress) {
+  return klr::guard([&]() -> Rcpp::List {
+    const kl::TklParams par = tkl_params_from_r(params, tkl, threads);
+    const kl::Vec lo = lower, hi = upper;
+    kl::Callbacks cb = klr::make_callbacks(progress);
+    std::vector<kl::TklResult> rs;
+    std::vector<int> yy;
+    if (k >= 2) {
+      yy = klr::svm_labels_from_r(Rcpp::IntegerVector(y));
+      rs = kl::tkl_classify_path(x, yy, k, Rcpp::as<std::vector<double>>(weight), lo, hi, par,
+                                 costs, cb);
+    } else {
+      rs = kl::tkl_regress_path(x, Rcpp::as<std::vector<double>>(y), lo, hi, par, costs, cb);
+    }
+    Rcpp::List out(rs.size());
+    for (std::size_t i = 0; i < rs.size(); ++i)
+      out[i] = result_to_r(rs[i], k >= 2 ? &yy : nullptr, k);
+    return out;
   });
 }

@@ -273,3 +273,62 @@ test_that("constant columns keep the box valid; new points outside it are clampe
   clamp[, 1] <- c(min(x[, 1]) - 0.1 * diff(range(x[, 1])), max(x[, 1]) + 0.1 * diff(range(x[, 1])), 0.5)
   expect_equal(predict(fit, far), predict(fit, clamp), tolerance = 1e-10)
 })
+
+test_that("tkl's cost path: every cost's run ends within its gap of a fit at that cost alone", {
+  set.seed(21)
+  x <- matrix(runif(160 * 3), 160, 3)
+  yc <- factor(ifelse(rowSums((x[, 1:2] - 0.5)^2) < 0.12, "in", "out"))
+  y3 <- factor(cut(x[, 1] - x[, 2] + 0.3 * sin(6 * x[, 3]), 3, labels = c("a", "b", "c")))
+  yr <- sin(5 * x[, 1]) * x[, 2] + 0.05 * rnorm(160)
+  costs <- c(0.5, 2, 8)
+  for (y in list(yc, y3, yr)) {
+    inp <- kernlearn:::.kl_input_xy(x, y, "tkl()")
+    path <- kernlearn:::.tkl_fit(inp, 1, 0.1, costs[1], 0.05, 1e-3, 100, NULL, FALSE, 1e-4,
+                                 100, 1, NULL, 0.1, TRUE, path = costs)
+    expect_length(path, length(costs))
+    for (i in seq_along(costs)) {
+      f <- tkl(x, y, cost = costs[i], epsilon = 0.05, tol = 1e-3, svm_tol = 1e-4,
+               baseline = FALSE, threads = 1)
+      expect_equal(path[[i]]$cost, costs[i])
+      lp <- path[[i]]$trace[nrow(path[[i]]$trace), ]
+      lf <- f$trace[nrow(f$trace), ]
+      # both objectives lie above the same optimum, each by at most its gap
+      expect_lte(abs(lp$objective - lf$objective), max(lp$gap, lf$gap) + 1e-6 * abs(lf$objective))
+      expect_equal(path[[i]]$kernel_scale, f$kernel_scale)
+      type <- if (is.factor(y)) "class" else "response"
+      agree <- if (is.factor(y)) mean(predict(path[[i]], x) == predict(f, x))
+               else cor(predict(path[[i]], x), predict(f, x))
+      expect_gt(agree, 0.97)
+    }
+  }
+})
+
+test_that("kl_tune(tkl, baseline = FALSE) takes the cost path, a property of the learner", {
+  expect_identical(attr(tkl, "kl_tune_path"), "tkl")
+  expect_identical(attr(kernel_svm, "kl_tune_path"), "svm")
+  d <- circle_data(150, 31)
+  grid <- list(cost = c(1, 10, 100), delta = c(0.1, 0.3))
+  # count the path's tasks
+  counter <- new.env()
+  counter$n <- 0L
+  trace(".tkl_path_task", where = asNamespace("kernlearn"), print = FALSE,
+        tracer = bquote(assign("n", .(counter)$n + 1L, envir = .(counter))))
+  on.exit(untrace(".tkl_path_task", where = asNamespace("kernlearn")), add = TRUE)
+  set.seed(3)
+  a <- kl_tune(tkl, d$x, d$y, grid = grid, folds = 3, baseline = FALSE, extend = 0,
+               threads = 1)
+  expect_equal(counter$n, 3L * 2L)  # one task per fold and delta
+  # the general path (a wrapper has no path), on the same folds
+  wrapped <- function(x, y, ...) tkl(x, y, ...)
+  set.seed(3)
+  b <- kl_tune(wrapped, d$x, d$y, grid = grid, folds = 3, baseline = FALSE, extend = 0,
+               threads = 1)
+  expect_equal(counter$n, 6L)
+  expect_equal(a$results[, c("cost", "delta")], b$results[, c("cost", "delta")])
+  expect_equal(a$results$mean, b$results$mean, tolerance = 0.05)
+  expect_equal(a$best_model$cost, a$best$cost)
+  # baseline = TRUE (the default) compares in every fold: the general path
+  set.seed(3)
+  kl_tune(tkl, d$x, d$y, grid = list(cost = c(1, 10)), folds = 3, extend = 0, threads = 1)
+  expect_equal(counter$n, 6L)
+})

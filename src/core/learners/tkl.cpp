@@ -44,55 +44,87 @@ AlphaStep make_step(std::vector<BinaryMachine> m) {
   return s;
 }
 
-// Runs the loop for a task given the alpha-step (the SVM on an n x n Gram matrix, warm-started
-// from the machines of an earlier step, or cold when none).
-TklResult tkl_loop(CMatRef X, const Vec& lower, const Vec& upper, const TklParams& par,
-                   const Callbacks& cb,
-                   const std::function<AlphaStep(const TrainingKernel&,
-                                                 const std::vector<BinaryMachine>*, bool)>& solve) {
+// The alpha-step: the SVM with the given parameters on an n x n Gram matrix, warm-started from
+// the machines of an earlier step, or cold when none.
+using SolveFn = std::function<AlphaStep(const TrainingKernel&, const std::vector<BinaryMachine>*,
+                                        const SvmParams&)>;
+
+// What a fit on given rows builds once: the learner's algebra, the current P and its Gram
+// matrix K (the start P = I, or I / s with normalize), the trace q and the ridge mu of the
+// optimisation's solves. A run moves P and K; a path of costs continues from where the last
+// run left them.
+struct TklState {
+  std::unique_ptr<TklGram> G;
+  Mat K, P;
+  double q = 0, mu = 0, scale = 1;
+  int h = 0;
+  double seconds = 0;
+};
+
+TklState tkl_start(CMatRef X, const Vec& lower, const Vec& upper, const TklParams& par,
+                   const Callbacks& cb) {
   if (par.maxit < 0) throw Error("maxit must be >= 0");
   if (!(par.tol > 0) || !std::isfinite(par.tol)) throw Error("tol must be a positive number");
   const int n = static_cast<int>(X.rows());
   const int threads = clamp_threads(par.svm.threads);
-  TklResult res;
+  TklState S;
   auto t0 = std::chrono::steady_clock::now();
-  // The start P = I (I / s with normalize), its Gram matrix through the kernel object, and the learner's algebra.
+  // The start P = I (I / s with normalize), its Gram matrix through the kernel object, and the
+  // learner's algebra.
   const long long hh = monomial_count(static_cast<int>(X.cols()), par.degree);
   if (hh < 1 || hh > 2000)
     throw Error("degree " + std::to_string(par.degree) + " in " + std::to_string(X.cols()) +
                 " columns gives more than 2000 monomials (P would be " +
                 (hh < 1 ? std::string("too large") : std::to_string(2 * hh) + " x " +
                  std::to_string(2 * hh)) + ")");
-  const int h = static_cast<int>(hh);
-  Mat P = Mat::Identity(2 * h, 2 * h);
-  Mat K(n, n);
-  make_tessellated_kernel(P, par.degree, lower, upper)->block(X, X, K, threads,
-                                                              interrupts_only(cb));
-  TklGram G(X, par.degree, lower, upper, threads, cb);
-  double q = 2.0 * h;
+  S.h = static_cast<int>(hh);
+  S.P = Mat::Identity(2 * S.h, 2 * S.h);
+  S.K.resize(n, n);
+  make_tessellated_kernel(S.P, par.degree, lower, upper)->block(X, X, S.K, threads,
+                                                                interrupts_only(cb));
+  S.G = std::make_unique<TklGram>(X, par.degree, lower, upper, threads, cb);
+  S.q = 2.0 * S.h;
   if (par.normalize) {
-    const double s = K.diagonal().mean();
+    const double s = S.K.diagonal().mean();
     if (!(s > 0) || !std::isfinite(s))
       throw Error("the start kernel's mean diagonal is not a positive finite number");
-    res.scale = s;
-    K /= s;
-    P /= s;
-    q /= s;
+    S.scale = s;
+    S.K /= s;
+    S.P /= s;
+    S.q /= s;
   }
-  res.seconds_start = seconds_since(t0);
-  cb.check();
-
-  t0 = std::chrono::steady_clock::now();
   // The ridge of the optimisation's solves (none without iterations): with it the SVM's
   // maximiser is unique and OPT_A smooth in P; the final SVM is solved on K(P) itself.
-  const double mu = par.maxit > 0 ? par.ridge * K.diagonal().mean() : 0.0;
+  S.mu = par.maxit > 0 ? par.ridge * S.K.diagonal().mean() : 0.0;
+  S.seconds = seconds_since(t0);
+  cb.check();
+  return S;
+}
+
+// The Frank-Wolfe loop from the state's P and K (left at the result's P and K(P)); the first
+// solve is warm-started from `warm` when given (a path of increasing costs keeps the last
+// solution feasible), cold otherwise.
+TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const SolveFn& solve,
+                  const std::vector<BinaryMachine>* warm,
+                  std::vector<BinaryMachine>* first = nullptr) {
+  const int n = static_cast<int>(S.K.rows());
+  const int h = S.h;
+  const double q = S.q, mu = S.mu;
+  TklGram& G = *S.G;
+  Mat& K = S.K;
+  Mat& P = S.P;
+  TklResult res;
+  SvmParams sp = par.svm;
+  sp.probability = false;
+  auto t0 = std::chrono::steady_clock::now();
   Vec e1 = Vec::Zero(2 * h);
   e1[0] = 1.0;
   const auto current = [&]() {
     return mu > 0 ? TrainingKernel(G.blended_rows(e1, q, 0.0, K.data(), mu))
                   : TrainingKernel(K.data(), n);
   };
-  AlphaStep cur = solve(current(), nullptr, false);
+  AlphaStep cur = solve(current(), warm, sp);
+  if (first) *first = cur.machines;
   res.seconds_first = seconds_since(t0);
   res.iter_first = cur.iter;
 
@@ -143,7 +175,7 @@ TklResult tkl_loop(CMatRef X, const Vec& lower, const Vec& upper, const TklParam
       // At eta = 1 the trial kernel is K(P*) alone and the current alpha carries no
       // information about it (a cold start was faster in our runs); otherwise warm.
       trial = solve(TrainingKernel(G.blended_rows(v, q, eta, K.data(), mu)),
-                    par.warm && eta < 1.0 ? &cur.machines : nullptr, false);
+                    par.warm && eta < 1.0 ? &cur.machines : nullptr, sp);
       row.seconds_alpha += seconds_since(tp);
       row.solves += 1;
       row.svm_iter += trial.iter;
@@ -177,12 +209,54 @@ TklResult tkl_loop(CMatRef X, const Vec& lower, const Vec& upper, const TklParam
       break;
     }
   }
-  if (par.svm.probability || mu > 0)
-    cur = solve(TrainingKernel(K.data(), n), &cur.machines, par.svm.probability);
+  if (par.svm.probability || mu > 0) {
+    sp.probability = par.svm.probability;
+    cur = solve(TrainingKernel(K.data(), n), &cur.machines, sp);
+  }
   res.P = P;
   res.q = q;
+  res.scale = S.scale;
   res.machines = std::move(cur.machines);
   return res;
+}
+
+TklResult tkl_loop(CMatRef X, const Vec& lower, const Vec& upper, const TklParams& par,
+                   const Callbacks& cb, const SolveFn& solve) {
+  TklState S = tkl_start(X, lower, upper, par, cb);
+  TklResult res = tkl_run(S, par, cb, solve, nullptr);
+  res.seconds_start = S.seconds;
+  return res;
+}
+
+std::vector<TklResult> tkl_path_loop(CMatRef X, const Vec& lower, const Vec& upper,
+                                     const TklParams& par, const std::vector<double>& costs,
+                                     const Callbacks& cb, const SolveFn& solve) {
+  if (costs.empty()) throw Error("the path needs at least one cost");
+  for (std::size_t i = 0; i < costs.size(); ++i) {
+    if (!(costs[i] > 0) || !std::isfinite(costs[i]))
+      throw Error("the path's costs must be positive numbers");
+    if (i > 0 && !(costs[i] > costs[i - 1])) throw Error("the path's costs must increase");
+  }
+  TklState S = tkl_start(X, lower, upper, par, cb);
+  // Every cost starts from the start P (a start from the last cost's P, whose mass sits on a
+  // few directions, took Frank-Wolfe more iterations than it saved), so the start kernel is
+  // kept; its SVM solution at one cost warm-starts the first solve at the next.
+  const Mat K0 = S.K, P0 = S.P;
+  std::vector<TklResult> out;
+  out.reserve(costs.size());
+  std::vector<BinaryMachine> first, next;
+  for (std::size_t i = 0; i < costs.size(); ++i) {
+    TklParams pc = par;
+    pc.svm.cost = costs[i];
+    if (i > 0) {
+      S.K = K0;
+      S.P = P0;
+    }
+    out.push_back(tkl_run(S, pc, cb, solve, i > 0 ? &first : nullptr, &next));
+    first.swap(next);
+    if (i == 0) out.back().seconds_start = S.seconds;
+  }
+  return out;
 }
 
 }  // namespace
@@ -371,13 +445,12 @@ Mat TklGram::gradient(const std::vector<std::vector<int>>& rows,
   return C;
 }
 
-TklResult tkl_classify(CMatRef X, const std::vector<int>& y, int k,
-                       const std::vector<double>& weight, const Vec& lower, const Vec& upper,
-                       const TklParams& par, const Callbacks& cb) {
-  const int n = static_cast<int>(X.rows());
-  if (static_cast<int>(y.size()) != n) throw Error("labels and rows differ in number");
-  return tkl_loop(X, lower, upper, par, cb,
-                  [&](const TrainingKernel& TK, const std::vector<BinaryMachine>* warm, bool prob) {
+namespace {
+
+SolveFn classify_solver(const std::vector<int>& y, int k, const std::vector<double>& weight,
+                        int n, const Callbacks& cb) {
+  return [&y, k, &weight, n, &cb](const TrainingKernel& TK,
+                                  const std::vector<BinaryMachine>* warm, const SvmParams& sp) {
     std::vector<std::vector<double>> w0;
     if (warm) {
       for (const BinaryMachine& m : *warm) {
@@ -386,27 +459,56 @@ TklResult tkl_classify(CMatRef X, const std::vector<int>& y, int k,
         w0.push_back(std::move(v));
       }
     }
-    SvmParams sp = par.svm;
-    sp.probability = prob;
     return make_step(svm_classify(TK, y, k, weight, sp, w0, interrupts_only(cb)));
-  });
+  };
 }
 
-TklResult tkl_regress(CMatRef X, const std::vector<double>& z, const Vec& lower,
-                      const Vec& upper, const TklParams& par, const Callbacks& cb) {
-  const int n = static_cast<int>(X.rows());
-  if (static_cast<int>(z.size()) != n) throw Error("response and rows differ in number");
-  return tkl_loop(X, lower, upper, par, cb,
-                  [&](const TrainingKernel& TK, const std::vector<BinaryMachine>* warm, bool) {
+SolveFn regress_solver(const std::vector<double>& z, int n, const Callbacks& cb) {
+  return [&z, n, &cb](const TrainingKernel& TK, const std::vector<BinaryMachine>* warm,
+                      const SvmParams& sp) {
     std::vector<double> w0;
     if (warm && !warm->empty()) {
       w0.assign(n, 0.0);
       const BinaryMachine& m = (*warm)[0];
       for (std::size_t s = 0; s < m.sv.size(); ++s) w0[m.sv[s]] = m.coef[s];
     }
-    std::vector<BinaryMachine> out(1, svm_regress(TK, z, par.svm, w0, interrupts_only(cb)));
+    std::vector<BinaryMachine> out(1, svm_regress(TK, z, sp, w0, interrupts_only(cb)));
     return make_step(std::move(out));
-  });
+  };
+}
+
+}  // namespace
+
+TklResult tkl_classify(CMatRef X, const std::vector<int>& y, int k,
+                       const std::vector<double>& weight, const Vec& lower, const Vec& upper,
+                       const TklParams& par, const Callbacks& cb) {
+  const int n = static_cast<int>(X.rows());
+  if (static_cast<int>(y.size()) != n) throw Error("labels and rows differ in number");
+  return tkl_loop(X, lower, upper, par, cb, classify_solver(y, k, weight, n, cb));
+}
+
+TklResult tkl_regress(CMatRef X, const std::vector<double>& z, const Vec& lower,
+                      const Vec& upper, const TklParams& par, const Callbacks& cb) {
+  const int n = static_cast<int>(X.rows());
+  if (static_cast<int>(z.size()) != n) throw Error("response and rows differ in number");
+  return tkl_loop(X, lower, upper, par, cb, regress_solver(z, n, cb));
+}
+
+std::vector<TklResult> tkl_classify_path(CMatRef X, const std::vector<int>& y, int k,
+                                         const std::vector<double>& weight, const Vec& lower,
+                                         const Vec& upper, const TklParams& par,
+                                         const std::vector<double>& costs, const Callbacks& cb) {
+  const int n = static_cast<int>(X.rows());
+  if (static_cast<int>(y.size()) != n) throw Error("labels and rows differ in number");
+  return tkl_path_loop(X, lower, upper, par, costs, cb, classify_solver(y, k, weight, n, cb));
+}
+
+std::vector<TklResult> tkl_regress_path(CMatRef X, const std::vector<double>& z,
+                                        const Vec& lower, const Vec& upper, const TklParams& par,
+                                        const std::vector<double>& costs, const Callbacks& cb) {
+  const int n = static_cast<int>(X.rows());
+  if (static_cast<int>(z.size()) != n) throw Error("response and rows differ in number");
+  return tkl_path_loop(X, lower, upper, par, costs, cb, regress_solver(z, n, cb));
 }
 
 }  // namespace kl

@@ -70,7 +70,8 @@ struct TklResult {
   std::vector<BinaryMachine> machines; // the SVM on K(P)
   std::vector<TklIteration> trace;
   std::string stop;                    // "gap", "maxit", "step", "no decrease"
-  double seconds_start = 0;            // the box matrix and the Gram matrix at P = I
+  double seconds_start = 0;            // the box matrix and the Gram matrix at P = I (on a
+                                       // path: the first cost's result only)
   double seconds_first = 0;            // the first (cold) SVM solve
   long iter_first = 0;
 };
@@ -83,6 +84,19 @@ TklResult tkl_classify(CMatRef X, const std::vector<int>& y, int k,
 // epsilon-regression.
 TklResult tkl_regress(CMatRef X, const std::vector<double>& z, const Vec& lower,
                       const Vec& upper, const TklParams& par, const Callbacks& cb);
+
+// A path of increasing costs on the same rows (cross-validation): the box matrix and the start
+// Gram matrix are formed once (and the start matrix kept: three n x n matrices), every cost's
+// run starts from the start P, and its first SVM solve from the previous cost's solution on the
+// start kernel (feasible, since the costs increase), as kernel_svm's cost path does. The runs
+// are then the fits at each cost alone, up to where the warm-started solves stop.
+std::vector<TklResult> tkl_classify_path(CMatRef X, const std::vector<int>& y, int k,
+                                         const std::vector<double>& weight, const Vec& lower,
+                                         const Vec& upper, const TklParams& par,
+                                         const std::vector<double>& costs, const Callbacks& cb);
+std::vector<TklResult> tkl_regress_path(CMatRef X, const std::vector<double>& z,
+                                        const Vec& lower, const Vec& upper, const TklParams& par,
+                                        const std::vector<double>& costs, const Callbacks& cb);
 
 // The learner's algebra on the training rows, exposed so tests can check it against the kernel
 // object: the box matrix A(x_k, x_l) is formed once; rank-one Gram matrices and the gradient

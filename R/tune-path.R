@@ -1,0 +1,132 @@
+# kl_tune()'s warm-started paths, a property of the learner. A learner function that has one
+# carries the attribute "kl_tune_path", the name of an entry of .kl_tune_paths(): `eligible`
+# says whether the grid, the learner's arguments and the metric suit the path, and `run`
+# cross-validates the grid (the same folds and fold seeds as the general path; returns
+# list(fold_metrics, preds, seeds) as .klcv_run() does). Anything else, or a path that fails,
+# takes the general path: one fit per grid point and fold.
+#   svm (kernel_svm): per fold and kernel, one kernel cache and the costs in increasing order,
+#       each solve warm-started from the last (R/tune-svm-path.R).
+#   tkl: per fold and setting of the other parameters, the box matrix and the start Gram
+#       matrix formed once and the costs in increasing order, each run of the optimisation
+#       started from the last cost's P, Gram matrix and SVM solution.
+
+.kl_tune_paths <- function() {
+  list(svm = list(eligible = .svm_fast_eligible, run = .svm_tune_run),
+       tkl = list(eligible = .tkl_path_eligible, run = .tkl_tune_run))
+}
+
+# The path entry of a learner, or NULL.
+.kl_tune_path_of <- function(learner) {
+  key <- attr(learner, "kl_tune_path", exact = TRUE)
+  if (!is.character(key) || length(key) != 1L) return(NULL)
+  .kl_tune_paths()[[key]]
+}
+
+attr(kernel_svm, "kl_tune_path") <- "svm"
+attr(tkl, "kl_tune_path") <- "tkl"
+
+# ---- tkl ----------------------------------------------------------------------------------
+
+# Arguments of tkl() the path passes on (from the grid or from `...`).
+.tkl_path_args <- c("degree", "delta", "cost", "epsilon", "tol", "maxit", "class.weights",
+                    "ridge", "normalize", "svm_tol", "cache", "threads", "baseline", "fitted")
+
+.tkl_path_eligible <- function(learner, spec, g, metric) {
+  nm <- names(g$table)
+  if (!("cost" %in% nm) || !all(nm %in% setdiff(.tkl_path_args, c("baseline", "fitted",
+                                                                    "threads", "cache"))))
+    return(FALSE)
+  dn <- names(spec$dots)
+  if (length(spec$dots) && (is.null(dn) || any(!nzchar(dn)))) return(FALSE)
+  if (!all(dn %in% .tkl_path_args)) return(FALSE)
+  # baseline = TRUE (the default) compares with the Gaussian SVM in every fold: general path
+  if (!isFALSE(spec$dots$baseline)) return(FALSE)
+  if (!(metric$pred_type %in% c("class", "response"))) return(FALSE)
+  costs <- vapply(g$points, function(p) {
+    v <- p$cost
+    if (is.numeric(v) && length(v) == 1L && is.finite(v) && v > 0) v else NA_real_
+  }, numeric(1))
+  !anyNA(costs)
+}
+
+# One (fold, setting) task: the fold's models along the costs, and their predictions of the
+# held-out rows.
+.tkl_path_task <- function(task, default_threads, progress = NULL) {
+  threads <- task$threads
+  if (is.null(threads)) threads <- default_threads
+  if (is.null(threads)) {
+    threads <- if (requireNamespace("parallelly", quietly = TRUE))
+      max(1L, as.integer(parallelly::availableCores())) else 1L
+  }
+  a <- task$args
+  inp <- if (task$interface == "formula")
+    .kl_input_formula(task$formula, task$train, "tkl()")
+  else .kl_input_xy(task$train$x, task$train$y, "tkl()")
+  fits <- .tkl_fit(inp, a$degree, a$delta, task$path[1L], a$epsilon, a$tol, a$maxit,
+                   a$class.weights, FALSE, a$svm_tol, a$cache, threads, NULL, a$ridge,
+                   a$normalize, path = task$path)
+  preds <- lapply(fits, function(f) predict(f, task$test, type = task$pred_type,
+                                            threads = threads))
+  if (is.function(progress)) progress(sprintf("fold %d, setting %d", task$fold, task$group))
+  preds
+}
+
+.tkl_tune_run <- function(spec, g, foldid, metric, caller) {
+  K <- max(foldid)
+  seeds <- .klcv_draw_seeds(K)  # the same draws as the general path, so refits match
+  points <- g$points
+  G <- length(points)
+  dots <- spec$dots
+  threads <- .kl_threads(dots$threads)
+  formals_def <- formals(tkl.default)
+  arg <- function(name, p) {
+    if (!is.null(p[[name]])) return(p[[name]])
+    if (name %in% names(dots)) return(dots[[name]])
+    eval(formals_def[[name]])
+  }
+  others <- setdiff(.tkl_path_args, c("cost", "baseline", "fitted", "threads"))
+  settings <- lapply(points, function(p) stats::setNames(lapply(others, arg, p = p), others))
+  keys <- vapply(settings, function(s) paste(deparse(s), collapse = ""), "")
+  groups <- split(seq_len(G), factor(keys, levels = unique(keys)))
+  costs_of <- function(grp) vapply(points[grp], function(p) as.numeric(p$cost), numeric(1))
+  tasks <- list()
+  for (k in seq_len(K)) {
+    train <- which(foldid != k)
+    test <- which(foldid == k)
+    if (spec$interface == "formula") {
+      tr <- spec$data[train, , drop = FALSE]
+      te <- spec$data[test, , drop = FALSE]
+    } else {
+      tr <- list(x = spec$x[train, , drop = FALSE], y = spec$y[train])
+      te <- spec$x[test, , drop = FALSE]
+    }
+    for (gi in seq_along(groups)) {
+      grp <- groups[[gi]]
+      tasks[[length(tasks) + 1L]] <- list(
+        fold = k, group = gi, interface = spec$interface, formula = spec$formula, train = tr,
+        test = te, args = settings[[grp[1L]]], path = sort(unique(costs_of(grp))),
+        pred_type = metric$pred_type, threads = if (is.null(dots$threads)) NULL else threads)
+    }
+  }
+  res <- .kl_task_map(tasks, .tkl_path_task,
+                      default_threads = if (.klcv_use_future()) NULL else threads,
+                      packages = "kernlearn")
+  fm <- matrix(NA_real_, G, K, dimnames = list(NULL, paste0("Fold", seq_len(K))))
+  preds <- lapply(seq_len(G), function(i) vector("list", K))
+  for (t in seq_along(tasks)) {
+    k <- tasks[[t]]$fold
+    grp <- groups[[tasks[[t]]$group]]
+    test <- which(foldid == k)
+    cst <- costs_of(grp)
+    for (j in seq_along(grp)) {
+      pr <- res[[t]][[match(cst[j], tasks[[t]]$path)]]
+      i <- grp[j]
+      val <- metric$fun(spec$y[test], pr)
+      if (!is.numeric(val) || length(val) != 1L)
+        stop("the metric must return a single number", call. = FALSE)
+      fm[i, k] <- as.numeric(val)
+      preds[[i]][[k]] <- pr
+    }
+  }
+  list(fold_metrics = fm, preds = preds, seeds = seeds)
+}
