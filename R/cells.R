@@ -826,7 +826,9 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   fit <- .kl_with_seed(task$seed, .tkl_fit(inp, a$degree, a$delta, a$cost, a$epsilon, a$tol,
                                             a$maxit, cw, a$probability, a$svm_tol, a$cache,
                                             threads, NULL, a$ridge,
-                                            if (is.null(a$normalize)) TRUE else a$normalize))
+                                            if (is.null(a$normalize)) TRUE else a$normalize,
+                                            if (is.null(a$precision)) "double"
+                                            else a$precision))
   s <- fit$svm
   out$SV <- s$SV
   out$coefs <- s$coefs

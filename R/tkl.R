@@ -99,10 +99,15 @@
 #' Constant columns are allowed (they contribute a constant factor).
 #'
 #' \strong{Size.} The Gram matrices are dense: the fit holds two
-#' \eqn{n \times n}{n x n} double matrices (the box matrix and the current
+#' \eqn{n \times n}{n x n} matrices (the box matrix and the current
 #' kernel; the solver computes the rows of a trial kernel it needs from them),
-#' 16 \eqn{n^2} bytes (1.5 GB at \eqn{n = 9568}), plus the solver's row
-#' cache. The memory is checked before the fit starts; the error
+#' 16 \eqn{n^2} bytes in double precision (1.5 GB at \eqn{n = 9568}) and
+#' 8 \eqn{n^2} with \code{precision = "single"}, plus the solver's row
+#' cache. Single precision stores the matrices in 32-bit floats and computes
+#' every blend, gradient and sum in double precision; the SVM solver's row
+#' cache is single precision in either case, so the fits differ by rounding
+#' of the stored entries (\code{bench/tkl_precision.R} measures both on CCPP
+#' and Covertype). The memory is checked before the fit starts; the error
 #' names the need and the limit (\code{options(kernlearn.max_memory =)}). For
 #' more rows, subsample, or fit \code{\link{kernel_svm}} with a learned
 #' kernel (\code{learned_kernel(fit)} of a fit on a subsample), which computes
@@ -141,6 +146,13 @@
 #'   \eqn{P = I / s}, \eqn{s} the mean diagonal of \eqn{K(I)} on the training
 #'   rows, so that \code{cost} means the same at any number of inputs (see
 #'   Details); \code{FALSE} starts from the paper's \eqn{P = I}.
+#' @param precision \code{"double"} (the default) or \code{"single"}: the
+#'   precision in which the fit stores its two \eqn{n \times n}{n x n}
+#'   matrices (the box matrix and the current kernel). Single precision halves
+#'   their memory (8 \eqn{n^2} bytes instead of 16 \eqn{n^2}, so about 1.4
+#'   times the rows fit in the same memory); sums and products are still
+#'   computed in double precision, and the SVM solver reads its kernel rows in
+#'   single precision in either case (see Details).
 #' @param svm_tol Tolerance of each SVM solve (the maximal violating pair).
 #' @param cache Megabytes of the solver's kernel row cache.
 #' @param fitted If \code{TRUE} (the default), keep the predictions on the
@@ -192,11 +204,13 @@ tkl <- function(x, ...) UseMethod("tkl")
 #' @export
 tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                         tol = 1e-2, maxit = 100, class.weights = NULL, probability = FALSE,
-                        baseline = TRUE, ridge = 0.1, normalize = TRUE, svm_tol = 1e-3,
+                        baseline = TRUE, ridge = 0.1, normalize = TRUE,
+                        precision = c("double", "single"), svm_tol = 1e-3,
                         cache = 1024, fitted = TRUE, subset = NULL,
                         na.action = stats::na.fail, cells = FALSE, threads = NULL, ...) {
   .no_dots(..., caller = "tkl()")
   .check_flag(fitted, "fitted", "tkl()")
+  precision <- .kl_choice(precision, c("double", "single"), "precision", "tkl()")[1L]
   cells <- .kl_cells_arg(cells, "tkl()")
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
                            na.action, "tkl()", parent.frame())
@@ -206,7 +220,7 @@ tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsil
                       .kl_call(match.call(), "tkl")))
   fit <- .tkl_fit_protected(inp, degree, delta, cost, epsilon, tol, maxit, class.weights,
                             probability, svm_tol, cache, threads, .kl_call(match.call(), "tkl"),
-                            baseline, ridge, normalize)
+                            baseline, ridge, normalize, precision)
   .kl_keep_fitted(fit, fitted, data, inp$y, threads)
 }
 
@@ -214,10 +228,12 @@ tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsil
 #' @export
 tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1, tol = 1e-2,
                         maxit = 100, class.weights = NULL, probability = FALSE, baseline = TRUE,
-                        ridge = 0.1, normalize = TRUE, svm_tol = 1e-3, cache = 1024,
-                        fitted = TRUE, cells = FALSE, threads = NULL, ...) {
+                        ridge = 0.1, normalize = TRUE, precision = c("double", "single"),
+                        svm_tol = 1e-3, cache = 1024, fitted = TRUE, cells = FALSE,
+                        threads = NULL, ...) {
   .no_dots(..., caller = "tkl()")
   .check_flag(fitted, "fitted", "tkl()")
+  precision <- .kl_choice(precision, c("double", "single"), "precision", "tkl()")[1L]
   cells <- .kl_cells_arg(cells, "tkl()")
   if (inherits(x, "formula"))
     stop("tkl(): use tkl(formula, data = ) with a formula", call. = FALSE)
@@ -227,14 +243,14 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                       .kl_call(match.call(), "tkl")))
   fit <- .tkl_fit_protected(inp, degree, delta, cost, epsilon, tol, maxit, class.weights,
                             probability, svm_tol, cache, threads, .kl_call(match.call(), "tkl"),
-                            baseline, ridge, normalize)
+                            baseline, ridge, normalize, precision)
   .kl_keep_fitted(fit, fitted, x, inp$y, threads)
 }
 
 # The arguments of a tkl() call that every cell's fit uses.
 .tkl_cell_args <- function(env) {
   nm <- c("degree", "delta", "cost", "epsilon", "tol", "maxit", "class.weights", "probability",
-          "svm_tol", "cache", "fitted", "ridge", "normalize")
+          "svm_tol", "cache", "fitted", "ridge", "normalize", "precision")
   stats::setNames(lapply(nm, function(v) get(v, envir = env)), nm)
 }
 
@@ -243,7 +259,7 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
 
 .tkl_fit <- function(inp, degree, delta, cost, epsilon, tol, maxit, class.weights, probability,
                      svm_tol, cache, threads, call, ridge = 0.1, normalize = TRUE,
-                     path = NULL) {
+                     precision = "double", path = NULL) {
   caller <- "tkl()"
   .check_number(ridge, "ridge", lower = 0)
   .check_flag(normalize, "normalize", caller)
@@ -264,18 +280,21 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                  format(2 * h, big.mark = ","), .tkl_max_h), call. = FALSE)
   if (n < 2L)
     stop(sprintf("%s: at least 2 training rows are needed", caller), call. = FALSE)
-  .check_memory((if (is.null(path)) 16 else 24) * n^2 + min(params$cache * 2^20, 4 * n^2) +
-                  8 * n * h * 4,
-                sprintf("tkl() on %d rows (two %d x %d matrices and the solver's cache)", n, n, n),
+  single <- identical(precision, "single")
+  .check_memory((if (single) 4 else 8) * (if (is.null(path)) 2 else 3) * n^2 +
+                  min(params$cache * 2^20, 4 * n^2) + 8 * n * h * 4,
+                sprintf("tkl() on %d rows (two %d x %d %s precision matrices and the solver's cache)",
+                        n, n, n, precision),
                 caller,
-                hint = sprintf("; at most about %d rows fit. Subsample the rows, or learn P on a subsample and fit kernel_svm() with learned_kernel() on all rows, or raise options(kernlearn.max_memory)",
-                               as.integer(floor(sqrt(.kl_memory_limit() / 20)))))
+                hint = sprintf("; at most about %d rows fit%s. Subsample the rows, or learn P on a subsample and fit kernel_svm() with learned_kernel() on all rows, or raise options(kernlearn.max_memory)",
+                               as.integer(floor(sqrt(.kl_memory_limit() / (if (single) 12 else 20)))),
+                               if (single) "" else " (more with precision = \"single\")"))
   if (probability) params$seed <- .kl_seed()
   threads <- .kl_threads(threads)
   lower <- rep(-delta, d)
   upper <- rep(1 + delta, d)
   opts <- list(degree = degree, tol = as.numeric(tol), maxit = as.integer(maxit),
-               ridge = as.numeric(ridge), normalize = normalize)
+               ridge = as.numeric(ridge), normalize = normalize, single = single)
   progress <- if (n >= 1000L && is.null(path)) .kl_progressor() else NULL
   cls <- inp$task == "classification"
   w <- if (cls) .svm_class_weights(class.weights, inp$y, caller)
@@ -312,7 +331,7 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
            degree = degree, delta = as.numeric(delta), cost = as.numeric(costs[i]),
            epsilon = if (inp$task == "regression") as.numeric(epsilon), tol = as.numeric(tol),
            maxit = as.integer(maxit), ridge = as.numeric(ridge), normalize = normalize,
-           probability = probability, class.weights = w,
+           precision = precision, probability = probability, class.weights = w,
            P = P, trace_P = r$q, kernel_scale = r$scale, kernel = kernel, svm = svm, trace = tr,
            stop = r$stop, converged = identical(r$stop, "gap"), iterations = sum(tr$step > 0),
            n = n, d = d, h = as.integer(h), seconds = seconds,
@@ -475,12 +494,12 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
 # on the held-out fifth is refitted on all rows. Without enough rows, the learned kernel.
 .tkl_fit_protected <- function(inp, degree, delta, cost, epsilon, tol, maxit, class.weights,
                                probability, svm_tol, cache, threads, call, baseline,
-                               ridge, normalize = TRUE) {
+                               ridge, normalize = TRUE, precision = "double") {
   caller <- "tkl()"
   .check_flag(baseline, "baseline", caller)
   fit_all <- function() .tkl_fit(inp, degree, delta, cost, epsilon, tol, maxit, class.weights,
                                  probability, svm_tol, cache, threads, call, ridge,
-                                 normalize)
+                                 normalize, precision)
   if (!baseline) return(fit_all())
   n <- nrow(inp$x)
   if (n < .tkl_min_validate) {
@@ -510,7 +529,7 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
   err <- function(pred) if (inp$task == "classification") mean(pred != yv)
                         else mean((pred - yv)^2)
   ft <- .tkl_fit(part, degree, delta, cost, epsilon, tol, maxit, class.weights, FALSE, svm_tol,
-                 cache, threads, NULL, ridge, normalize)
+                 cache, threads, NULL, ridge, normalize, precision)
   e_learned <- err(predict(ft, xv, threads = threads))
   grid <- list(gamma = c(0.5, 1, 2, 4, 8, 16) / d, cost = 2^seq(-1, 11, by = 2))
   tn <- kl_tune(kernel_svm, part$x, part$y, grid = grid, folds = 5, refit = FALSE,

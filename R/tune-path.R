@@ -29,7 +29,8 @@ attr(tkl, "kl_tune_path") <- "tkl"
 
 # Arguments of tkl() the path passes on (from the grid or from `...`).
 .tkl_path_args <- c("degree", "delta", "cost", "epsilon", "tol", "maxit", "class.weights",
-                    "ridge", "normalize", "svm_tol", "cache", "threads", "baseline", "fitted")
+                    "ridge", "normalize", "precision", "svm_tol", "cache", "threads", "baseline",
+                    "fitted")
 
 .tkl_path_eligible <- function(learner, spec, g, metric) {
   nm <- names(g$table)
@@ -64,7 +65,8 @@ attr(tkl, "kl_tune_path") <- "tkl"
   else .kl_input_xy(task$train$x, task$train$y, "tkl()")
   fits <- .tkl_fit(inp, a$degree, a$delta, task$path[1L], a$epsilon, a$tol, a$maxit,
                    a$class.weights, FALSE, a$svm_tol, a$cache, threads, NULL, a$ridge,
-                   a$normalize, path = task$path)
+                   a$normalize, .kl_choice(a$precision, c("double", "single"), "precision",
+                                           "tkl()"), path = task$path)
   preds <- lapply(fits, function(f) predict(f, task$test, type = task$pred_type,
                                             threads = threads))
   if (is.function(progress)) progress(sprintf("fold %d, setting %d", task$fold, task$group))

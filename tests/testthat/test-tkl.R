@@ -332,3 +332,35 @@ test_that("kl_tune(tkl, baseline = FALSE) takes the cost path, a property of the
   kl_tune(tkl, d$x, d$y, grid = list(cost = c(1, 10)), folds = 3, extend = 0, threads = 1)
   expect_equal(counter$n, 6L)
 })
+
+test_that("precision = 'single' fits the model of double precision to single precision's accuracy", {
+  set.seed(41)
+  x <- matrix(runif(200 * 4), 200, 4)
+  xs <- scale01(x)
+  yc <- factor(ifelse(rowSums((x[, 1:2] - 0.5)^2) < 0.12, "in", "out"))
+  y3 <- factor(cut(x[, 1] - x[, 2] + 0.3 * sin(6 * x[, 3]), 3, labels = c("a", "b", "c")))
+  yr <- sin(5 * x[, 1]) * x[, 2] + 0.05 * rnorm(200)
+  K <- kernel_matrix(tk(diag(10), 1), xs)
+  for (y in list(yc, y3, yr)) {
+    type <- if (is.factor(y)) "decision" else "response"
+    # the start kernel, formed from the single precision box matrix
+    f0 <- tkl(x, y, maxit = 0, cost = 3, epsilon = 0.05, baseline = FALSE,
+              precision = "single", svm_tol = 1e-7)
+    expect_equal(f0$kernel_scale, mean(diag(K)), tolerance = 1e-6)
+    ref <- kernel_svm(K / mean(diag(K)), y, kernel = "precomputed", cost = 3, epsilon = 0.05,
+                      tol = 1e-7)
+    expect_equal(predict(f0, x, type = type), predict(ref, K / mean(diag(K)), type = type),
+                 tolerance = 1e-4)
+    # the whole optimisation
+    fd <- tkl(x, y, cost = 3, epsilon = 0.05, baseline = FALSE, tol = 1e-3)
+    fs <- tkl(x, y, cost = 3, epsilon = 0.05, baseline = FALSE, tol = 1e-3,
+              precision = "single")
+    expect_identical(fs$precision, "single")
+    expect_equal(fs$trace$objective[1], fd$trace$objective[1], tolerance = 1e-5)
+    expect_equal(fs$trace$objective[nrow(fs$trace)], fd$trace$objective[nrow(fd$trace)],
+                 tolerance = 1e-3)
+    if (is.factor(y)) expect_gt(mean(predict(fs, x) == predict(fd, x)), 0.97)
+    else expect_gt(cor(predict(fs, x), predict(fd, x)), 0.999)
+  }
+  expect_error(tkl(x, yc, precision = "half"), "'precision' must be one of")
+})

@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <type_traits>
 
 #include "kernels/tessellated.hpp"
 
@@ -56,6 +57,8 @@ using SolveFn = std::function<AlphaStep(const TrainingKernel&, const std::vector
 struct TklState {
   std::unique_ptr<TklGram> G;
   Mat K, P;
+  Eigen::MatrixXf Kf;  // K in single precision (par.single; K is then empty)
+  bool single = false;
   double q = 0, mu = 0, scale = 1;
   int h = 0;
   double seconds = 0;
@@ -79,23 +82,35 @@ TklState tkl_start(CMatRef X, const Vec& lower, const Vec& upper, const TklParam
                  std::to_string(2 * hh)) + ")");
   S.h = static_cast<int>(hh);
   S.P = Mat::Identity(2 * S.h, 2 * S.h);
-  S.K.resize(n, n);
-  make_tessellated_kernel(S.P, par.degree, lower, upper)->block(X, X, S.K, threads,
-                                                                interrupts_only(cb));
-  S.G = std::make_unique<TklGram>(X, par.degree, lower, upper, threads, cb);
+  S.single = par.single;
+  S.G = std::make_unique<TklGram>(X, par.degree, lower, upper, threads, cb, par.single);
+  double mean_diag;
+  if (S.single) {
+    // K(I) from the box matrix, never in double precision (the point is the memory)
+    S.Kf.resize(n, n);
+    S.G->start_kernel(S.Kf.data());
+    mean_diag = S.Kf.diagonal().cast<double>().mean();
+  } else {
+    S.K.resize(n, n);
+    make_tessellated_kernel(S.P, par.degree, lower, upper)->block(X, X, S.K, threads,
+                                                                  interrupts_only(cb));
+    mean_diag = S.K.diagonal().mean();
+  }
   S.q = 2.0 * S.h;
   if (par.normalize) {
-    const double s = S.K.diagonal().mean();
+    const double s = mean_diag;
     if (!(s > 0) || !std::isfinite(s))
       throw Error("the start kernel's mean diagonal is not a positive finite number");
     S.scale = s;
-    S.K /= s;
+    if (S.single) S.Kf /= static_cast<float>(s);
+    else S.K /= s;
     S.P /= s;
     S.q /= s;
+    mean_diag /= s;
   }
   // The ridge of the optimisation's solves (none without iterations): with it the SVM's
   // maximiser is unique and OPT_A smooth in P; the final SVM is solved on K(P) itself.
-  S.mu = par.maxit > 0 ? par.ridge * S.K.diagonal().mean() : 0.0;
+  S.mu = par.maxit > 0 ? par.ridge * mean_diag : 0.0;
   S.seconds = seconds_since(t0);
   cb.check();
   return S;
@@ -107,12 +122,19 @@ TklState tkl_start(CMatRef X, const Vec& lower, const Vec& upper, const TklParam
 TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const SolveFn& solve,
                   const std::vector<BinaryMachine>* warm,
                   std::vector<BinaryMachine>* first = nullptr) {
-  const int n = static_cast<int>(S.K.rows());
+  const int n = S.G->n();
   const int h = S.h;
   const double q = S.q, mu = S.mu;
   TklGram& G = *S.G;
   Mat& K = S.K;
+  Eigen::MatrixXf& Kf = S.Kf;
   Mat& P = S.P;
+  const bool single = S.single;
+  // (1 - eta) K + eta K(q v v') (+ mu I) as rows on demand, and formed in place of K
+  const auto blended = [&](const Vec& dir, double eta, double ridge) {
+    return single ? TrainingKernel(G.blended_rows(dir, q, eta, Kf.data(), ridge))
+                  : TrainingKernel(G.blended_rows(dir, q, eta, K.data(), ridge));
+  };
   TklResult res;
   SvmParams sp = par.svm;
   sp.probability = false;
@@ -120,8 +142,7 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
   Vec e1 = Vec::Zero(2 * h);
   e1[0] = 1.0;
   const auto current = [&]() {
-    return mu > 0 ? TrainingKernel(G.blended_rows(e1, q, 0.0, K.data(), mu))
-                  : TrainingKernel(K.data(), n);
+    return mu > 0 || single ? blended(e1, 0.0, mu) : TrainingKernel(K.data(), n);
   };
   AlphaStep cur = solve(current(), warm, sp);
   if (first) *first = cur.machines;
@@ -174,8 +195,7 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
       tp = std::chrono::steady_clock::now();
       // At eta = 1 the trial kernel is K(P*) alone and the current alpha carries no
       // information about it (a cold start was faster in our runs); otherwise warm.
-      trial = solve(TrainingKernel(G.blended_rows(v, q, eta, K.data(), mu)),
-                    par.warm && eta < 1.0 ? &cur.machines : nullptr, sp);
+      trial = solve(blended(v, eta, mu), par.warm && eta < 1.0 ? &cur.machines : nullptr, sp);
       row.seconds_alpha += seconds_since(tp);
       row.solves += 1;
       row.svm_iter += trial.iter;
@@ -192,7 +212,8 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
     }
     row.step = eta;
     tp = std::chrono::steady_clock::now();
-    G.blend_rank_one(v, q, eta, K.data(), K.data());
+    if (single) G.blend_rank_one(v, q, eta, Kf.data(), Kf.data());
+    else G.blend_rank_one(v, q, eta, K.data(), K.data());
     row.seconds_p += seconds_since(tp);
     res.trace.push_back(row);
     P = (1.0 - eta) * P + (eta * q) * (v * v.transpose());
@@ -211,7 +232,8 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
   }
   if (par.svm.probability || mu > 0) {
     sp.probability = par.svm.probability;
-    cur = solve(TrainingKernel(K.data(), n), &cur.machines, sp);
+    cur = solve(single ? blended(e1, 0.0, 0.0) : TrainingKernel(K.data(), n), &cur.machines,
+                sp);
   }
   res.P = P;
   res.q = q;
@@ -242,6 +264,7 @@ std::vector<TklResult> tkl_path_loop(CMatRef X, const Vec& lower, const Vec& upp
   // few directions, took Frank-Wolfe more iterations than it saved), so the start kernel is
   // kept; its SVM solution at one cost warm-starts the first solve at the next.
   const Mat K0 = S.K, P0 = S.P;
+  const Eigen::MatrixXf Kf0 = S.Kf;
   std::vector<TklResult> out;
   out.reserve(costs.size());
   std::vector<BinaryMachine> first, next;
@@ -250,6 +273,7 @@ std::vector<TklResult> tkl_path_loop(CMatRef X, const Vec& lower, const Vec& upp
     pc.svm.cost = costs[i];
     if (i > 0) {
       S.K = K0;
+      S.Kf = Kf0;
       S.P = P0;
     }
     out.push_back(tkl_run(S, pc, cb, solve, i > 0 ? &first : nullptr, &next));
@@ -262,8 +286,8 @@ std::vector<TklResult> tkl_path_loop(CMatRef X, const Vec& lower, const Vec& upp
 }  // namespace
 
 TklGram::TklGram(CMatRef X, int degree, const Vec& lower, const Vec& upper, int threads,
-                 const Callbacks& cb)
-    : threads_(clamp_threads(threads)) {
+                 const Callbacks& cb, bool single)
+    : threads_(clamp_threads(threads)), single_(single) {
   const Eigen::Index n = X.rows(), d = X.cols();
   if (lower.size() != d || upper.size() != d) throw Error("the box needs one bound per column");
   Xc_.resize(n, d);
@@ -277,17 +301,52 @@ TklGram::TklGram(CMatRef X, int degree, const Vec& lower, const Vec& upper, int 
     B_.array() *= upper[i] - Xc_.col(i).array();
   }
   Zm_ = monomials(Xc_, degree);
-  A_.resize(n, n);
+  if (single_) {
+    Af_.resize(n, n);
+    fill_box(Af_.data(), upper, cb);
+  } else {
+    A_.resize(n, n);
+    fill_box(A_.data(), upper, cb);
+  }
+}
+
+// A(x_k, x_l) = prod_i (b_i - max(x_ki, x_li)), accumulated in double precision per tile
+// column and stored as TA.
+template <typename TA>
+void TklGram::fill_box(TA* A, const Vec& upper, const Callbacks& cb) {
+  const Eigen::Index n = Xc_.rows(), d = Xc_.cols();
   for_each_tile(n, n, threads_, interrupts_only(cb),
                 [&](Eigen::Index r0, Eigen::Index nr, Eigen::Index c0, Eigen::Index nc) {
+    std::vector<double> acc(static_cast<std::size_t>(nr));
     for (Eigen::Index j = c0; j < c0 + nc; ++j) {
-      double* a = A_.col(j).data() + r0;
+      double* a = acc.data();
       for (Eigen::Index k = 0; k < nr; ++k) a[k] = 1.0;
       for (Eigen::Index i = 0; i < d; ++i) {
         const double b = upper[i], zj = Xc_(j, i);
         const double* xi = Xc_.col(i).data() + r0;
         for (Eigen::Index k = 0; k < nr; ++k) a[k] *= b - (xi[k] > zj ? xi[k] : zj);
       }
+      TA* out = A + static_cast<std::size_t>(j) * n + r0;
+      for (Eigen::Index k = 0; k < nr; ++k) out[k] = static_cast<TA>(a[k]);
+    }
+  });
+}
+
+void TklGram::start_kernel(float* out) const {
+  if (!single_) throw Error("start_kernel(float*) needs the single precision box matrix");
+  const Eigen::Index n = Zm_.rows();
+  const double V = V_;
+  Callbacks none;
+  for_each_tile(n, n, threads_, none,
+                [&](Eigen::Index r0, Eigen::Index nr, Eigen::Index c0, Eigen::Index nc) {
+    const Mat G = Zm_.middleRows(r0, nr) * Zm_.middleRows(c0, nc).transpose();
+    for (Eigen::Index l = c0; l < c0 + nc; ++l) {
+      const float* Al = Af_.col(l).data();
+      float* ol = out + static_cast<std::size_t>(l) * n;
+      const double bl = B_[l];
+      for (Eigen::Index k = r0; k < r0 + nr; ++k)
+        ol[k] = static_cast<float>(G(k - r0, l - c0) *
+                                   (2.0 * static_cast<double>(Al[k]) - B_[k] - bl + V));
     }
   });
 }
@@ -306,26 +365,29 @@ struct RankOne {
   Vec s, t, bs;
 };
 
-// Rows of the blended matrix on a subset of the training rows, computed when asked.
+// Rows of the blended matrix on a subset of the training rows, computed when asked; K and the
+// box matrix A stored as T (double or float), the blend computed in double precision.
+template <typename T>
 class BlendRows final : public KernelRows {
  public:
-  BlendRows(const double* K, const Mat& A, std::shared_ptr<const RankOne> r, double a, double e,
-            double V, double mu, std::vector<int> rows)
-      : K_(K), A_(A), r_(std::move(r)), a_(a), e_(e), V_(V), mu_(mu), n_(A.rows()),
+  BlendRows(const T* K, const T* A, Eigen::Index n, std::shared_ptr<const RankOne> r, double a,
+            double e, double V, double mu, std::vector<int> rows)
+      : K_(K), A_(A), r_(std::move(r)), a_(a), e_(e), V_(V), mu_(mu), n_(n),
         rows_(std::move(rows)) {}
   int size() const override { return static_cast<int>(rows_.size()); }
   double diag(int p) const override { return at(rows_[p], rows_[p]); }
   double value(int i, int j) const override { return at(rows_[i], rows_[j]); }
   void row(int p, float* out, int) const override {
     const int l = rows_[p];
-    const double* Kl = K_ + static_cast<std::size_t>(l) * n_;
-    const double* Al = A_.data() + static_cast<std::size_t>(l) * n_;
+    const T* Kl = K_ + static_cast<std::size_t>(l) * n_;
+    const T* Al = A_ + static_cast<std::size_t>(l) * n_;
     const double *s = r_->s.data(), *t = r_->t.data(), *bs = r_->bs.data();
     const double sl = s[l], tl = t[l], bsl = bs[l];
     const int m = size();
     for (int j = 0; j < m; ++j) {
       const int k = rows_[j];
-      out[j] = static_cast<float>(blend_value(a_, e_, V_, Kl[k], Al[k], s[k], sl, t[k], tl, bs[k], bsl) +
+      out[j] = static_cast<float>(blend_value(a_, e_, V_, Kl[k], Al[k], s[k], sl, t[k], tl,
+                                              bs[k], bsl) +
                                   (k == l ? mu_ : 0.0));
     }
   }
@@ -337,17 +399,19 @@ class BlendRows final : public KernelRows {
   std::unique_ptr<KernelRows> subset(const std::vector<int>& rows) const override {
     std::vector<int> r(rows.size());
     for (std::size_t i = 0; i < rows.size(); ++i) r[i] = rows_[rows[i]];
-    return std::unique_ptr<KernelRows>(new BlendRows(K_, A_, r_, a_, e_, V_, mu_, std::move(r)));
+    return std::unique_ptr<KernelRows>(
+        new BlendRows(K_, A_, n_, r_, a_, e_, V_, mu_, std::move(r)));
   }
 
  private:
   double at(int k, int l) const {
     const RankOne& r = *r_;
-    return blend_value(a_, e_, V_, K_[static_cast<std::size_t>(l) * n_ + k], A_(k, l), r.s[k],
-                       r.s[l], r.t[k], r.t[l], r.bs[k], r.bs[l]) + (k == l ? mu_ : 0.0);
+    const std::size_t kl = static_cast<std::size_t>(l) * n_ + k;
+    return blend_value(a_, e_, V_, K_[kl], A_[kl], r.s[k], r.s[l], r.t[k], r.t[l], r.bs[k],
+                       r.bs[l]) + (k == l ? mu_ : 0.0);
   }
-  const double* K_;
-  const Mat& A_;
+  const T* K_;
+  const T* A_;
   std::shared_ptr<const RankOne> r_;
   double a_, e_, V_, mu_;
   Eigen::Index n_;
@@ -356,8 +420,9 @@ class BlendRows final : public KernelRows {
 
 }  // namespace
 
-std::unique_ptr<KernelRows> TklGram::blended_rows(const Vec& v, double q, double eta,
-                                                  const double* K, double mu) const {
+template <typename T>
+std::unique_ptr<KernelRows> TklGram::rows_impl(const Vec& v, double q, double eta, const T* K,
+                                               double mu) const {
   const int h = this->h();
   if (v.size() != 2 * h) throw Error("v must have length 2h");
   auto r = std::make_shared<RankOne>();
@@ -366,12 +431,27 @@ std::unique_ptr<KernelRows> TklGram::blended_rows(const Vec& v, double q, double
   r->bs = B_.cwiseProduct(r->s);
   std::vector<int> rows(n());
   for (int i = 0; i < n(); ++i) rows[i] = i;
-  return std::unique_ptr<KernelRows>(
-      new BlendRows(K, A_, std::move(r), 1.0 - eta, eta * q, V_, mu, std::move(rows)));
+  const T* A;
+  if constexpr (std::is_same<T, float>::value) A = Af_.data();
+  else A = A_.data();
+  return std::unique_ptr<KernelRows>(new BlendRows<T>(K, A, n(), std::move(r), 1.0 - eta,
+                                                      eta * q, V_, mu, std::move(rows)));
 }
 
-void TklGram::blend_rank_one(const Vec& v, double q, double eta, const double* K,
-                             double* out) const {
+std::unique_ptr<KernelRows> TklGram::blended_rows(const Vec& v, double q, double eta,
+                                                  const double* K, double mu) const {
+  if (single_) throw Error("the box matrix is single precision: blend a float matrix");
+  return rows_impl<double>(v, q, eta, K, mu);
+}
+
+std::unique_ptr<KernelRows> TklGram::blended_rows(const Vec& v, double q, double eta,
+                                                  const float* K, double mu) const {
+  if (!single_) throw Error("the box matrix is double precision: blend a double matrix");
+  return rows_impl<float>(v, q, eta, K, mu);
+}
+
+template <typename T>
+void TklGram::blend_impl(const Vec& v, double q, double eta, const T* K, T* out) const {
   const int h = this->h();
   if (v.size() != 2 * h) throw Error("v must have length 2h");
   const Eigen::Index n = Zm_.rows();
@@ -380,18 +460,34 @@ void TklGram::blend_rank_one(const Vec& v, double q, double eta, const double* K
   const Vec bs = B_.cwiseProduct(s);
   const double a = 1.0 - eta, e = eta * q, V = V_;
   const double *sp = s.data(), *tp = t.data(), *bp = bs.data();
+  const T* A;
+  if constexpr (std::is_same<T, float>::value) A = Af_.data();
+  else A = A_.data();
   Callbacks none;
   for_each_tile(n, n, threads_, none,
                 [&](Eigen::Index r0, Eigen::Index nr, Eigen::Index c0, Eigen::Index nc) {
     for (Eigen::Index l = c0; l < c0 + nc; ++l) {
       const double sl = sp[l], tl = tp[l], bsl = bp[l];
-      const double* Al = A_.col(l).data();
-      const double* Kl = K + l * n;
-      double* ol = out + l * n;
+      const T* Al = A + l * n;
+      const T* Kl = K + l * n;
+      T* ol = out + l * n;
       for (Eigen::Index k = r0; k < r0 + nr; ++k)
-        ol[k] = blend_value(a, e, V, Kl[k], Al[k], sp[k], sl, tp[k], tl, bp[k], bsl);
+        ol[k] = static_cast<T>(blend_value(a, e, V, Kl[k], Al[k], sp[k], sl, tp[k], tl, bp[k],
+                                           bsl));
     }
   });
+}
+
+void TklGram::blend_rank_one(const Vec& v, double q, double eta, const double* K,
+                             double* out) const {
+  if (single_) throw Error("the box matrix is single precision: blend a float matrix");
+  blend_impl<double>(v, q, eta, K, out);
+}
+
+void TklGram::blend_rank_one(const Vec& v, double q, double eta, const float* K,
+                             float* out) const {
+  if (!single_) throw Error("the box matrix is double precision: blend a double matrix");
+  blend_impl<float>(v, q, eta, K, out);
 }
 
 Mat TklGram::gradient(const std::vector<std::vector<int>>& rows,
@@ -422,8 +518,13 @@ Mat TklGram::gradient(const std::vector<std::vector<int>>& rows,
       const Eigen::Index r0 = b * kTileRows, nr = std::min(kTileRows, m - r0);
       Mat Ab(nr, m);
       for (Eigen::Index j = 0; j < m; ++j) {
-        const double* Aj = A_.col(sv[j]).data();
-        for (Eigen::Index k = 0; k < nr; ++k) Ab(k, j) = Aj[sv[r0 + k]];
+        if (single_) {
+          const float* Aj = Af_.col(sv[j]).data();
+          for (Eigen::Index k = 0; k < nr; ++k) Ab(k, j) = Aj[sv[r0 + k]];
+        } else {
+          const double* Aj = A_.col(sv[j]).data();
+          for (Eigen::Index k = 0; k < nr; ++k) Ab(k, j) = Aj[sv[r0 + k]];
+        }
       }
       AU.middleRows(r0, nr).noalias() = Ab * U;
     }

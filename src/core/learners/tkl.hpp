@@ -50,6 +50,7 @@ struct TklParams {
   bool warm = true;    // line-search solves with eta < 1 start from the current alpha
   double ridge = 0;    // the solves of the optimisation use K + ridge * mean(diag K(P0)) * I
   bool normalize = false;  // start from P0 = I / s, s the mean diagonal of K(I) (see above)
+  bool single = false;     // the n x n matrices in single precision (see TklGram)
   SvmParams svm;       // cost, epsilon, solver tolerance, cache, threads, probability
 };
 
@@ -101,30 +102,50 @@ std::vector<TklResult> tkl_regress_path(CMatRef X, const std::vector<double>& z,
 // The learner's algebra on the training rows, exposed so tests can check it against the kernel
 // object: the box matrix A(x_k, x_l) is formed once; rank-one Gram matrices and the gradient
 // blocks use it.
+// With single = true the box matrix is held in single precision (and the learner then keeps
+// its Gram matrix in single precision too: the n x n matrices take half the memory); every
+// sum and product is still computed in double precision, and the SVM solver's kernel rows are
+// single precision in either case.
 class TklGram {
  public:
   TklGram(CMatRef X, int degree, const Vec& lower, const Vec& upper, int threads,
-          const Callbacks& cb);
+          const Callbacks& cb, bool single = false);
   int n() const { return static_cast<int>(Zm_.rows()); }
   int h() const { return static_cast<int>(Zm_.cols()); }
+  bool single() const { return single_; }
   // out = (1 - eta) K + eta K(q v v'), v of length 2h; K and out n x n (they may alias).
   void blend_rank_one(const Vec& v, double q, double eta, const double* K, double* out) const;
+  void blend_rank_one(const Vec& v, double q, double eta, const float* K, float* out) const;
   // The same matrix as kernel rows computed on demand (for the SVM solver), without forming
   // it; bitwise the values blend_rank_one() writes. K must outlive the result.
   // mu is added to the diagonal (a ridge on the solves; not in K).
   std::unique_ptr<KernelRows> blended_rows(const Vec& v, double q, double eta,
                                            const double* K, double mu = 0) const;
+  std::unique_ptr<KernelRows> blended_rows(const Vec& v, double q, double eta,
+                                           const float* K, double mu = 0) const;
+  // K(I) on the training rows from the box matrix: (Z Z')_kl (2 A_kl - B_k - B_l + V).
+  void start_kernel(float* out) const;
   // C(w) = sum over the coefficient vectors of sum_kl (-w_k w_l / 2) dK_kl / dP; each vector
   // given by its rows and values (zeros left out).
   Mat gradient(const std::vector<std::vector<int>>& rows,
                const std::vector<std::vector<double>>& w) const;
 
  private:
+  template <typename T>
+  void blend_impl(const Vec& v, double q, double eta, const T* K, T* out) const;
+  template <typename T>
+  std::unique_ptr<KernelRows> rows_impl(const Vec& v, double q, double eta, const T* K,
+                                        double mu) const;
+  template <typename TA>
+  void fill_box(TA* A, const Vec& upper, const Callbacks& cb);
+
   Mat Xc_, Zm_;
   Vec B_;
-  Mat A_;
+  Mat A_;                  // double precision box matrix (single = false)
+  Eigen::MatrixXf Af_;     // single precision box matrix (single = true)
   double V_ = 1;
   int threads_ = 1;
+  bool single_ = false;
 };
 
 }  // namespace kl
