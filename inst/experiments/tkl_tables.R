@@ -53,8 +53,14 @@
 # Errors: classification, the test accuracy (the fraction of correct classes); regression,
 # the test MSE on the response's own scale (forest_fires: on the log(1 + area) scale).
 # Methods (all tuning by CV with `folds` folds, followed by one fit on all training rows):
-#   tkl     tkl(degree = 1, epsilon = 0.1, tol, maxit), cost x delta by kl_tune(), the
-#           misclassification rate or MSE as criterion.
+#   tkl     tkl(degree = 1, epsilon = 0.1, tol, maxit, baseline = FALSE) with its other
+#           defaults (the normalised start, the ridge 0.1), cost x delta by kl_tune() (grid
+#           extended past a winning edge), the misclassification rate or MSE as criterion: the
+#           paper's method.
+#   tkl_sel the same tuned cost and delta, and the final fit with baseline = TRUE, tkl()'s
+#           default: a fifth of the rows held out, the learned kernel compared there with a
+#           Gaussian SVM tuned on the rest, the better one refitted on all rows (extra records
+#           the choice and both held-out errors).
 #   svm     kernel_svm() with the Gaussian kernel exp(-gamma ||x - z||^2), cost x gamma by
 #           kl_tune() (its warm-started cost path); regression with epsilon = 0.1 fixed, the
 #           value tkl uses, so that the two differ in the kernel only (and the fast path,
@@ -66,11 +72,11 @@
 #           regression), classification forests for classes; no tuning.
 #   glmnet  (regression) the lasso: cv.glmnet(alpha = 1) with the same number of folds,
 #           lambda.min; glmnet standardises the inputs itself.
-# Grids (grid=full). tkl: cost in {0.01, 0.1, 1, 10, 100}, the authors' default C = 10 and
-# decades on either side; the small costs because the tessellated kernel's values are larger
-# than a Gaussian kernel's (k(x, x) grows with the box volume and the trace of P), so the
-# same C regularises less, and the four classification sets chose C = 0.1, the lower edge
-# of a grid starting there, in most splits; delta in {0.1, 0.3}, inside the authors' range 0.1 to 0.5 (a wider box only
+# Grids (grid=full). tkl: cost in {0.1, 1, 10, 100, 1000}, the Gaussian SVMs' costs: with the
+# normalised start the kernel's mean diagonal is 1, as a Gaussian kernel's, so the costs are on
+# the same scale (kl_tune() extends the grid when the choice is at an end; with the paper's
+# raw kernel the same C regularised less, by the factor s = (1 + 2 delta)^d (1 + d / 3) or so,
+# and the grid started at 0.01); delta in {0.1, 0.3}, inside the authors' range 0.1 to 0.5 (a wider box only
 # flattens the kernel near the data's edges, and each value costs `folds` more tkl fits); 10
 # points. Gaussian SVMs: cost in {0.1, 1, 10, 100, 1000} x gamma in {1/4, 1, 4, 16, 64, 256} / d
 # (d = the input columns): on [0, 1]-scaled inputs squared distances grow with d, and the grid
@@ -122,8 +128,8 @@ set_alias <- c(bupa_liver = "bupa", liver = "bupa", breast_cancer_wisconsin = "b
                energy_efficiency = "energy", cadata_california_housing = "cadata",
                cycle = "ccpp", forestfires = "forest_fires")
 set_target <- c(forest_fires = "log_area")  # the others: kl_dataset()'s default target
-part_methods <- list(classification = c("tkl", "svm", "e1071", "ranger"),
-                     regression = c("tkl", "svm", "ranger", "glmnet"))
+part_methods <- list(classification = c("tkl", "tkl_sel", "svm", "e1071", "ranger"),
+                     regression = c("tkl", "tkl_sel", "svm", "ranger", "glmnet"))
 
 # ---- options ------------------------------------------------------------------------------
 this_file <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))
@@ -202,7 +208,7 @@ data_dir <- if (nzchar(opt$data_dir)) opt$data_dir else NULL
 options(kernlearn.threads = threads)
 
 grids <- list(
-  full = list(tkl_cost = c(0.01, 0.1, 1, 10, 100), tkl_delta = c(0.1, 0.3),
+  full = list(tkl_cost = c(0.1, 1, 10, 100, 1000), tkl_delta = c(0.1, 0.3),
               svm_cost = c(0.1, 1, 10, 100, 1000), svm_gamma_d = c(1 / 4, 1, 4, 16, 64, 256)),
   small = list(tkl_cost = c(1, 10), tkl_delta = 0.1, svm_cost = c(1, 10), svm_gamma_d = c(1, 4)))
 G <- grids[[opt$grid]]
@@ -332,7 +338,8 @@ make_split <- function(D, name, s) {
   train <- perm[-seq_len(n_test)]
   if (length(train) > max_train) train <- train[seq_len(max_train)]
   S <- list(x = D$x[train, , drop = FALSE], y = D$y[train],
-            xt = D$x[test, , drop = FALSE], yt = D$y[test], n_all_train = N - n_test)
+            xt = D$x[test, , drop = FALSE], yt = D$y[test], n_all_train = N - n_test,
+            name = name, split = s, key = paste(name, s))
   if (is.factor(S$y)) {
     S$y <- droplevels(S$y)
     S$yt <- factor(as.character(S$yt), levels = levels(S$y))
@@ -363,10 +370,7 @@ place <- function(v, grid) {
 run_tkl <- function(S) {
   y <- fit_response(S)
   # epsilon only matters for regression; tkl() and kernel_svm() ignore it for classes
-  t0 <- clock()
-  tu <- kl_tune(tkl, S$x, y, grid = list(cost = G$tkl_cost, delta = G$tkl_delta), folds = folds,
-                refit = FALSE, degree = 1, epsilon = epsilon, tol = tkl_tol, maxit = tkl_maxit,
-                baseline = FALSE, threads = threads)
+  tu <- tune_tkl(S)
   b <- tu$best
   t1 <- clock()
   fit <- tkl(S$x, y, degree = 1, cost = b$cost, delta = b$delta, epsilon = epsilon, tol = tkl_tol,
@@ -375,12 +379,55 @@ run_tkl <- function(S) {
   tr <- fit$trace
   alpha <- sum(tr$seconds_alpha) + fit$seconds_first
   pstep <- sum(tr$seconds_p) + fit$seconds_start
-  list(pred = from_fit_scale(S, predict(fit, S$xt)), seconds = t2 - t0, seconds_fit = t2 - t1,
-       cost = b$cost, delta = b$delta, epsilon = if (is_regression(S)) epsilon,
-       iterations = fit$iterations, stop = fit$stop, cv = min(tu$results$mean),
-       extra = sprintf("cost %s, delta %s; final fit: alpha-steps %.2f s, P-steps %.2f s, %d SVM solves, %d SV",
-                       place(b$cost, G$tkl_cost), place(b$delta, G$tkl_delta), alpha, pstep,
+  list(pred = from_fit_scale(S, predict(fit, S$xt)), seconds = tu$seconds + t2 - t1,
+       seconds_fit = t2 - t1, cost = b$cost, delta = b$delta,
+       epsilon = if (is_regression(S)) epsilon,
+       iterations = fit$iterations, stop = fit$stop, cv = tu$cv,
+       extra = sprintf("cost %s%s, delta %s; final fit: alpha-steps %.2f s, P-steps %.2f s, %d SVM solves, %d SV",
+                       place(b$cost, G$tkl_cost), if (tu$extended) " (grid extended)" else "",
+                       place(b$delta, G$tkl_delta), alpha, pstep,
                        1L + sum(tr$solves), fit$svm$tot.nSV))
+}
+
+# tkl's cost and delta as chosen by kl_tune() for a split, shared by tkl and tkl_sel (a rerun
+# of tkl_sel alone tunes again, with the same seed, so the same choice).
+tuned <- new.env()
+tune_tkl <- function(S) {
+  key <- S$key
+  if (!is.null(tuned[[key]])) return(tuned[[key]])
+  set.seed(seed_of(S$name, "split", S$split, "tkl-tune"))
+  t0 <- clock()
+  tu <- kl_tune(tkl, S$x, fit_response(S), grid = list(cost = G$tkl_cost, delta = G$tkl_delta),
+                folds = folds, refit = FALSE, degree = 1, epsilon = epsilon, tol = tkl_tol,
+                maxit = tkl_maxit, baseline = FALSE, threads = threads)
+  tuned[[key]] <- list(best = tu$best, cv = min(tu$results$mean), seconds = clock() - t0,
+                       extended = !is.null(tu$extension))
+  tuned[[key]]
+}
+
+# tkl() as a user gets it with its defaults: cost and delta as for tkl, and the final fit with
+# baseline = TRUE, which holds out a fifth of the rows, compares the learned kernel there with
+# a Gaussian SVM tuned on the rest, and refits the better one on all rows.
+run_tkl_sel <- function(S) {
+  y <- fit_response(S)
+  tu <- tune_tkl(S)
+  b <- tu$best
+  set.seed(seed_of(S$name, "split", S$split, "tkl_sel-holdout"))
+  t1 <- clock()
+  fit <- tkl(S$x, y, degree = 1, cost = b$cost, delta = b$delta, epsilon = epsilon, tol = tkl_tol,
+             maxit = tkl_maxit, baseline = TRUE, threads = threads)
+  t2 <- clock()
+  sel <- fit$selection
+  list(pred = from_fit_scale(S, predict(fit, S$xt)), seconds = tu$seconds + t2 - t1,
+       seconds_fit = t2 - t1, cost = b$cost, delta = b$delta,
+       gamma = if (identical(sel$choice, "baseline")) sel$baseline$gamma,
+       epsilon = if (is_regression(S)) epsilon, iterations = fit$iterations, stop = fit$stop,
+       cv = tu$cv,
+       extra = sprintf("choice %s: held-out error learned %s, Gaussian %s%s", sel$choice,
+                       format(signif(sel$learned_error, 4)), format(signif(sel$baseline_error, 4)),
+                       if (identical(sel$choice, "baseline"))
+                         sprintf(" (gamma %s, cost %s)", format(signif(sel$baseline$gamma, 3)),
+                                 format(signif(sel$baseline$cost, 3))) else ""))
 }
 
 run_svm <- function(S) {
@@ -478,7 +525,7 @@ run_table <- function(p) {
   cat(sprintf("tkl_tables %s: %s; splits %s, datasets %s, methods %s, threads %d, %s; %d row(s) there\n",
               p, file, paste(unique(range(splits)), collapse = "-"), paste(sets, collapse = ","),
               paste(methods, collapse = ","), threads, protocol, length(done)))
-  method_id <- c(tkl = 1L, svm = 2L, e1071 = 3L, ranger = 4L, glmnet = 5L)
+  method_id <- c(tkl = 1L, svm = 2L, e1071 = 3L, ranger = 4L, glmnet = 5L, tkl_sel = 6L)
   cache <- list()
   t_start <- clock()
   for (s in splits) {
@@ -493,7 +540,8 @@ run_table <- function(p) {
         set.seed(seed)
         warns <- character()
         res <- tryCatch(withCallingHandlers(
-          switch(m, tkl = run_tkl(S), svm = run_svm(S), e1071 = run_e1071(S),
+          switch(m, tkl = run_tkl(S), tkl_sel = run_tkl_sel(S), svm = run_svm(S),
+                 e1071 = run_e1071(S),
                  ranger = run_ranger(S, seed), glmnet = run_glmnet(S)),
           warning = function(w) {
             warns <<- c(warns, conditionMessage(w))
