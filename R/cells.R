@@ -827,7 +827,7 @@ plot.kl_localized <- function(x, which = NULL, ...) {
                                             a$maxit, cw, a$probability, a$svm_tol, a$cache,
                                             threads, NULL, a$ridge,
                                             if (is.null(a$normalize)) TRUE else a$normalize,
-                                            if (is.null(a$precision)) "double"
+                                            if (is.null(a$precision)) "auto"
                                             else a$precision))
   s <- fit$svm
   out$SV <- s$SV

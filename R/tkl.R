@@ -146,13 +146,16 @@
 #'   \eqn{P = I / s}, \eqn{s} the mean diagonal of \eqn{K(I)} on the training
 #'   rows, so that \code{cost} means the same at any number of inputs (see
 #'   Details); \code{FALSE} starts from the paper's \eqn{P = I}.
-#' @param precision \code{"double"} (the default) or \code{"single"}: the
-#'   precision in which the fit stores its two \eqn{n \times n}{n x n}
-#'   matrices (the box matrix and the current kernel). Single precision halves
-#'   their memory (8 \eqn{n^2} bytes instead of 16 \eqn{n^2}, so about 1.4
-#'   times the rows fit in the same memory); sums and products are still
-#'   computed in double precision, and the SVM solver reads its kernel rows in
-#'   single precision in either case (see Details).
+#' @param precision \code{"auto"} (the default), \code{"double"} or
+#'   \code{"single"}: the precision in which the fit stores its two
+#'   \eqn{n \times n}{n x n} matrices (the box matrix and the current kernel).
+#'   Single precision halves their memory (8 \eqn{n^2} bytes instead of 16
+#'   \eqn{n^2}, so about 1.4 times the rows fit in the same memory); sums and
+#'   products are still computed in double precision, and the SVM solver reads
+#'   its kernel rows in single precision in either case (see Details).
+#'   \code{"auto"} takes double precision when it fits in the memory available
+#'   (\code{options(kernlearn.max_memory)}, else the system's), single
+#'   otherwise. The fit's \code{precision} says which was used.
 #' @param svm_tol Tolerance of each SVM solve (the maximal violating pair).
 #' @param cache Megabytes of the solver's kernel row cache.
 #' @param fitted If \code{TRUE} (the default), keep the predictions on the
@@ -205,12 +208,12 @@ tkl <- function(x, ...) UseMethod("tkl")
 tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                         tol = 1e-2, maxit = 100, class.weights = NULL, probability = FALSE,
                         baseline = TRUE, ridge = 0.1, normalize = TRUE,
-                        precision = c("double", "single"), svm_tol = 1e-3,
+                        precision = c("auto", "double", "single"), svm_tol = 1e-3,
                         cache = 1024, fitted = TRUE, subset = NULL,
                         na.action = stats::na.fail, cells = FALSE, threads = NULL, ...) {
   .no_dots(..., caller = "tkl()")
   .check_flag(fitted, "fitted", "tkl()")
-  precision <- .kl_choice(precision, c("double", "single"), "precision", "tkl()")[1L]
+  precision <- .kl_choice(precision, c("auto", "double", "single"), "precision", "tkl()")
   cells <- .kl_cells_arg(cells, "tkl()")
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
                            na.action, "tkl()", parent.frame())
@@ -228,12 +231,12 @@ tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsil
 #' @export
 tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1, tol = 1e-2,
                         maxit = 100, class.weights = NULL, probability = FALSE, baseline = TRUE,
-                        ridge = 0.1, normalize = TRUE, precision = c("double", "single"),
-                        svm_tol = 1e-3, cache = 1024, fitted = TRUE, cells = FALSE,
-                        threads = NULL, ...) {
+                        ridge = 0.1, normalize = TRUE,
+                        precision = c("auto", "double", "single"), svm_tol = 1e-3,
+                        cache = 1024, fitted = TRUE, cells = FALSE, threads = NULL, ...) {
   .no_dots(..., caller = "tkl()")
   .check_flag(fitted, "fitted", "tkl()")
-  precision <- .kl_choice(precision, c("double", "single"), "precision", "tkl()")[1L]
+  precision <- .kl_choice(precision, c("auto", "double", "single"), "precision", "tkl()")
   cells <- .kl_cells_arg(cells, "tkl()")
   if (inherits(x, "formula"))
     stop("tkl(): use tkl(formula, data = ) with a formula", call. = FALSE)
@@ -259,7 +262,7 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
 
 .tkl_fit <- function(inp, degree, delta, cost, epsilon, tol, maxit, class.weights, probability,
                      svm_tol, cache, threads, call, ridge = 0.1, normalize = TRUE,
-                     precision = "double", path = NULL) {
+                     precision = "auto", path = NULL) {
   caller <- "tkl()"
   .check_number(ridge, "ridge", lower = 0)
   .check_flag(normalize, "normalize", caller)
@@ -280,15 +283,24 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                  format(2 * h, big.mark = ","), .tkl_max_h), call. = FALSE)
   if (n < 2L)
     stop(sprintf("%s: at least 2 training rows are needed", caller), call. = FALSE)
+  # "auto": double precision when its matrices fit in the memory there is, else single
+  need <- function(single) (if (single) 4 else 8) * (if (is.null(path)) 2 else 3) * n^2 +
+    min(params$cache * 2^20, 4 * n^2) + 8 * n * h * 4
+  if (identical(precision, "auto")) {
+    limit <- .kl_memory_limit()
+    precision <- if (!is.na(limit) && need(FALSE) > limit && need(TRUE) <= limit) "single"
+                 else "double"
+  }
   single <- identical(precision, "single")
-  .check_memory((if (single) 4 else 8) * (if (is.null(path)) 2 else 3) * n^2 +
-                  min(params$cache * 2^20, 4 * n^2) + 8 * n * h * 4,
+  .check_memory(need(single),
                 sprintf("tkl() on %d rows (two %d x %d %s precision matrices and the solver's cache)",
                         n, n, n, precision),
                 caller,
-                hint = sprintf("; at most about %d rows fit%s. Subsample the rows, or learn P on a subsample and fit kernel_svm() with learned_kernel() on all rows, or raise options(kernlearn.max_memory)",
+                hint = sprintf("; at most about %d rows fit in %s precision%s. Subsample the rows, or learn P on a subsample and fit kernel_svm() with learned_kernel() on all rows, or raise options(kernlearn.max_memory)",
                                as.integer(floor(sqrt(.kl_memory_limit() / (if (single) 12 else 20)))),
-                               if (single) "" else " (more with precision = \"single\")"))
+                               precision,
+                               if (single) "" else sprintf(", %d in single precision",
+                                 as.integer(floor(sqrt(.kl_memory_limit() / 12))))))
   if (probability) params$seed <- .kl_seed()
   threads <- .kl_threads(threads)
   lower <- rep(-delta, d)
@@ -494,7 +506,7 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
 # on the held-out fifth is refitted on all rows. Without enough rows, the learned kernel.
 .tkl_fit_protected <- function(inp, degree, delta, cost, epsilon, tol, maxit, class.weights,
                                probability, svm_tol, cache, threads, call, baseline,
-                               ridge, normalize = TRUE, precision = "double") {
+                               ridge, normalize = TRUE, precision = "auto") {
   caller <- "tkl()"
   .check_flag(baseline, "baseline", caller)
   fit_all <- function() .tkl_fit(inp, degree, delta, cost, epsilon, tol, maxit, class.weights,

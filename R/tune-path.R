@@ -65,7 +65,7 @@ attr(tkl, "kl_tune_path") <- "tkl"
   else .kl_input_xy(task$train$x, task$train$y, "tkl()")
   fits <- .tkl_fit(inp, a$degree, a$delta, task$path[1L], a$epsilon, a$tol, a$maxit,
                    a$class.weights, FALSE, a$svm_tol, a$cache, threads, NULL, a$ridge,
-                   a$normalize, .kl_choice(a$precision, c("double", "single"), "precision",
+                   a$normalize, .kl_choice(a$precision, c("auto", "double", "single"), "precision",
                                            "tkl()"), path = task$path)
   preds <- lapply(fits, function(f) predict(f, task$test, type = task$pred_type,
                                             threads = threads))

@@ -259,6 +259,16 @@ test_that("tkl gives clear errors for bad input", {
   old <- options(kernlearn.max_memory = 1e6)
   on.exit(options(old))
   expect_error(tkl(matrix(runif(2000), 1000, 2), rnorm(1000), baseline = FALSE), "rows fit")
+  # 1000 rows: about 20 MB in double precision, 12 MB in single; "auto" takes single when
+  # double does not fit
+  options(kernlearn.max_memory = 15e6)
+  xm <- matrix(runif(2000), 1000, 2)
+  ym <- rnorm(1000)
+  expect_identical(tkl(xm, ym, maxit = 1, baseline = FALSE, fitted = FALSE)$precision, "single")
+  expect_error(tkl(xm, ym, maxit = 1, baseline = FALSE, precision = "double"),
+               "in double precision, [0-9]+ in single precision")
+  options(kernlearn.max_memory = 1e9)
+  expect_identical(tkl(xm, ym, maxit = 1, baseline = FALSE, fitted = FALSE)$precision, "double")
 })
 
 test_that("constant columns keep the box valid; new points outside it are clamped", {
