@@ -197,7 +197,7 @@ test_that("tkl models predict, keep their kernel, survive saveRDS and tune by CV
   expect_equal(up$cost, 2)
 })
 
-test_that("the learned kernel is compared with a tuned Gaussian SVM on held-out rows", {
+test_that("the learned kernel is compared with a tuned Gaussian SVM on rows not fitted", {
   # P = I (maxit = 0) with a tiny cost cannot separate a circle: the Gaussian SVM wins and,
   # refitted on all rows, is the model
   d <- circle_data(200, 31)
@@ -205,15 +205,21 @@ test_that("the learned kernel is compared with a tuned Gaussian SVM on held-out 
   fit <- tkl(d$x, d$y, cost = 1e-3, maxit = 0)
   sel <- fit$selection
   expect_identical(sel$choice, "baseline")
-  expect_identical(sel$validation, 40L)
+  expect_identical(sel$method, "cv")
+  expect_identical(sel$validation, 200L)
   expect_lt(sel$baseline_error, sel$learned_error)
   expect_match(sel$reason, "tuned Gaussian SVM's misclassification .* is below the learned kernel's")
+  # the learned kernel's figure is its 5-fold CV error at the given settings, on the folds the
+  # Gaussian's tuning used (the same seed draws the same stratified folds)
+  set.seed(32)
+  cvl <- kl_cv(tkl, d$x, d$y, folds = 5, cost = 1e-3, maxit = 0, baseline = FALSE)
+  expect_equal(sel$learned_error, mean(cvl$predictions != d$y))
   ref <- kernel_svm(d$x, d$y, gamma = sel$baseline$gamma, cost = sel$baseline$cost)
   expect_equal(predict(fit, d$x, type = "decision"), predict(ref, d$x, type = "decision"),
                tolerance = 1e-8)
   expect_identical(predict(fit, d$x), predict(ref, d$x))
   expect_identical(fitted(fit), predict(ref, d$x))
-  expect_output(print(fit), "against the Gaussian SVM: on 40 held-out rows")
+  expect_output(print(fit), "against the Gaussian SVM: in 5-fold cross-validation on the 200 rows")
   # a jump in a regression: the tessellated kernel fits it; when it wins the model is the fit
   # with baseline = FALSE on all rows
   x1 <- seq(0, 10, length.out = 150)
@@ -228,6 +234,14 @@ test_that("the learned kernel is compared with a tuned Gaussian SVM on held-out 
     expect_equal(fr$P, f0$P)
     expect_equal(predict(fr, data.frame(x = x1)), predict(f0, data.frame(x = x1)))
   }
+  # above 2000 rows a fifth is held out
+  big <- circle_data(2100, 34)
+  set.seed(35)
+  fb <- tkl(big$x, big$y, cost = 1e-3, maxit = 0, fitted = FALSE)
+  expect_identical(fb$selection$method, "holdout")
+  expect_identical(fb$selection$validation, 420L)
+  expect_identical(fb$selection$choice, "baseline")
+  expect_match(fb$selection$reason, "^on 420 held-out rows")
   # too few rows, or a class too small, to hold rows out: no comparison, said so
   small <- tkl(d$x[1:40, ], d$y[1:40], maxit = 2)
   expect_identical(small$selection$choice, "learned")
