@@ -488,6 +488,10 @@ print.kl_localized <- function(x, ...) {
   if (identical(x$learner, "tkl")) {
     cat(sprintf("Tessellated kernel learned in every cell (degree %d, box [-%s, 1 + %s] of each cell's range)\n",
                 x$degree, format(x$delta), format(x$delta)))
+    ch <- vapply(x$cells, function(c) if (is.null(c$choice)) NA_character_ else c$choice, "")
+    if (any(ch %in% "baseline"))
+      cat(sprintf("  the cell's tuned Gaussian SVM validated better and is the model in %d of %d cells\n",
+                  sum(ch %in% "baseline"), length(ch)))
   } else if (.kernel_width_free(k)) {
     k$gamma <- 1
     cat(sub("gamma = 1$", "gamma chosen per cell", utils::capture.output(print(k))), sep = "\n")
@@ -823,12 +827,27 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   inp <- .kl_finish_input(cx, y, "tkl()", spec = list(kind = "matrix", columns = colnames(cx)),
                           scale = "minmax")
   cw <- if (cls) stats::setNames(shared$weight[g], levels(y))
-  fit <- .kl_with_seed(task$seed, .tkl_fit(inp, a$degree, a$delta, a$cost, a$epsilon, a$tol,
-                                            a$maxit, cw, a$probability, a$svm_tol, a$cache,
-                                            threads, NULL, a$ridge,
-                                            if (is.null(a$normalize)) TRUE else a$normalize,
-                                            if (is.null(a$precision)) "auto"
-                                            else a$precision))
+  normalize <- if (is.null(a$normalize)) TRUE else a$normalize
+  precision <- if (is.null(a$precision)) "auto" else a$precision
+  # baseline = TRUE: the cell's learned kernel against the cell's tuned Gaussian SVM, the
+  # better one the cell's model (as tkl() without cells does on all rows)
+  fit <- .kl_with_seed(task$seed,
+    if (isTRUE(a$baseline))
+      .tkl_fit_protected(inp, a$degree, a$delta, a$cost, a$epsilon, a$tol, a$maxit, cw,
+                         a$probability, a$svm_tol, a$cache, threads, NULL, TRUE, a$ridge,
+                         normalize, precision)
+    else .tkl_fit(inp, a$degree, a$delta, a$cost, a$epsilon, a$tol, a$maxit, cw,
+                  a$probability, a$svm_tol, a$cache, threads, NULL, a$ridge, normalize,
+                  precision))
+  sel <- fit$selection
+  out$choice <- if (is.null(sel)) "learned" else sel$choice
+  if (identical(out$choice, "baseline")) {
+    out$gamma <- sel$baseline$gamma
+    out$cost <- sel$baseline$cost
+  }
+  if (!is.null(sel))
+    out$cv_error <- if (identical(out$choice, "baseline")) sel$baseline_error
+                    else sel$learned_error
   s <- fit$svm
   out$SV <- s$SV
   out$coefs <- s$coefs
@@ -839,7 +858,7 @@ plot.kl_localized <- function(x, which = NULL, ...) {
     out$probA <- s$probA
     out$probB <- s$probB
   }
-  out$kernel <- fit$kernel
+  out$kernel <- s$kernel  # the tessellated kernel, or the Gaussian where that won
   out$xmin <- inp$spec$min
   out$xscale <- inp$spec$scale
   out$gap_converged <- fit$converged

@@ -91,8 +91,8 @@
 #' the rows (one above 2000 rows) and the Gaussian's tuning; with fewer than
 #' 50 rows, or a class with fewer than 5, there is no comparison. Inside
 #' \code{\link{kl_tune}()} or \code{\link{kl_cv}()}, where the comparison
-#' would run in every fold, pass \code{baseline = FALSE}. Not used with
-#' \code{cells}.
+#' would run in every fold, pass \code{baseline = FALSE}. With
+#' \code{cells}, the comparison runs in every cell, on the cell's rows.
 #'
 #' \strong{Several classes.} One \eqn{P} is shared by the one-vs-one pairs:
 #' the objective is the sum of the pairs' duals and the gradient the sum of
@@ -173,7 +173,10 @@
 #'   or \code{\link{kl_cells}(...)} for large data: \eqn{P} is learned in
 #'   every cell of the input space, on the cell's rows scaled to
 #'   \eqn{[0, 1]} by the cell's own range (so the tessellation follows the
-#'   cell), with the given \code{cost}, \code{delta} and \code{degree}. The
+#'   cell), with the given \code{cost}, \code{delta} and \code{degree}; with
+#'   \code{baseline = TRUE} each cell's learned kernel is compared with the
+#'   cell's tuned Gaussian SVM as above, and the better one is the cell's
+#'   model (\code{summary()} gives each cell's choice). The
 #'   result is a \code{\link[=predict.kl_localized]{kl_localized}} model.
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
 #' @param ... Not used; unknown arguments are an error.
@@ -262,7 +265,7 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
 # The arguments of a tkl() call that every cell's fit uses.
 .tkl_cell_args <- function(env) {
   nm <- c("degree", "delta", "cost", "epsilon", "tol", "maxit", "class.weights", "probability",
-          "svm_tol", "cache", "fitted", "ridge", "normalize", "precision")
+          "svm_tol", "cache", "fitted", "ridge", "normalize", "precision", "baseline")
   stats::setNames(lapply(nm, function(v) get(v, envir = env)), nm)
 }
 

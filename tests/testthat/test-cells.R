@@ -230,3 +230,57 @@ test_that("every future plan gives the same localized model", {
   on.exit(options(old), add = TRUE)
   expect_identical(with_plan(future.batchtools::batchtools_local), ref)
 })
+
+test_that("tkl with cells: one cell is the global fit, and each cell keeps the better of its learned kernel and its tuned Gaussian", {
+  d <- cells_data(500, 41)
+  big <- kl_cells(cell_size = 1000)
+  g <- tkl(d$x, d$y, cost = 5, maxit = 10, baseline = FALSE)
+  l <- tkl(d$x, d$y, cost = 5, maxit = 10, baseline = FALSE, cells = big)
+  expect_s3_class(l, "kl_localized")
+  expect_equal(length(l$cells), 1L)
+  expect_equal(predict(l, d$x, type = "decision"), predict(g, d$x, type = "decision"),
+               tolerance = 1e-8)
+  gr <- tkl(d$x, d$z, cost = 5, maxit = 10, baseline = FALSE)
+  lr <- tkl(d$x, d$z, cost = 5, maxit = 10, baseline = FALSE, cells = big)
+  expect_equal(predict(lr, d$x), predict(gr, d$x), tolerance = 1e-8)
+  # with the comparison (the default): P = I with a tiny cost loses to the Gaussian in every
+  # cell, and each cell's model is then a Gaussian SVM with the cell's own width and cost
+  d2 <- cells_data(1500, 42)
+  cs <- kl_cells(cell_size = 500)
+  set.seed(43)
+  p <- tkl(d2$x, d2$y, cost = 1e-3, maxit = 0, cells = cs, fitted = FALSE)
+  raw <- tkl(d2$x, d2$y, cost = 1e-3, maxit = 0, cells = cs, baseline = FALSE, fitted = FALSE)
+  # (a cell with one class predicts it and has no model to choose)
+  two <- vapply(p$cells, function(c) length(c$classes) == 2L, TRUE)
+  expect_gte(sum(two), 2L)
+  ch <- vapply(p$cells[two], function(c) c$choice, "")
+  expect_true(all(ch == "baseline"))
+  expect_true(all(vapply(p$cells[two], function(c) inherits(c$kernel, "kl_gaussian_kernel"),
+                         TRUE)))
+  tab <- summary(p)$cells[two, ]
+  expect_true(all(is.finite(tab$gamma)) && all(is.finite(tab$cv_error)))
+  te <- cells_data(2000, 44)
+  err_p <- mean(predict(p, te$x) != te$y)
+  err_raw <- mean(predict(raw, te$x) != te$y)
+  expect_lt(err_p, err_raw / 2)
+  expect_lt(err_p, 0.05)
+  expect_output(print(p), sprintf("Gaussian SVM validated better and is the model in %d of %d cells",
+                                  sum(two), length(p$cells)))
+})
+
+test_that("hgk with cells fits every cell with the kernel learned on a sample", {
+  d <- cells_data(1200, 51)
+  set.seed(52)
+  fit <- hgk(d$x, d$z, cells = kl_cells(cell_size = 400, sample_learn = 600, folds = 3),
+             candidates = 0, control = hgk_control(maxit = 5))
+  expect_s3_class(fit, "kl_localized")
+  expect_identical(fit$learner, "hgk")
+  expect_equal(fit$learned$rows, 600L)
+  expect_gte(length(fit$cells), 3L)
+  te <- cells_data(1000, 53)
+  mse <- mean((predict(fit, te$x) - te$z)^2)
+  # the noise variance is 0.01; a constant predicts with the variance of z
+  expect_lt(mse, 0.1 * stats::var(te$z))
+  r <- readRDS({f <- tempfile(); saveRDS(fit, f); f})
+  expect_identical(predict(r, te$x), predict(fit, te$x))
+})
