@@ -335,9 +335,10 @@ test_that("kl_tune(tkl, baseline = FALSE) takes the cost path, a property of the
   # count the path's tasks
   counter <- new.env()
   counter$n <- 0L
-  trace(".tkl_path_task", where = asNamespace("kernlearn"), print = FALSE,
-        tracer = bquote(assign("n", .(counter)$n + 1L, envir = .(counter))))
-  on.exit(untrace(".tkl_path_task", where = asNamespace("kernlearn")), add = TRUE)
+  suppressMessages(trace(".tkl_path_task", where = asNamespace("kernlearn"), print = FALSE,
+                         tracer = bquote(assign("n", .(counter)$n + 1L, envir = .(counter)))))
+  on.exit(suppressMessages(untrace(".tkl_path_task", where = asNamespace("kernlearn"))),
+          add = TRUE)
   set.seed(3)
   a <- kl_tune(tkl, d$x, d$y, grid = grid, folds = 3, baseline = FALSE, extend = 0,
                threads = 1)
