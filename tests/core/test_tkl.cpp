@@ -98,6 +98,50 @@ TEST_CASE("tkl: the learner's rank-one Gram matrices and gradient agree with the
   }
 }
 
+TEST_CASE("tkl: the single precision algebra agrees with the double precision one") {
+  kl::Rng rng(ct::seed2(3, 1));
+  const kl::Mat x = ct::runif(rng, 60, 3);
+  const kl::Vec lo = kl::Vec::Constant(3, -0.1), hi = kl::Vec::Constant(3, 1.1);
+  const int h = static_cast<int>(kl::monomial_count(3, 1));
+  const kl::TklGram Gd(x, 1, lo, hi, 2, kl::Callbacks());
+  const kl::TklGram Gf(x, 1, lo, hi, 2, kl::Callbacks(), true);
+  CHECK(Gf.single());
+  // K(I) from the single precision box matrix against the kernel object's double precision
+  const kl::Mat K = gram(kl::Mat::Identity(2 * h, 2 * h), 1, lo, hi, x);
+  Eigen::MatrixXf Kf(60, 60);
+  Gf.start_kernel(Kf.data());
+  CHECK_EQUAL(kl::Mat(Kf.cast<double>()), K, 1e-6);
+  // a blend, in place, and the same blend as rows on demand
+  kl::Vec v = ct::rnorm_vec(rng, 2 * h);
+  v /= v.norm();
+  kl::Mat Kd = K;
+  Gd.blend_rank_one(v, 2 * h, 0.4, Kd.data(), Kd.data());
+  Eigen::MatrixXf Kb = Kf;
+  Gf.blend_rank_one(v, 2 * h, 0.4, Kb.data(), Kb.data());
+  CHECK_EQUAL(kl::Mat(Kb.cast<double>()), Kd, 1e-6);
+  const auto rows = Gf.blended_rows(v, 2 * h, 0.4, Kf.data(), 0.25);
+  std::vector<float> r(60);
+  rows->row(7, r.data(), 1);
+  kl::Vec got(60), want(60);
+  for (int j = 0; j < 60; ++j) {
+    got[j] = static_cast<double>(r[static_cast<std::size_t>(j)]);
+    want[j] = Kd(j, 7) + (j == 7 ? 0.25 : 0.0);
+  }
+  CHECK_EQUAL(got, want, 1e-6);
+  // the gradient
+  std::vector<int> sv;
+  std::vector<double> w;
+  for (int i = 0; i < 60; i += 2) {
+    sv.push_back(i);
+    w.push_back(rng.uniform() - 0.5);
+  }
+  const kl::Mat Cd = Gd.gradient({sv}, {w}), Cf = Gf.gradient({sv}, {w});
+  CHECK_EQUAL(Cf, Cd, 1e-6);
+  // a float matrix given to the double algebra (and the reverse) is an error
+  CHECK_THROWS(Gd.blended_rows(v, 2 * h, 0.4, Kf.data(), 0.0), kl::Error, "is double precision");
+  CHECK_THROWS(Gf.blended_rows(v, 2 * h, 0.4, K.data(), 0.0), kl::Error, "is single precision");
+}
+
 TEST_CASE("tkl: the P-step direction is the gradient of the dual objective (finite differences)") {
   kl::Rng rng(ct::seed2(5, 1));
   const kl::Mat x = ct::runif(rng, 100, 2, -1, 1);
