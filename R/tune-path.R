@@ -22,6 +22,33 @@
   .kl_tune_paths()[[key]]
 }
 
+# What every path needs: a grid over cost (positive numbers) and the parameters `grid_ok`,
+# named arguments in `dots_ok`, and predicted classes or responses as the metric's input.
+.kl_path_suits <- function(spec, g, metric, grid_ok, dots_ok) {
+  nm <- names(g$table)
+  if (!("cost" %in% nm) || !all(nm %in% grid_ok)) return(FALSE)
+  dn <- names(spec$dots)
+  if (length(spec$dots) && (is.null(dn) || any(!nzchar(dn)))) return(FALSE)
+  if (!all(dn %in% dots_ok)) return(FALSE)
+  if (!(metric$pred_type %in% c("class", "response"))) return(FALSE)
+  costs <- vapply(g$points, function(p) {
+    v <- p$cost
+    if (is.numeric(v) && length(v) == 1L && is.finite(v) && v > 0) v else NA_real_
+  }, numeric(1))
+  !anyNA(costs)
+}
+
+# The threads of a path task: the call's, else the caller's default, else (on a future
+# worker) what the worker has.
+.kl_path_threads <- function(threads, default_threads) {
+  if (is.null(threads)) threads <- default_threads
+  if (is.null(threads)) {
+    threads <- if (requireNamespace("parallelly", quietly = TRUE))
+      max(1L, as.integer(parallelly::availableCores())) else 1L
+  }
+  threads
+}
+
 attr(kernel_svm, "kl_tune_path") <- "svm"
 attr(tkl, "kl_tune_path") <- "tkl"
 
@@ -33,32 +60,17 @@ attr(tkl, "kl_tune_path") <- "tkl"
                     "fitted")
 
 .tkl_path_eligible <- function(learner, spec, g, metric) {
-  nm <- names(g$table)
-  if (!("cost" %in% nm) || !all(nm %in% setdiff(.tkl_path_args, c("baseline", "fitted",
-                                                                    "threads", "cache"))))
-    return(FALSE)
-  dn <- names(spec$dots)
-  if (length(spec$dots) && (is.null(dn) || any(!nzchar(dn)))) return(FALSE)
-  if (!all(dn %in% .tkl_path_args)) return(FALSE)
   # baseline = TRUE (the default) compares with the Gaussian SVM in every fold: general path
   if (!isFALSE(spec$dots$baseline)) return(FALSE)
-  if (!(metric$pred_type %in% c("class", "response"))) return(FALSE)
-  costs <- vapply(g$points, function(p) {
-    v <- p$cost
-    if (is.numeric(v) && length(v) == 1L && is.finite(v) && v > 0) v else NA_real_
-  }, numeric(1))
-  !anyNA(costs)
+  .kl_path_suits(spec, g, metric,
+                 setdiff(.tkl_path_args, c("baseline", "fitted", "threads", "cache")),
+                 .tkl_path_args)
 }
 
 # One (fold, setting) task: the fold's models along the costs, and their predictions of the
 # held-out rows.
 .tkl_path_task <- function(task, default_threads, progress = NULL) {
-  threads <- task$threads
-  if (is.null(threads)) threads <- default_threads
-  if (is.null(threads)) {
-    threads <- if (requireNamespace("parallelly", quietly = TRUE))
-      max(1L, as.integer(parallelly::availableCores())) else 1L
-  }
+  threads <- .kl_path_threads(task$threads, default_threads)
   a <- task$args
   inp <- if (task$interface == "formula")
     .kl_input_formula(task$formula, task$train, "tkl()")

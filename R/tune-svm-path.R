@@ -8,30 +8,15 @@
 # TRUE when kl_tune() may use the cost path for this grid, arguments and metric (the learner
 # is kernel_svm: its "kl_tune_path" attribute, R/tune-path.R).
 .svm_fast_eligible <- function(learner, spec, g, metric) {
-  nm <- names(g$table)
-  if (!("cost" %in% nm) || !all(nm %in% c("cost", "gamma", "kernel"))) return(FALSE)
-  dn <- names(spec$dots)
-  if (length(spec$dots) && (is.null(dn) || any(!nzchar(dn)))) return(FALSE)
-  if (!all(dn %in% .svm_fast_args)) return(FALSE)
   if (!is.null(spec$dots$kernel) && identical(spec$dots$kernel, "precomputed")) return(FALSE)
-  if (!(metric$pred_type %in% c("class", "response"))) return(FALSE)
-  costs <- vapply(g$points, function(p) {
-    v <- p$cost
-    if (is.numeric(v) && length(v) == 1L && is.finite(v) && v > 0) v else NA_real_
-  }, numeric(1))
-  !anyNA(costs)
+  .kl_path_suits(spec, g, metric, c("cost", "gamma", "kernel"), .svm_fast_args)
 }
 
 # One (fold, kernel) cost path: decision values of the held-out rows for every cost. Runs on a
 # future worker or here; `threads` NULL means what the process has (availableCores() on a
 # worker, the package default here).
 .svm_path_task <- function(task, default_threads, progress = NULL) {
-  threads <- task$threads
-  if (is.null(threads)) threads <- default_threads
-  if (is.null(threads)) {
-    threads <- if (requireNamespace("parallelly", quietly = TRUE))
-      max(1L, as.integer(parallelly::availableCores())) else 1L
-  }
+  threads <- .kl_path_threads(task$threads, default_threads)
   decs <- .kl_core(task$caller, cpp_svm_path, task$X, NULL, task$y, task$k, task$w,
                    task$kernel, task$params, seq_len(task$ntr), task$ntr + seq_len(task$ntest),
                    task$path, as.integer(threads))
