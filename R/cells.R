@@ -785,7 +785,11 @@ plot.kl_localized <- function(x, which = NULL, ...) {
                        own = length(own[[c]]), seed = .kl_seed())
   }
   use_future <- .klcv_use_future()
+  # the Gaussian each cell compares with is tuned over the grid kernel_svm(cells = ) uses:
+  # widths relative to the cell's own scale, the cells' costs
   shared <- list(args = args, weight = w, levels = inp$levels,
+                 gaussian_grid = list(gamma = .kl_cells_gamma_grid(cells, "svm"),
+                                      relative = cells$relative_gamma, cost = cells$cost_grid),
                  threads = if (use_future) NULL else threads)
   res <- .kl_task_map(tasks, .tkl_cell_task, shared = shared, packages = "kernlearn")
   cell_of <- part$cell_of
@@ -835,7 +839,7 @@ plot.kl_localized <- function(x, which = NULL, ...) {
     if (isTRUE(a$baseline))
       .tkl_fit_protected(inp, a$degree, a$delta, a$cost, a$epsilon, a$tol, a$maxit, cw,
                          a$probability, a$svm_tol, a$cache, threads, NULL, TRUE, a$ridge,
-                         normalize, precision)
+                         normalize, precision, grid = shared$gaussian_grid)
     else .tkl_fit(inp, a$degree, a$delta, a$cost, a$epsilon, a$tol, a$maxit, cw,
                   a$probability, a$svm_tol, a$cache, threads, NULL, a$ridge, normalize,
                   precision))

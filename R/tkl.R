@@ -92,7 +92,10 @@
 #' 50 rows, or a class with fewer than 5, there is no comparison. Inside
 #' \code{\link{kl_tune}()} or \code{\link{kl_cv}()}, where the comparison
 #' would run in every fold, pass \code{baseline = FALSE}. With
-#' \code{cells}, the comparison runs in every cell, on the cell's rows.
+#' \code{cells}, the comparison runs in every cell, on the cell's rows, and
+#' the Gaussian is tuned over the grid of \code{\link{kl_cells}()}
+#' (\code{gamma_grid} times the cell's reference width, \code{cost_grid}),
+#' as \code{kernel_svm(cells = )} tunes it.
 #'
 #' \strong{Several classes.} One \eqn{P} is shared by the one-vs-one pairs:
 #' the objective is the sum of the pairs' duals and the gradient the sum of
@@ -518,9 +521,12 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
 # (kl_tune(), grid extended past a winning edge), by 5-fold CV on the same folds up to
 # .tkl_cv_rows rows, else on a held-out fifth (stratified by class); the one with the smaller
 # error is refitted on all rows. Without enough rows, the learned kernel.
+# `grid`: NULL (the Gaussian's widths {1/2, ..., 16} / d, costs 2^(-1, 1, ..., 11)), or the
+# grid of a localized fit, list(gamma, relative, cost): widths `gamma` times the rows'
+# reference width (one over the median squared distance) when `relative`, else as given.
 .tkl_fit_protected <- function(inp, degree, delta, cost, epsilon, tol, maxit, class.weights,
                                probability, svm_tol, cache, threads, call, baseline,
-                               ridge, normalize = TRUE, precision = "auto") {
+                               ridge, normalize = TRUE, precision = "auto", grid = NULL) {
   caller <- "tkl()"
   .check_flag(baseline, "baseline", caller)
   fit_all <- function() .tkl_fit(inp, degree, delta, cost, epsilon, tol, maxit, class.weights,
@@ -555,7 +561,10 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
   }
   err <- function(pred, y) if (inp$task == "classification") mean(pred != y)
                            else mean((pred - y)^2)
-  grid <- list(gamma = c(0.5, 1, 2, 4, 8, 16) / d, cost = 2^seq(-1, 11, by = 2))
+  grid <- if (is.null(grid)) list(gamma = c(0.5, 1, 2, 4, 8, 16) / d, cost = 2^seq(-1, 11, by = 2))
+          else list(gamma = if (isTRUE(grid$relative))
+                              grid$gamma * .dikl_median_gamma(inp$x, caller) else grid$gamma,
+                    cost = grid$cost)
   # Up to .tkl_cv_rows rows, both are cross-validated on the same 5 folds of all rows (a single
   # held-out fifth of a few hundred rows decides by chance); above, the first fold is held out.
   cv <- n <= .tkl_cv_rows

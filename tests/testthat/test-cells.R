@@ -266,6 +266,16 @@ test_that("tkl with cells: one cell is the global fit, and each cell keeps the b
   expect_lt(err_p, 0.05)
   expect_output(print(p), sprintf("Gaussian SVM validated better and is the model in %d of %d cells",
                                   sum(two), length(p$cells)))
+  # the Gaussian is tuned over the cells' grid: here absolute widths {200, 400} (far above the
+  # global comparison's {1/2, ..., 16} / d), costs {1, 4}, each extended by at most two steps
+  ca <- kl_cells(cell_size = 500, gamma_grid = c(200, 400), relative_gamma = FALSE,
+                 cost_grid = c(1, 4))
+  set.seed(43)
+  pa <- tkl(d2$x, d2$y, cost = 1e-3, maxit = 0, cells = ca, fitted = FALSE)
+  taba <- summary(pa)$cells[two, ]
+  expect_true(all(vapply(pa$cells[two], function(c) c$choice, "") == "baseline"))
+  expect_true(all(taba$gamma %in% (200 * 2^(-2:3))))
+  expect_true(all(taba$cost %in% 4^(-2:3)))
 })
 
 test_that("hgk with cells fits every cell with the kernel learned on a sample", {
