@@ -21,8 +21,9 @@
 #     learned   hgk(cells = TRUE, loss = "hinge") on covbin
 #     tkl       tkl(cells = TRUE) with its defaults (in every cell the learned kernel against the
 #               cell's tuned Gaussian SVM) on 100000 covbin training rows, the rows of the
-#               growth part's first fit (not in the default set: about a minute per cell of
-#               5000 rows on this machine; covbin:tkl runs all 531012 rows)
+#               growth part's first fit, and kernel_svm(cells = TRUE) on them unless growth
+#               runs too (not in the default set: about a minute per cell of 5000 rows on this
+#               machine; covbin:tkl runs all 531012 rows)
 #     A part may also be one fit, dataset:method (as covbin:hgk or friedman:ranger500), on all
 #     of the dataset's training rows, stopped after KL_BENCH_LIMIT seconds (default 3600).
 #   threads  default 2, for every method (ranger's num.threads too)
@@ -243,7 +244,11 @@ if ("growth" %in% parts) {
 if ("sizes" %in% parts)
   for (m in c(1000, 2000, 10000)) run("covbin", paste0("cells", m), 1e5)
 if ("learned" %in% parts) run("covbin", "hgk")
-if ("tkl" %in% parts) run("covbin", "tkl", 1e5)
+if ("tkl" %in% parts) {
+  # kernel_svm(cells = TRUE) on the same rows in the same run (the growth part's first fit)
+  if (!"growth" %in% parts) run("covbin", "cells", 1e5)
+  run("covbin", "tkl", 1e5)
+}
 for (p in grep(":", parts, value = TRUE, fixed = TRUE)) {
   dm <- strsplit(p, ":", fixed = TRUE)[[1L]]
   run(dm[1L], dm[2L], limit = as.numeric(Sys.getenv("KL_BENCH_LIMIT", "3600")))
