@@ -345,7 +345,7 @@
                             change = as.vector(h$change), train_error = as.vector(h$train_error),
                             iterations = h$iterations, converged = h$converged,
                             single = h$single, single_factor = h$single_factor,
-                            seconds = h$seconds)))
+                            exact_gram = isTRUE(h$exact_gram), seconds = h$seconds)))
   }
   # In single precision the line search ends when the objective cannot decrease any more in
   # float arithmetic: that is convergence to the precision of the features.

@@ -137,7 +137,13 @@
 #' factorisation fails. The Gram matrix is summed in single precision within
 #' blocks of rows, so its entries already carry errors of that order; on MNIST
 #' the factorisation took about 6 s instead of 12 s, with the same test
-#' errors. \code{fit$members[[m]]$head$single_factor} says which was used. The
+#' errors. \code{fit$members[[m]]$head$single_factor} says which was used.
+#' With many collinear features (inputs that take two values, whose powers
+#' repeat them; one-hot groups) and a small penalty, those sums can leave
+#' the system indefinite where the exact one is not: the Gram matrix is then
+#' summed again in double precision (about twice the time of its first
+#' sums) and the fit or the search goes on with it
+#' (\code{fit$members[[m]]$head$exact_gram} is then \code{TRUE}). The
 #' Gram matrices of the
 #' two parts are computed once and summed for the final fit. The values tried
 #' are kept in \code{fit$members[[m]]$head$search} (the attribute

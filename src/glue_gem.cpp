@@ -132,6 +132,7 @@ Rcpp::List head_to_r(const kl::GemHeadFit& f, bool standardize) {
         Rcpp::Named("train_error") = Rcpp::wrap(c.train_error),
         Rcpp::Named("iterations") = c.iterations, Rcpp::Named("converged") = c.converged,
         Rcpp::Named("single_factor") = c.single_factor,
+        Rcpp::Named("exact_gram") = c.exact_gram,
         Rcpp::Named("p") = static_cast<double>(f.p), Rcpp::Named("single") = f.single,
         Rcpp::Named("lambda") = f.lambda, Rcpp::Named("search") = search,
         Rcpp::Named("search_only") = f.search_only,

@@ -243,3 +243,54 @@ TEST_CASE("linalg: the tiled Gram matrix [X 1]'[X 1] in double and single precis
     CHECK_IDENTICAL(gram(X, true, 1, simd), Gs);
   }
 }
+
+TEST_CASE(
+    "linalg: the Gram matrix of single-precision rows summed in double is the exact one, and a "
+    "least-squares fit the single-precision sums leave indefinite falls back to it") {
+  kl::Rng rng(ct::seed2(14, 1));
+  // rows over several blocks, columns over several tiles
+  const kl::Mat X = ct::rnorm(rng, 5000, 600);
+  const kl::RowMajorF32 F = ct::to_single(X);
+  kl::Mat Xr(X.rows(), X.cols());  // the rows as stored, in double
+  for (Eigen::Index i = 0; i < X.rows(); ++i)
+    for (Eigen::Index j = 0; j < X.cols(); ++j)
+      Xr(i, j) = static_cast<double>(F.data[static_cast<std::size_t>(i * F.p + j)]);
+  const kl::Mat ref = with_ones(Xr).transpose() * with_ones(Xr);
+  const kl::Mat Ge = kl::gram_with_intercept_double_sums(F, 2);
+  CHECK_EQUAL(Ge, ref, 1e-12);
+  CHECK_IDENTICAL(kl::gram_with_intercept_double_sums(F, 1), Ge);
+  // 40 distinct columns, each repeated 8 times through a different affine map (as a 0/1 input
+  // and its powers, standardised): collinear with each other and the intercept up to the
+  // rounding of the stored values, so that the single-precision sums leave the system
+  // indefinite by far more than lambda sqrt(n)
+  const int n = 20000, p = 320;
+  const kl::Mat N = ct::rnorm(rng, n, 40);
+  kl::Mat D(n, p);
+  for (int j = 0; j < p; ++j)
+    D.col(j) = (N.col(j % 40) * (1.0 + 0.1 * (j / 40))).array() + 0.3 * (j / 40);
+  kl::IVec y(n);
+  for (int i = 0; i < n; ++i) y[i] = (N(i, 0) + N(i, 1) > 0) + (N(i, 2) > 1);
+  const kl::RowMajorF32 DF = ct::to_single(D);
+  kl::ClsOptions o;
+  o.lambda = 1e-6;
+  o.max_iter = 3;
+  o.tol = 0;
+  o.threads = 2;
+  const kl::ClsFit f = kl::cls_fit(DF, y, 3, o);
+  CHECK(f.exact_gram);
+  // the scores of the fit on the double-precision design (its Gram matrix summed in double)
+  kl::Mat Dr(n, p);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < p; ++j) Dr(i, j) = static_cast<double>(DF.data[static_cast<std::size_t>(i * p + j)]);
+  const kl::ClsFit g = kl::cls_fit(Dr, y, 3, o);
+  CHECK(!g.exact_gram);
+  CHECK_LT(ct::max_abs(kl::Mat(f.scores - g.scores)), 1e-3);
+  // a penalty search on the same rows goes below the value where the single-precision sums fail
+  kl::HeadSearch search;
+  const std::vector<double> grid = {1e-6, 1e-4, 1e-2, 1};
+  kl::ClsOptions os = o;
+  const kl::ClsFit fs = kl::cls_fit_select(DF, 16000, y, 3, os, grid, 3, true, search);
+  CHECK_EQ(search.lambda.size(), grid.size());
+  CHECK(fs.exact_gram);
+}
+

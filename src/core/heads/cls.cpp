@@ -154,6 +154,49 @@ Mat gram_impl(const Src& s, int threads, SimdLevel max_level, const Callbacks& c
   return G;
 }
 
+// The same with every product summed in double precision (the single-precision rows are
+// converted a block at a time): the Gram matrix of the rows as they are stored, positive
+// semi-definite to double rounding. About twice the time of gram_impl's sums of blocks of
+// kGramSum rows in single precision, whose rounding (a relative 1e-6 to 1e-5) can leave
+// [X 1]'[X 1] / 2 + lambda sqrt(n) I indefinite when many features are collinear and lambda is
+// small; it is computed only when a factorisation fails on gram_impl's matrix.
+template <class Src>
+Mat gram_double_sums(const Src& s, int threads, const Callbacks& cb) {
+  const Eigen::Index n = s.rows(), p = s.cols();
+  if (!std::is_same<typename Src::Scalar, float>::value)
+    return gram_impl(s, threads, SimdLevel::none, cb);
+  Mat G = Mat::Zero(p + 1, p + 1);
+  const SimdLevel level = simd_level();
+  // rows per block: a multiple of 256 holding about 64 MB in double
+  const Eigen::Index block = std::max<Eigen::Index>(
+      256, std::min<Eigen::Index>(4096, (8 << 20) / std::max<Eigen::Index>(p, 1) / 256 * 256));
+  std::vector<double> buf;
+  std::vector<double> store;
+  const int nt = clamp_threads(threads);
+  for (Eigen::Index r0 = 0; r0 < n; r0 += block) {
+    cb.check();
+    const Eigen::Index len = std::min(block, n - r0);
+    buf.resize(static_cast<std::size_t>(len * p));
+    const auto* src = s.data(r0);
+    const Eigen::Index rs = s.row_stride(), cs = s.col_stride();
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(nt) if (len > 64)
+#endif
+    for (Eigen::Index i = 0; i < len; ++i)
+      for (Eigen::Index j = 0; j < p; ++j)
+        buf[static_cast<std::size_t>(i * p + j)] = static_cast<double>(src[i * rs + j * cs]);
+    add_crossprod_lower(level, buf.data(), p, 1, len, p, kGramTile, G.topLeftCorner(p, p), nt,
+                        level == SimdLevel::none ? nullptr : &store, 0);
+    cb.report(static_cast<double>(r0 + len) / static_cast<double>(n));
+  }
+  mirror_lower(G, p, threads);
+  const Vec colsum = column_sums(s, threads);
+  G.col(p).head(p) = colsum;
+  G.row(p).head(p) = colsum.transpose();
+  G(p, p) = static_cast<double>(n);
+  return G;
+}
+
 // Classes padded to the block of the skinny single-precision kernels.
 Eigen::Index padded_classes(Eigen::Index K) {
   const Eigen::Index c = skinny_class_block();
@@ -456,6 +499,27 @@ ClsFit cls_fit_final(const Src& s, const IVec& y, int K, const ClsOptions& opt, 
   return cls_fit_from_gram(s, y, K, opt, std::move(G), cb);
 }
 
+// cls_fit_final, and where it finds the system singular with lambda > 0 (which rounding in the
+// single-precision sums of G can cause, never the exact system), again on the Gram matrix
+// summed in double precision.
+template <class Src>
+ClsFit cls_fit_final_exact(const Src& s, const IVec& y, int K, const ClsOptions& opt, Mat G,
+                           const Callbacks& cb) {
+  if (!(opt.lambda > 0) || !std::is_same<typename Src::Scalar, float>::value)
+    return cls_fit_final(s, y, K, opt, std::move(G), cb);
+  try {
+    return cls_fit_final(s, y, K, opt, std::move(G), cb);
+  } catch (const SingularSystem&) {
+  }
+  const auto t0 = Clock::now();
+  Mat Ge = gram_double_sums(s, clamp_threads(opt.threads), cb.stage(0.0, 0.0));
+  const double sg = seconds_between(t0, Clock::now());
+  ClsFit f = cls_fit_final(s, y, K, opt, std::move(Ge), cb);
+  f.seconds_gram += sg;
+  f.exact_gram = true;
+  return f;
+}
+
 template <class Src>
 ClsFit cls_fit_impl(const Src& s, const IVec& y, int K, const ClsOptions& opt,
                     const Callbacks& cb) {
@@ -465,8 +529,8 @@ ClsFit cls_fit_impl(const Src& s, const IVec& y, int K, const ClsOptions& opt,
   const auto t0 = Clock::now();
   Mat G = gram_impl(s, clamp_threads(opt.threads), SimdLevel::avx512, cb.stage(0.0, gram_share));
   const double sg = seconds_between(t0, Clock::now());
-  ClsFit f = cls_fit_final(s, y, K, opt, std::move(G), cb.stage(gram_share, 1.0));
-  f.seconds_gram = sg;
+  ClsFit f = cls_fit_final_exact(s, y, K, opt, std::move(G), cb.stage(gram_share, 1.0));
+  f.seconds_gram += sg;
   return f;
 }
 
@@ -521,7 +585,8 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
   // The Gram matrix of all rows is the sum of those of the two parts.
   Mat G = gram_impl(train, threads, SimdLevel::avx512, cb.stage(0.0, 0.3));
   Mat Gv = gram_impl(val, threads, SimdLevel::avx512, cb.stage(0.3, 0.4));
-  const double sg = seconds_between(t0, Clock::now());
+  double sg = seconds_between(t0, Clock::now());
+  bool exact = false;  // G and Gv summed in double precision
   const IVec yt = y.head(nt), yv = y.tail(nv);
   const int m = static_cast<int>(grid.size());
   std::vector<double> err(static_cast<std::size_t>(m), -1.0), loss(static_cast<std::size_t>(m), 0.0);
@@ -545,8 +610,23 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
       try {
         f = cls_fit_from_gram(train, yt, K, o, G, cb.stage(0.4, 0.4));
       } catch (const SingularSystem&) {
-        singular[static_cast<std::size_t>(i)] = 1;
-        return false;
+        // the single-precision sums of G can leave it indefinite where the exact system is
+        // not: once, both parts' Gram matrices are summed in double and the value retried
+        if (exact || !(o.lambda > 0) || !std::is_same<typename Src::Scalar, float>::value) {
+          singular[static_cast<std::size_t>(i)] = 1;
+          return false;
+        }
+        exact = true;
+        const auto te = Clock::now();
+        G = gram_double_sums(train, threads, cb.stage(0.4, 0.4));
+        Gv = gram_double_sums(val, threads, cb.stage(0.4, 0.4));
+        sg += seconds_between(te, Clock::now());
+        try {
+          f = cls_fit_from_gram(train, yt, K, o, G, cb.stage(0.4, 0.4));
+        } catch (const SingularSystem&) {
+          singular[static_cast<std::size_t>(i)] = 1;
+          return false;
+        }
       }
     }
     double e = 0, b = 0;
@@ -634,9 +714,12 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
   Gv.resize(0, 0);
   ClsOptions o = opt;
   o.lambda = search.chosen;
-  ClsFit f = cls_fit_final(all, y, K, o, std::move(G), cb.stage(0.4, 1.0));
-  f.seconds_gram = sg;
-  f.seconds_search = seconds_between(t0, Clock::now()) - sg - f.seconds_factor - f.seconds_steps;
+  ClsFit f = exact ? cls_fit_final(all, y, K, o, std::move(G), cb.stage(0.4, 1.0))
+                   : cls_fit_final_exact(all, y, K, o, std::move(G), cb.stage(0.4, 1.0));
+  f.exact_gram = f.exact_gram || exact;
+  f.seconds_gram += sg;
+  f.seconds_search =
+      seconds_between(t0, Clock::now()) - f.seconds_gram - f.seconds_factor - f.seconds_steps;
   return f;
 }
 
@@ -662,6 +745,10 @@ void simplex_project_rows(MatRef S) {
 Mat gram_with_intercept(const RowMajorF32& X, int threads, SimdLevel max_level,
                         const Callbacks& cb) {
   return gram_impl(SourceF32(X), threads, max_level, cb);
+}
+
+Mat gram_with_intercept_double_sums(const RowMajorF32& X, int threads, const Callbacks& cb) {
+  return gram_double_sums(SourceF32(X), threads, cb);
 }
 
 Mat gram_with_intercept(const CMatRef& X, int threads, const Callbacks& cb) {

@@ -57,6 +57,8 @@ struct ClsFit {
   int iterations = 0;
   bool converged = false;
   bool single_factor = false;  // factored and solved in single precision
+  bool exact_gram = false;     // the Gram matrix was summed again in double precision (after
+                               // its single-precision sums left the system indefinite)
   Mat scores;              // the final scores of the rows fitted (n x K), as cls_scores gives
                            // them for those rows
   // Wall time by stage; with a penalty search, seconds_search is the time of the fits on the
@@ -107,5 +109,9 @@ Mat gram_with_intercept(const RowMajorF32& X, int threads,
                         SimdLevel max_level = SimdLevel::avx512,
                         const Callbacks& cb = Callbacks());
 Mat gram_with_intercept(const CMatRef& X, int threads, const Callbacks& cb = Callbacks());
+// The same with every product of the single-precision rows summed in double precision (the
+// matrix the fits fall back to when the single-precision sums leave a system indefinite).
+Mat gram_with_intercept_double_sums(const RowMajorF32& X, int threads,
+                                    const Callbacks& cb = Callbacks());
 
 }  // namespace kl
