@@ -1116,3 +1116,34 @@ test_that("gem_control() holds the tuning constants, and gem() names those it mo
                             lambda = 1e-3, control = gem_control(eigen_method = "dense")))
   expect_true(all(d$members[[1]]$layers[[1]]$dense))
 })
+
+test_that("calibrated least squares with collinear features (a one-hot group) and a small penalty fits as in double precision", {
+  # the one-hot columns sum to the intercept, and each repeats its own powers: the
+  # single-precision block sums of the Gram matrix can leave the system indefinite at a small
+  # lambda; the fit then sums it again in double precision (head$exact_gram)
+  set.seed(1)
+  n <- 4000
+  g <- sample(10, n, TRUE)
+  xc <- matrix(rnorm(n * 4), n)
+  x <- cbind(xc, outer(g, 1:10, "==") * 1)
+  y <- factor(ifelse(xc[, 1] + g / 5 + rnorm(n, sd = 0.5) > 1.5, "a",
+                     ifelse(xc[, 2] > 0, "b", "c")))
+  for (lam in c(1e-2, 1e-4, 1e-6)) {
+    set.seed(2)
+    f <- gem(x, y, lambda = lam, ridge = 0.1, top = 3)
+    expect_true(is.logical(f$members[[1]]$head$exact_gram))
+    old <- options(kernlearn.gem_single_cells = Inf)
+    set.seed(2)
+    fd <- gem(x, y, lambda = lam, ridge = 0.1, top = 3)
+    options(old)
+    pf <- predict(f, x, type = "prob")
+    pd <- predict(fd, x, type = "prob")
+    expect_lt(max(abs(pf - pd)), 0.02, label = sprintf("lambda %g", lam))
+    expect_gt(mean(predict(f, x) == predict(fd, x)), 0.99)
+  }
+  # a penalty search down to small values
+  set.seed(3)
+  s <- gem(x, y, ridge = 0.1, top = 3)
+  expect_true(is.finite(s$params$lambda))
+  expect_lt(mean(predict(s, x) != y), 0.2)
+})
