@@ -372,8 +372,11 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
 #' @param maxit,tol Iteration cap and gradient tolerance of the logistic
 #'   regression (default 500 and 1e-6); for \code{head = "cls"}, the cap on
 #'   the calibration steps and the root-mean-square score change that stops
-#'   them (default 25 and 0.002; \code{tol = 0} runs exactly \code{maxit}
-#'   steps). \code{NULL} means the default of the head.
+#'   them (default 100 and 0.002; \code{tol = 0} runs exactly \code{maxit}
+#'   steps). The fits of a penalty search, which only rank the penalties,
+#'   take at most 100 iterations (logistic) or 25 steps (calibrated least
+#'   squares); the final fit has the full budget. \code{NULL} means the
+#'   default of the head.
 #' @param standardize Centre and scale the features to unit variance on the
 #'   training rows before the classifier.
 #' @param eigen_method How the generalized eigenvectors are computed:

@@ -602,6 +602,7 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
     if (err[static_cast<std::size_t>(i)] >= 0) return true;
     ClsOptions o = opt;
     o.lambda = grid[static_cast<std::size_t>(i)];
+    o.max_iter = std::min(opt.max_iter, kClsSearchMaxSteps);
     ClsFit f;
     const bool single = static_cast<double>(G.rows()) >= opt.single_factor_min &&
                         cls_fit_from_gram_single(train, yt, K, o, G, factor, f,

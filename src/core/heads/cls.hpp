@@ -29,6 +29,10 @@ struct SingularSystem : Error {
   using Error::Error;
 };
 
+// The calibration steps of each fit of a penalty search are capped at this many (those fits
+// only rank the penalties; the final fit has the full budget, max_iter).
+constexpr int kClsSearchMaxSteps = 25;
+
 struct ClsOptions {
   double lambda = 0.5;  // ridge of the least-squares steps (times sqrt(n))
   int max_iter = 10;    // calibration steps

@@ -171,7 +171,8 @@ GemMemberFit fit_member(const CMatRef& x, const IVec& y, int K, const GemMemberI
     // every value when one more factorisation and its steps cost little next to the Gram matrix
     const double m = static_cast<double>(ho.lambda.size());
     ho.exhaustive = m * (p_out * p_out * p_out / 3.0 +
-                         4.0 * ho.max_iter * nd * static_cast<double>(K) * p_out) <=
+                         4.0 * std::min(ho.max_iter, kClsSearchMaxSteps) * nd *
+                             static_cast<double>(K) * p_out) <=
                     nd * p_out * p_out;
   }
   const auto t0 = Clock::now();
