@@ -785,8 +785,9 @@ plot.kl_localized <- function(x, which = NULL, ...) {
                        own = length(own[[c]]), seed = .kl_seed())
   }
   use_future <- .klcv_use_future()
-  # the Gaussian each cell compares with is tuned over the grid kernel_svm(cells = ) uses:
-  # widths relative to the cell's own scale, the cells' costs
+  # the Gaussian each cell compares with is tuned over the grid kernel_svm(cells = ) uses
+  # (widths relative to the cell's own scale, the cells' costs), on the cell's rows in the
+  # scaling of the whole input
   shared <- list(args = args, weight = w, levels = inp$levels,
                  gaussian_grid = list(gamma = .kl_cells_gamma_grid(cells, "svm"),
                                       relative = cells$relative_gamma, cost = cells$cost_grid),
@@ -839,7 +840,8 @@ plot.kl_localized <- function(x, which = NULL, ...) {
     if (isTRUE(a$baseline))
       .tkl_fit_protected(inp, a$degree, a$delta, a$cost, a$epsilon, a$tol, a$maxit, cw,
                          a$probability, a$svm_tol, a$cache, threads, NULL, TRUE, a$ridge,
-                         normalize, precision, grid = shared$gaussian_grid)
+                         normalize, precision, grid = shared$gaussian_grid,
+                         x_gauss = task$x)
     else .tkl_fit(inp, a$degree, a$delta, a$cost, a$epsilon, a$tol, a$maxit, cw,
                   a$probability, a$svm_tol, a$cache, threads, NULL, a$ridge, normalize,
                   precision))
@@ -863,8 +865,12 @@ plot.kl_localized <- function(x, which = NULL, ...) {
     out$probB <- s$probB
   }
   out$kernel <- s$kernel  # the tessellated kernel, or the Gaussian where that won
-  out$xmin <- inp$spec$min
-  out$xscale <- inp$spec$scale
+  # the learned kernel works on the cell's rows scaled to [0, 1] by the cell's range; the
+  # Gaussian on the rows as the whole input is scaled (as kernel_svm(cells = ) does)
+  if (!isTRUE(fit$gaussian_coordinates)) {
+    out$xmin <- inp$spec$min
+    out$xscale <- inp$spec$scale
+  }
   out$gap_converged <- fit$converged
   if (is.function(progress)) progress(sprintf("cell %d", task$cell))
   out

@@ -95,7 +95,9 @@
 #' \code{cells}, the comparison runs in every cell, on the cell's rows, and
 #' the Gaussian is tuned over the grid of \code{\link{kl_cells}()}
 #' (\code{gamma_grid} times the cell's reference width, \code{cost_grid}),
-#' as \code{kernel_svm(cells = )} tunes it.
+#' on the cell's rows as the whole input is scaled (the learned kernel sees
+#' them scaled to \eqn{[0, 1]} by the cell's range), as
+#' \code{kernel_svm(cells = )} tunes it.
 #'
 #' \strong{Several classes.} One \eqn{P} is shared by the one-vs-one pairs:
 #' the objective is the sum of the pairs' duals and the gradient the sum of
@@ -524,9 +526,14 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
 # `grid`: NULL (the Gaussian's widths {1/2, ..., 16} / d, costs 2^(-1, 1, ..., 11)), or the
 # grid of a localized fit, list(gamma, relative, cost): widths `gamma` times the rows'
 # reference width (one over the median squared distance) when `relative`, else as given.
+# `x_gauss`: the rows (those of inp$x, in order) in the coordinates the Gaussian SVM works in
+# (a cell's rows in the scaling of the whole input, as kernel_svm(cells = ) sees them; the
+# learned kernel needs them on [0, 1] by the cell's range); NULL: inp$x. Where the Gaussian
+# wins, its model is fitted on x_gauss (fit$gaussian_coordinates is then TRUE).
 .tkl_fit_protected <- function(inp, degree, delta, cost, epsilon, tol, maxit, class.weights,
                                probability, svm_tol, cache, threads, call, baseline,
-                               ridge, normalize = TRUE, precision = "auto", grid = NULL) {
+                               ridge, normalize = TRUE, precision = "auto", grid = NULL,
+                               x_gauss = NULL) {
   caller <- "tkl()"
   .check_flag(baseline, "baseline", caller)
   fit_all <- function() .tkl_fit(inp, degree, delta, cost, epsilon, tol, maxit, class.weights,
@@ -548,6 +555,8 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
     return(fit)
   }
   t0 <- proc.time()[["elapsed"]]
+  xg <- if (is.null(x_gauss)) inp$x else x_gauss
+  if (nrow(xg) != n) stop("tkl(): internal: the Gaussian's rows do not match", call. = FALSE)
   foldid <- .klcv_folds(list(n = n, task = inp$task, y = inp$y), 5L, NULL, caller)$foldid
   d <- ncol(inp$x)
   ident <- list(kind = "matrix", columns = colnames(inp$x), features = colnames(inp$x),
@@ -563,7 +572,7 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
                            else mean((pred - y)^2)
   grid <- if (is.null(grid)) list(gamma = c(0.5, 1, 2, 4, 8, 16) / d, cost = 2^seq(-1, 11, by = 2))
           else list(gamma = if (isTRUE(grid$relative))
-                              grid$gamma * .dikl_median_gamma(inp$x, caller) else grid$gamma,
+                              grid$gamma * .dikl_median_gamma(xg, caller) else grid$gamma,
                     cost = grid$cost)
   # Up to .tkl_cv_rows rows, both are cross-validated on the same 5 folds of all rows (a single
   # held-out fifth of a few hundred rows decides by chance); above, the first fold is held out.
@@ -580,7 +589,7 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
       if (k == 1L) ft <- fk
     }
     e_learned <- err(pred, inp$y)
-    tn <- kl_tune(kernel_svm, inp$x, inp$y, grid = grid, foldid = foldid, refit = FALSE,
+    tn <- kl_tune(kernel_svm, xg, inp$y, grid = grid, foldid = foldid, refit = FALSE,
                   epsilon = epsilon, class.weights = class.weights, scale = "none",
                   threads = threads)
     g <- tn$best
@@ -595,14 +604,14 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
     ft <- .tkl_fit(part, degree, delta, cost, epsilon, tol, maxit, class.weights, FALSE,
                    svm_tol, cache, threads, NULL, ridge, normalize, precision)
     e_learned <- err(predict(ft, xv, threads = threads), yv)
-    tn <- kl_tune(kernel_svm, part$x, part$y, grid = grid, folds = 5, refit = FALSE,
-                  epsilon = epsilon, class.weights = class.weights, scale = "none",
-                  threads = threads)
+    tn <- kl_tune(kernel_svm, xg[!hold, , drop = FALSE], part$y, grid = grid, folds = 5,
+                  refit = FALSE, epsilon = epsilon, class.weights = class.weights,
+                  scale = "none", threads = threads)
     g <- tn$best
-    gm <- kernel_svm(part$x, part$y, gamma = g$gamma, cost = g$cost, epsilon = epsilon,
-                     class.weights = class.weights, scale = "none", fitted = FALSE,
-                     threads = threads)
-    e_base <- err(predict(gm, xv, threads = threads), yv)
+    gm <- kernel_svm(xg[!hold, , drop = FALSE], part$y, gamma = g$gamma, cost = g$cost,
+                     epsilon = epsilon, class.weights = class.weights, scale = "none",
+                     fitted = FALSE, threads = threads)
+    e_base <- err(predict(gm, xg[hold, , drop = FALSE], threads = threads), yv)
     where <- sprintf("on %d held-out rows", sum(hold))
     validation <- sum(hold)
   }
@@ -622,7 +631,10 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
     fit$spec <- inp$spec
     fit$n <- n
     fit$probability <- probability
-    fit$svm <- .kernel_svm_fit(inp, gaussian_kernel(gamma = g$gamma), cost = g$cost, gamma = NULL,
+    ginp <- inp
+    ginp$x <- xg
+    fit$gaussian_coordinates <- !is.null(x_gauss)
+    fit$svm <- .kernel_svm_fit(ginp, gaussian_kernel(gamma = g$gamma), cost = g$cost, gamma = NULL,
                                epsilon = epsilon, type = NULL, class.weights = class.weights,
                                probability = probability, prob_folds = 5L, tol = svm_tol,
                                shrinking = TRUE, cache = cache, max_iter = NULL,

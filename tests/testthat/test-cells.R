@@ -259,6 +259,11 @@ test_that("tkl with cells: one cell is the global fit, and each cell keeps the b
                          TRUE)))
   tab <- summary(p)$cells[two, ]
   expect_true(all(is.finite(tab$gamma)) && all(is.finite(tab$cv_error)))
+  # the Gaussian cells work on the rows as the whole input is scaled (no rescaling by the
+  # cell's range, which only the learned kernel needs)
+  expect_true(all(vapply(p$cells[two], function(c) is.null(c$xmin) && is.null(c$xscale), NA)))
+  two_raw <- vapply(raw$cells, function(c) length(c$classes) == 2L, TRUE)
+  expect_true(all(vapply(raw$cells[two_raw], function(c) !is.null(c$xmin), NA)))
   te <- cells_data(2000, 44)
   err_p <- mean(predict(p, te$x) != te$y)
   err_raw <- mean(predict(raw, te$x) != te$y)
