@@ -128,7 +128,7 @@
   .check_number(depth, "depth", lower = 1, upper = 2, integer = TRUE)
   head <- .kl_choice(head, c("cls", "logistic"), "head", caller)
   cls <- head == "cls"
-  if (is.null(maxit)) maxit <- if (cls) 100 else 500
+  if (is.null(maxit)) maxit <- if (cls) 50 else 500
   if (is.null(tol)) tol <- if (cls) 0.002 else 1e-6
   if (!is.null(lambda)) .check_number(lambda, "lambda", lower = 0)
   # a penalty chosen on a sample of the rows (sample_search: that search): the rows are held

@@ -372,7 +372,7 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
 #' @param maxit,tol Iteration cap and gradient tolerance of the logistic
 #'   regression (default 500 and 1e-6); for \code{head = "cls"}, the cap on
 #'   the calibration steps and the root-mean-square score change that stops
-#'   them (default 100 and 0.002; \code{tol = 0} runs exactly \code{maxit}
+#'   them (default 50 and 0.002; \code{tol = 0} runs exactly \code{maxit}
 #'   steps). The fits of a penalty search, which only rank the penalties,
 #'   take at most 100 iterations (logistic) or 25 steps (calibrated least
 #'   squares); the final fit has the full budget. \code{NULL} means the
