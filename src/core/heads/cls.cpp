@@ -112,6 +112,18 @@ void mirror_lower(Mat& G, Eigen::Index p, int threads) {
   }
 }
 
+// The rest of [X 1]'[X 1] once the lower triangle of X'X is in G's leading block: its upper
+// triangle, and the intercept's row and column (the column sums, in double).
+template <class Src>
+void finish_gram(const Src& s, Mat& G, int threads) {
+  const Eigen::Index p = s.cols();
+  mirror_lower(G, p, threads);
+  const Vec colsum = column_sums(s, threads);
+  G.col(p).head(p) = colsum;
+  G.row(p).head(p) = colsum.transpose();
+  G(p, p) = static_cast<double>(s.rows());
+}
+
 // Single-precision tiles go through the widest vectorised kernel of linalg/simd.hpp up to
 // `max_level` that the processor has; otherwise (and for double input) through Eigen.
 template <class Src>
@@ -146,11 +158,7 @@ Mat gram_impl(const Src& s, int threads, SimdLevel max_level, const Callbacks& c
                         G.topLeftCorner(p, p), threads, &store, kGramSum);
     cb.report(static_cast<double>(c + 1) / static_cast<double>(nchunks));
   }
-  mirror_lower(G, p, threads);
-  const Vec colsum = column_sums(s, threads);
-  G.col(p).head(p) = colsum;
-  G.row(p).head(p) = colsum.transpose();
-  G(p, p) = static_cast<double>(n);
+  finish_gram(s, G, threads);
   return G;
 }
 
@@ -189,11 +197,7 @@ Mat gram_double_sums(const Src& s, int threads, const Callbacks& cb) {
                         level == SimdLevel::none ? nullptr : &store, 0);
     cb.report(static_cast<double>(r0 + len) / static_cast<double>(n));
   }
-  mirror_lower(G, p, threads);
-  const Vec colsum = column_sums(s, threads);
-  G.col(p).head(p) = colsum;
-  G.row(p).head(p) = colsum.transpose();
-  G(p, p) = static_cast<double>(n);
+  finish_gram(s, G, threads);
   return G;
 }
 
