@@ -509,11 +509,10 @@ ClsFit cls_fit_final(const Src& s, const IVec& y, int K, const ClsOptions& opt, 
 template <class Src>
 ClsFit cls_fit_final_exact(const Src& s, const IVec& y, int K, const ClsOptions& opt, Mat G,
                            const Callbacks& cb) {
-  if (!(opt.lambda > 0) || !std::is_same<typename Src::Scalar, float>::value)
-    return cls_fit_final(s, y, K, opt, std::move(G), cb);
   try {
     return cls_fit_final(s, y, K, opt, std::move(G), cb);
   } catch (const SingularSystem&) {
+    if (!(opt.lambda > 0) || !std::is_same<typename Src::Scalar, float>::value) throw;
   }
   const auto t0 = Clock::now();
   Mat Ge = gram_double_sums(s, clamp_threads(opt.threads), cb.stage(0.0, 0.0));
