@@ -2,7 +2,7 @@
 # machines, in one run.
 #
 # Usage: KERNLEARN_DATA_DIR=<data> Rscript bench/cells.R [parts] [threads]
-#   parts    comma-separated, default all: covbin, cov7, friedman, growth, sizes, learned
+#   parts    comma-separated, default all: covbin, cov7, friedman, growth, sizes, learned, tkl
 #     covbin    Covertype, class 2 against the rest: a random 50000 test rows (seed 1), the
 #               other 531012 train. kernel_svm(cells = TRUE) with its own per-cell selection;
 #               ranger with 100 and 500 trees; gem() with its defaults; the global kernel_svm()
@@ -13,7 +13,9 @@
 #               kernel_ridge(cells = TRUE); ranger 100 / 500 trees; the global kernel_ridge()
 #               on the largest of 10000, 20000, 30000 rows that fits in 10 minutes, with the
 #               median width and penalty per row the cells chose. gem() is a classifier and
-#               has no row here.
+#               has no row here. ranger's forest grows linearly in its trees (about 68 MB a
+#               tree here): 500 trees run only when 5 times the 100-tree fit's peak memory fits
+#               in the machine's; otherwise the row says so, with the memory it would need.
 #     growth    kernel_svm(cells = TRUE) on 100000, 200000 and 400000 of the covbin training
 #               rows: the exponent of fit time in n at the default cell size
 #     sizes     kernel_svm(cells = kl_cells(cell_size = m)) on 100000 covbin training rows for
@@ -21,8 +23,8 @@
 #     learned   hgk(cells = TRUE, loss = "hinge") on covbin
 #     tkl       tkl(cells = TRUE) with its defaults (in every cell the learned kernel against the
 #               cell's Gaussian SVM, tuned as kernel_svm(cells = TRUE) tunes it) on all covbin
-#               training rows, and kernel_svm(cells = TRUE) on them unless covbin runs too (not
-#               in the default set: about half an hour on this machine)
+#               training rows, and kernel_svm(cells = TRUE) on them unless covbin runs too
+#               (about half an hour on this machine)
 #     A part may also be one fit, dataset:method (as covbin:hgk or friedman:ranger500), on all
 #     of the dataset's training rows, stopped after KL_BENCH_LIMIT seconds (default 3600).
 #   threads  default 2, for every method (ranger's num.threads too)
@@ -149,7 +151,7 @@ if (length(args) && args[1L] == "--worker") {
 }
 
 # ---- the run --------------------------------------------------------------------------------
-parts <- c("covbin", "cov7", "friedman", "growth", "sizes", "learned")
+parts <- c("covbin", "cov7", "friedman", "growth", "sizes", "learned", "tkl")
 if (length(args) >= 1L) parts <- strsplit(args[1L], ",")[[1L]]
 threads <- if (length(args) >= 2L) as.integer(args[2L]) else 2L
 cache <- file.path(tempdir(), "kl-cells-bench")
@@ -233,11 +235,27 @@ for (ds in intersect(c("covbin", "cov7"), parts)) {
 }
 if ("friedman" %in% parts) {
   cells <- run("friedman", "cells")
-  run("friedman", "ranger100")
+  r100 <- run("friedman", "ranger100")
   if (!is.null(cells))
     largest_global("friedman", c(10000, 20000, 30000),
                    list(gamma = median_of(cells, "gamma"), lambda = median_of(cells, "lambda/row")))
-  run("friedman", "ranger500")
+  # the forest's memory grows linearly in the trees: run 500 only where 5 times the 100-tree
+  # fit's peak fits in this machine's memory
+  mem_mb <- as.numeric(gsub("[^0-9]", "", grep("^MemTotal:", readLines("/proc/meminfo"),
+                                               value = TRUE))) / 1024
+  need_mb <- if (is.null(r100)) NA else 5 * r100$peak_mb
+  if (smoke || (!is.na(need_mb) && need_mb < 0.9 * mem_mb)) {
+    run("friedman", "ranger500")
+  } else if (!is.na(need_mb)) {
+    cat(sprintf("friedman ranger500 not run: it needs about %.0f MB, this machine has %.0f MB\n",
+                need_mb, mem_mb))
+    save_row(data.frame(date = format(Sys.time(), "%Y-%m-%d %H:%M"), dataset = "friedman",
+                        method = "ranger500", n_train = r100$n_train, n_test = r100$n_test,
+                        threads = threads, fit_s = NA, predict_s = NA, metric = "test MSE",
+                        value = NA, peak_mb = NA, params = "",
+                        note = sprintf("not run: needs about %.0f MB (5 x the 100-tree peak), the machine has %.0f MB",
+                                       need_mb, mem_mb), stringsAsFactors = FALSE))
+  }
 }
 if ("growth" %in% parts) {
   g <- lapply(c(1e5, 2e5, 4e5), function(n) run("covbin", "cells", n))
