@@ -13,6 +13,21 @@
 #' usable, else the CPU), \code{"cpu"}, or \code{"cuda"} (the GPU, falling back
 #' to the CPU with a warning when it is not usable).
 #'
+#' Which operations run on the GPU is chosen per operation with
+#' \code{options(kernlearn.gpu_ops = )}, a character vector of
+#' \code{"kernel_matrix"} (Gaussian kernel matrices), \code{"gemm"} (the
+#' matrix products of \code{\link{dikl}} training), \code{"cholesky"} (with
+#' cuSOLVER: the factorisation and solve of \code{\link{kernel_ridge}}, and
+#' the factorisations of the calibrated least-squares head of \code{\link{gem}},
+#' kept on the GPU for its solves; systems of 2048 rows or more) and
+#' \code{"gram"} (with cuBLAS: the Gram matrix of that head's single-precision
+#' features, for 512 features or more). The default,
+#' \code{c("kernel_matrix", "gemm")}, holds the operations whose GPU results and
+#' timings have been checked against the CPU; \code{"cholesky"} and
+#' \code{"gram"} are to be switched on explicitly until then. Problems too small
+#' to gain from the transfers stay on the CPU, and so does an operation that does
+#' not fit in the GPU's memory.
+#'
 #' On the CPU, the dense algebra (products, kernel matrices, exponentials,
 #' Cholesky) runs through kernels vectorised for AVX2 or AVX-512 when the
 #' processor has them (chosen at run time; attribute \code{simd}), and through
@@ -25,8 +40,9 @@
 #' @return A string: \code{"cpu"} or \code{"cuda: <device name>"}, with
 #'   attributes \code{gpu_library} (path of the GPU library, or \code{""} when
 #'   the package was built without CUDA), \code{reason} (why the GPU is not
-#'   in use, or \code{""}) and \code{simd} (the CPU's vector kernels in use:
-#'   \code{"avx512"}, \code{"avx2"} or \code{"none"}).
+#'   in use, or \code{""}), \code{gpu_ops} (the operations that run on the
+#'   GPU: empty when the CPU is in use) and \code{simd} (the CPU's vector
+#'   kernels in use: \code{"avx512"}, \code{"avx2"} or \code{"none"}).
 #' @examples
 #' kl_backend()
 #' op <- options(kernlearn.backend = "cpu")
@@ -42,7 +58,26 @@ kl_backend <- function(verbose = FALSE) {
             else probe$why
   if (isTRUE(verbose) && nzchar(reason)) message("kernlearn uses the CPU: ", reason)
   structure(name, gpu_library = arg$lib, reason = reason,
+            gpu_ops = if (arg$gpu) .gpu_op_names[bitwAnd(arg$ops, .gpu_op_bits) > 0L]
+                      else character(0),
             simd = .kl_core("kl_backend()", cpp_simd_level))
+}
+
+# The operations the GPU can take over, with their flags in the C++ core (GpuOp in
+# src/core/backend/backend.hpp), and those run there by default.
+.gpu_op_names <- c("kernel_matrix", "gemm", "cholesky", "gram")
+.gpu_op_bits <- c(1L, 2L, 4L, 8L)
+.gpu_ops_default <- c("kernel_matrix", "gemm")
+
+# The flags of options(kernlearn.gpu_ops), checked.
+.gpu_ops_mask <- function() {
+  ops <- getOption("kernlearn.gpu_ops", .gpu_ops_default)
+  if (is.null(ops)) ops <- character(0)
+  if (!is.character(ops) || anyNA(ops) || !all(ops %in% .gpu_op_names))
+    stop("options(kernlearn.gpu_ops) must be a character vector of ",
+         paste0("\"", .gpu_op_names, "\"", collapse = ", "), " (got ", .show_value(ops), ")",
+         call. = FALSE)
+  sum(.gpu_op_bits[.gpu_op_names %in% ops])
 }
 
 .backend_mode <- function() {
@@ -69,11 +104,12 @@ kl_backend <- function(verbose = FALSE) {
   .kl_state$gpu
 }
 
-# The backend argument of the C++ glue: list(gpu = TRUE/FALSE, lib = path).
+# The backend argument of the C++ glue: list(gpu = TRUE/FALSE, lib = path, ops = GpuOp flags).
 .kl_backend_arg <- function(message = TRUE) {
   mode <- .backend_mode()
   lib <- .gpu_lib_path()
-  if (mode == "cpu") return(list(gpu = FALSE, lib = lib))
+  ops <- .gpu_ops_mask()
+  if (mode == "cpu") return(list(gpu = FALSE, lib = lib, ops = ops))
   # "auto" falls back to the CPU silently (kl_backend() says why); an explicit "cuda" that
   # cannot be honoured warns, once per session.
   if (!nzchar(lib)) {
@@ -83,12 +119,12 @@ kl_backend <- function(verbose = FALSE) {
               "without CUDA (reinstall with KERNLEARN_CUDA=yes and a CUDA toolkit)",
               call. = FALSE)
     }
-    return(list(gpu = FALSE, lib = lib))
+    return(list(gpu = FALSE, lib = lib, ops = ops))
   }
   probe <- .gpu_probe()
   if (!isTRUE(probe$available) && mode == "cuda" && message && !isTRUE(.kl_state$told_nogpu)) {
     .kl_state$told_nogpu <- TRUE
     warning("options(kernlearn.backend = \"cuda\"): using the CPU: ", probe$why, call. = FALSE)
   }
-  list(gpu = isTRUE(probe$available), lib = lib)
+  list(gpu = isTRUE(probe$available), lib = lib, ops = ops)
 }

@@ -235,7 +235,7 @@
                   single_cells = as.double(.gem_single_cells(head)),
                   single_factor = .gem_single_factor(), single_final = .gem_single_final(),
                   memory_limit = if (is.na(limit)) NA_real_ else as.double(limit),
-                  threads = threads)
+                  threads = threads, backend = .kl_backend_arg())
   fits <- .kl_core(caller, cpp_gem_fit, x, yi, k, lapply(layers, .gem_layer_core),
                    lapply(inputs, `[[`, "core"), options, progress, levels = lev)
   members <- lapply(seq_len(ensemble), function(m)

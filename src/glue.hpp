@@ -167,7 +167,12 @@ inline kl::Backend& backend_from_r(const Rcpp::List& b) {
   if (gpu) {
     std::string why;
     kl::Backend* g = kl::gpu_backend(Rcpp::as<std::string>(b["lib"]), &why);
-    if (g) return *g;
+    if (g) {
+      // the operations options(kernlearn.gpu_ops) puts on the GPU (GpuOp flags)
+      g->set_gpu_ops(b.containsElementNamed("ops") ? Rcpp::as<unsigned>(b["ops"])
+                                                   : kl::kGpuOpsDefault);
+      return *g;
+    }
   }
   return kl::cpu_backend();
 }

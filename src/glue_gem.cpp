@@ -206,7 +206,8 @@ std::vector<Eigen::Index> rows_from_r(SEXP rows) {
 // ("auto", "dense" or "iterative") and eigen_tol of the eigensolver; single_cells (feature
 // matrices with more entries are held in single precision), single_factor, single_final (the
 // smallest cls systems, in columns, factored in single precision in the search and in the
-// final fit); memory_limit (bytes, NA: no limit); threads.
+// final fit); memory_limit (bytes, NA: no limit); threads; backend (optional, as
+// .kl_backend_arg() gives it).
 // Returns one list per member: layers (per layer: spectra, kept, vectors of every pair,
 // dense, applications, V), head (the classifier; for cls with the training scores in the
 // member's row order: the held-out rows last) and timing.
@@ -251,6 +252,9 @@ Rcpp::List cpp_gem_fit(const Eigen::Map<Eigen::MatrixXd> x, Rcpp::IntegerVector 
     opt.single_cells = Rcpp::as<double>(options["single_cells"]);
     opt.head.single_factor_min = Rcpp::as<double>(options["single_factor"]);
     opt.head.single_final_min = Rcpp::as<double>(options["single_final"]);
+    // the cls head's Gram matrix and factorisations where the backend takes them
+    if (options.containsElementNamed("backend"))
+      opt.head.backend = &klr::backend_from_r(Rcpp::List(options["backend"]));
     const double memory_limit = Rcpp::as<double>(options["memory_limit"]);
     if (!ISNAN(memory_limit)) opt.memory_limit = memory_limit;
     const bool standardize = opt.head.standardize;

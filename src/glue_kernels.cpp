@@ -52,9 +52,11 @@ Rcpp::List cpp_kernel_ridge_fit(const Eigen::Map<Eigen::MatrixXd> x,
     kl::Callbacks cb = klr::make_callbacks(progress);
     const Eigen::Index n = x.rows();
     Eigen::MatrixXd K(n, n);
-    klr::backend_from_r(backend).kernel_matrix(*k, x, x, K, threads, cb.stage(0.0, 0.5));
-    kl::KrrFit fit = klr::with_eigen_threads(
-        threads, [&]() { return kl::kernel_ridge_solve(K, y, lambda, intercept, threads, cb); });
+    kl::Backend& be = klr::backend_from_r(backend);
+    be.kernel_matrix(*k, x, x, K, threads, cb.stage(0.0, 0.5));
+    kl::KrrFit fit = klr::with_eigen_threads(threads, [&]() {
+      return kl::kernel_ridge_solve(K, y, lambda, intercept, threads, cb, be);
+    });
     cb.report(1.0);
     return Rcpp::List::create(Rcpp::Named("alpha") = Rcpp::wrap(fit.alpha),
                               Rcpp::Named("bias") = Rcpp::wrap(fit.bias));

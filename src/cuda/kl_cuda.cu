@@ -8,6 +8,7 @@
 //   KL_CUDA_GEMM_TILE  largest tile edge (rows, columns and inner dimension) of kl_cuda_dgemm
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
+#include <cusolverDn.h>
 
 #include <cerrno>
 #include <cmath>
@@ -16,6 +17,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <vector>
 
 #include "kl_cuda_api.h"
 
@@ -30,6 +33,7 @@ struct State {
   int device = -1;               // selected device, -1 before a successful kl_cuda_init
   cudaStream_t stream = nullptr;  // created with the cuBLAS handle
   cublasHandle_t blas = nullptr;  // created lazily on the first kernel call
+  cusolverDnHandle_t solver = nullptr;  // created lazily on the first factorisation
   double* buf = nullptr;          // one workspace, reused while large enough
   std::size_t buf_bytes = 0;
 };
@@ -64,6 +68,11 @@ int cuda_fail(char* err, int err_len, const char* what, cudaError_t e) {
 
 int blas_fail(char* err, int err_len, const char* what, cublasStatus_t s) {
   set_err(err, err_len, "%s (%s)", what, cublasGetStatusString(s));
+  return 1;
+}
+
+int solver_fail(char* err, int err_len, const char* what, cusolverStatus_t s) {
+  set_err(err, err_len, "%s (cuSOLVER status %d)", what, static_cast<int>(s));
   return 1;
 }
 
@@ -113,6 +122,54 @@ __global__ void gaussian_finish(double* __restrict__ G, int rows, int cols,
   }
 }
 
+// G (lower triangle, p x p, leading dimension p) += C (single precision, same layout).
+__global__ void add_lower_f32(double* __restrict__ G, const float* __restrict__ C, int p) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= p) return;
+  for (int j = blockIdx.y * blockDim.y + threadIdx.y; j <= i && j < p; j += gridDim.y * blockDim.y) {
+    const std::size_t k = static_cast<std::size_t>(j) * p + i;
+    G[k] += static_cast<double>(C[k]);
+  }
+}
+
+// A (n x n, leading dimension n) = scale * S + shift * I on the lower triangle, 0 above, with
+// S (double, leading dimension n) on the device; T is float or double.
+template <class T>
+__global__ void scaled_shifted_lower(T* __restrict__ A, const double* __restrict__ S, int n,
+                                     double scale, double shift) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  for (int j = blockIdx.y * blockDim.y + threadIdx.y; j < n; j += gridDim.y * blockDim.y) {
+    const std::size_t k = static_cast<std::size_t>(j) * n + i;
+    double v = 0.0;
+    if (i >= j) v = scale * S[k] + (i == j ? shift : 0.0);
+    A[k] = static_cast<T>(v);
+  }
+}
+
+// out[i] = A[i + i * n] (as double).
+template <class T>
+__global__ void diagonal_of(const T* __restrict__ A, int n, double* __restrict__ out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = static_cast<double>(A[static_cast<std::size_t>(i) * n + i]);
+}
+
+// dst[k] = src[k] for k < count, converting the type.
+template <class To, class From>
+__global__ void convert(To* __restrict__ dst, const From* __restrict__ src, std::size_t count) {
+  for (std::size_t k = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; k < count;
+       k += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    dst[k] = static_cast<To>(src[k]);
+}
+
+// Grid for the column loops above: one thread per row, columns strided over at most 65535
+// blocks.
+dim3 grid_2d(long rows, long cols, dim3 block) {
+  const long gy = (cols + block.y - 1) / block.y;
+  return dim3(static_cast<unsigned>((rows + block.x - 1) / block.x),
+              static_cast<unsigned>(gy < 65535 ? (gy > 0 ? gy : 1) : 65535));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Host helpers.
 
@@ -135,6 +192,8 @@ void free_workspace() {
 
 void release_all() {
   free_workspace();
+  if (g.solver) cusolverDnDestroy(g.solver);
+  g.solver = nullptr;
   if (g.blas) cublasDestroy(g.blas);
   g.blas = nullptr;
   if (g.stream) cudaStreamDestroy(g.stream);
@@ -252,6 +311,56 @@ int ensure_blas(char* err, int err_len) {
   g.blas = h;
   return 0;
 }
+
+// Creates the cuSOLVER handle on the library's stream if not there yet (after ensure_blas).
+int ensure_solver(char* err, int err_len) {
+  if (g.solver) return 0;
+  cusolverDnHandle_t h = nullptr;
+  cusolverStatus_t s = cusolverDnCreate(&h);
+  if (s != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cannot create the cuSOLVER handle", s);
+  s = cusolverDnSetStream(h, g.stream);
+  if (s != CUSOLVER_STATUS_SUCCESS) {
+    cusolverDnDestroy(h);
+    return solver_fail(err, err_len, "cannot set the cuSOLVER stream", s);
+  }
+  g.solver = h;
+  return 0;
+}
+
+// Device memory owned for the length of one call.
+struct DeviceBuffer {
+  void* p = nullptr;
+  ~DeviceBuffer() {
+    if (p) cudaFree(p);
+  }
+};
+
+// Allocates `bytes` of device memory into b, or fills err and returns 1.
+int device_alloc(DeviceBuffer* b, std::size_t bytes, const char* what, char* err, int err_len) {
+  if (bytes == 0) bytes = 1;
+  const cudaError_t e = cudaMalloc(&b->p, bytes);
+  if (e != cudaSuccess) {
+    b->p = nullptr;
+    cudaGetLastError();
+    set_err(err, err_len, "cannot allocate %.1f MiB of GPU memory for %s (%s: %s)",
+            static_cast<double>(bytes) / 1048576.0, what, cudaGetErrorName(e),
+            cudaGetErrorString(e));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+// The device factor of kl_cuda_factor_create.
+struct kl_cuda_factor {
+  int n = 0;
+  bool single = false;
+  void* L = nullptr;  // n x n, float or double, lower triangle
+  int* info = nullptr;
+};
+
+namespace {
 
 // Makes g.buf at least `bytes` long.
 int ensure_workspace(std::size_t bytes, char* err, int err_len) {
@@ -561,6 +670,353 @@ KL_EXPORT int kl_cuda_dgemm(int trans_a, int trans_b, int m, int n, int k, const
     }
   }
   KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "GPU computation failed");
+  return 0;
+}
+
+KL_EXPORT int kl_cuda_cholesky_solve(double* A, int n, int lda, int write_factor, double* B,
+                                     int nrhs, int ldb, int* info, char* err, int err_len) {
+  if (err && err_len > 0) err[0] = '\0';
+  if (!info) {
+    set_err(err, err_len, "null info pointer");
+    return 1;
+  }
+  *info = 0;
+  if (n < 0 || nrhs < 0) {
+    set_err(err, err_len, "negative dimension (n = %d, nrhs = %d)", n, nrhs);
+    return 1;
+  }
+  if (lda < (n > 1 ? n : 1) || (nrhs > 0 && ldb < (n > 1 ? n : 1))) {
+    set_err(err, err_len, "leading dimension too small (lda = %d, ldb = %d, n = %d)", lda, ldb, n);
+    return 1;
+  }
+  if (n == 0) return 0;
+  if (!A || (nrhs > 0 && !B)) {
+    set_err(err, err_len, "null matrix pointer");
+    return 1;
+  }
+  std::size_t budget = 0, free_b = 0;
+  if (prepare_call(kMaxWorkspaceBytes, &budget, &free_b, err, err_len) != 0) return 1;
+  if (ensure_solver(err, err_len) != 0) return 1;
+  // The cached workspace of the other routines is released: the factorisation wants the memory.
+  free_workspace();
+
+  const std::size_t N = static_cast<std::size_t>(n), R = static_cast<std::size_t>(nrhs);
+  const std::size_t w = sizeof(double);
+  DeviceBuffer dA, dB, dWork, dInfo;
+  if (device_alloc(&dA, N * N * w, "the matrix", err, err_len) != 0) return 1;
+  if (device_alloc(&dInfo, sizeof(int), "the status", err, err_len) != 0) return 1;
+  if (R > 0 && device_alloc(&dB, N * R * w, "the right-hand sides", err, err_len) != 0) return 1;
+
+  cusolverDnParams_t params = nullptr;
+  cusolverStatus_t st = cusolverDnCreateParams(&params);
+  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cannot create cuSOLVER parameters", st);
+  struct ParamsGuard {
+    cusolverDnParams_t p;
+    ~ParamsGuard() { cusolverDnDestroyParams(p); }
+  } params_guard{params};
+
+  double* a = static_cast<double*>(dA.p);
+  KL_CUDA_TRY(cudaMemcpy2DAsync(a, N * w, A, static_cast<std::size_t>(lda) * w, N * w, N,
+                                cudaMemcpyHostToDevice, g.stream),
+              "cannot copy the matrix to the GPU");
+  std::size_t dev_bytes = 0, host_bytes = 0;
+  st = cusolverDnXpotrf_bufferSize(g.solver, params, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F, a, n,
+                                   CUDA_R_64F, &dev_bytes, &host_bytes);
+  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cuSOLVER potrf workspace query failed", st);
+  if (device_alloc(&dWork, dev_bytes, "the factorisation's workspace", err, err_len) != 0) return 1;
+  std::vector<unsigned char> host_work(host_bytes > 0 ? host_bytes : 1);
+  int* dinfo = static_cast<int*>(dInfo.p);
+  st = cusolverDnXpotrf(g.solver, params, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F, a, n, CUDA_R_64F,
+                        dWork.p, dev_bytes, host_work.data(), host_bytes, dinfo);
+  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cuSOLVER potrf failed", st);
+  int h_info = 0;
+  KL_CUDA_TRY(cudaMemcpyAsync(&h_info, dinfo, sizeof(int), cudaMemcpyDeviceToHost, g.stream),
+              "cannot copy the factorisation's status from the GPU");
+  KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "the GPU factorisation failed");
+  if (h_info < 0) {
+    set_err(err, err_len, "cuSOLVER potrf rejected argument %d", -h_info);
+    return 1;
+  }
+  if (h_info > 0) {  // not positive definite: the caller reports it; A and B untouched
+    *info = h_info;
+    return 0;
+  }
+  if (R > 0) {
+    double* b = static_cast<double*>(dB.p);
+    KL_CUDA_TRY(cudaMemcpy2DAsync(b, N * w, B, static_cast<std::size_t>(ldb) * w, N * w, R,
+                                  cudaMemcpyHostToDevice, g.stream),
+                "cannot copy the right-hand sides to the GPU");
+    st = cusolverDnXpotrs(g.solver, params, CUBLAS_FILL_MODE_LOWER, n, nrhs, CUDA_R_64F, a, n,
+                          CUDA_R_64F, b, n, dinfo);
+    if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cuSOLVER potrs failed", st);
+    KL_CUDA_TRY(cudaMemcpyAsync(&h_info, dinfo, sizeof(int), cudaMemcpyDeviceToHost, g.stream),
+                "cannot copy the solve's status from the GPU");
+    KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "the GPU solve failed");
+    if (h_info != 0) {
+      set_err(err, err_len, "cuSOLVER potrs rejected argument %d", -h_info);
+      return 1;
+    }
+  }
+  // Results back to the host only once everything has succeeded. The device copy of A keeps
+  // the original strict upper triangle (potrf reads and writes the lower one only), so copying
+  // the whole columns back leaves the host's upper triangle as it was.
+  cudaError_t e = cudaSuccess;
+  if (write_factor)
+    e = cudaMemcpy2DAsync(A, static_cast<std::size_t>(lda) * w, a, N * w, N * w, N,
+                          cudaMemcpyDeviceToHost, g.stream);
+  if (e == cudaSuccess && R > 0)
+    e = cudaMemcpy2DAsync(B, static_cast<std::size_t>(ldb) * w, dB.p, N * w, N * w, R,
+                          cudaMemcpyDeviceToHost, g.stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(g.stream);
+  if (e != cudaSuccess) {  // the host matrices may be partly written: no fallback possible
+    cuda_fail(err, err_len, "cannot copy the results from the GPU", e);
+    return 2;
+  }
+  return 0;
+}
+
+KL_EXPORT int kl_cuda_gram_f32(const float* X, long long n, int p, long long row_stride,
+                               int block, double* G, int ldg, char* err, int err_len) {
+  if (err && err_len > 0) err[0] = '\0';
+  if (n < 0 || p < 0 || block < 1 || row_stride < p || ldg < (p > 1 ? p : 1)) {
+    set_err(err, err_len, "bad dimensions (n = %lld, p = %d, row stride %lld, block %d, ldg %d)",
+            n, p, row_stride, block, ldg);
+    return 1;
+  }
+  if (p == 0) return 0;
+  if (!G || (n > 0 && !X)) {
+    set_err(err, err_len, "null matrix pointer");
+    return 1;
+  }
+  std::size_t budget = 0, free_b = 0;
+  if (prepare_call(kMaxWorkspaceBytes, &budget, &free_b, err, err_len) != 0) return 1;
+  const std::size_t P = static_cast<std::size_t>(p), w = sizeof(double), wf = sizeof(float);
+  // rows uploaded at a time: whole blocks, within the workspace budget
+  long long per_chunk = static_cast<long long>(budget / (P * wf)) / block * block;
+  if (per_chunk < block) per_chunk = block;
+  if (per_chunk > n) per_chunk = (n + block - 1) / block * block;
+  if (per_chunk < 1) per_chunk = block;
+  DeviceBuffer dG, dC, dX;
+  if (device_alloc(&dG, P * P * w, "the Gram matrix", err, err_len) != 0) return 1;
+  if (device_alloc(&dC, P * P * wf, "a block's Gram matrix", err, err_len) != 0) return 1;
+  if (device_alloc(&dX, static_cast<std::size_t>(per_chunk) * P * wf, "the rows", err, err_len) != 0)
+    return 1;
+  double* g_d = static_cast<double*>(dG.p);
+  float* c_d = static_cast<float*>(dC.p);
+  float* x_d = static_cast<float*>(dX.p);
+  KL_CUDA_TRY(cudaMemsetAsync(g_d, 0, P * P * w, g.stream), "cannot clear the Gram matrix");
+  const float one = 1.0f, zero = 0.0f;
+  const dim3 tb(32, 8);
+  for (long long r0 = 0; r0 < n; r0 += per_chunk) {
+    const long long rows = (n - r0 < per_chunk) ? n - r0 : per_chunk;
+    // rows r0 .. r0+rows-1: each a column of p floats of the p x rows column-major view
+    KL_CUDA_TRY(cudaMemcpy2DAsync(x_d, P * wf, X + r0 * row_stride,
+                                  static_cast<std::size_t>(row_stride) * wf, P * wf,
+                                  static_cast<std::size_t>(rows), cudaMemcpyHostToDevice, g.stream),
+                "cannot copy the rows to the GPU");
+    for (long long b0 = 0; b0 < rows; b0 += block) {
+      const int len = static_cast<int>((rows - b0 < block) ? rows - b0 : block);
+      // C = X_b' X_b: with the rows as the columns of a p x len matrix, C = M M'
+      KL_BLAS_TRY(cublasSsyrk(g.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, p, len, &one,
+                              x_d + b0 * static_cast<long long>(P), p, &zero, c_d, p),
+                  "cuBLAS SSYRK failed");
+      add_lower_f32<<<grid_2d(p, p, tb), tb, 0, g.stream>>>(g_d, c_d, p);
+      KL_CUDA_TRY(cudaGetLastError(), "cannot launch the Gram accumulation");
+    }
+  }
+  // the lower triangle holds the sums; the upper one is 0
+  KL_CUDA_TRY(cudaMemcpy2DAsync(G, static_cast<std::size_t>(ldg) * w, g_d, P * w, P * w, P,
+                                cudaMemcpyDeviceToHost, g.stream),
+              "cannot copy the Gram matrix from the GPU");
+  KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "the GPU Gram matrix failed");
+  return 0;
+}
+
+KL_EXPORT void kl_cuda_factor_free(kl_cuda_factor* f) {
+  if (!f) return;
+  if (g.device >= 0) cudaSetDevice(g.device);
+  if (f->L) cudaFree(f->L);
+  if (f->info) cudaFree(f->info);
+  delete f;
+}
+
+KL_EXPORT int kl_cuda_factor_create(const double* S, int n, int lds, double scale, double shift,
+                                    int single, kl_cuda_factor** out, double* diag, int* info,
+                                    char* err, int err_len) {
+  if (err && err_len > 0) err[0] = '\0';
+  if (!out || !info) {
+    set_err(err, err_len, "null output pointer");
+    return 1;
+  }
+  *out = nullptr;
+  *info = 0;
+  if (n < 1 || lds < n) {
+    set_err(err, err_len, "bad dimensions (n = %d, lds = %d)", n, lds);
+    return 1;
+  }
+  if (!S) {
+    set_err(err, err_len, "null matrix pointer");
+    return 1;
+  }
+  std::size_t budget = 0, free_b = 0;
+  if (prepare_call(kMaxWorkspaceBytes, &budget, &free_b, err, err_len) != 0) return 1;
+  if (ensure_solver(err, err_len) != 0) return 1;
+  free_workspace();
+  const std::size_t N = static_cast<std::size_t>(n), w = sizeof(double);
+  const std::size_t wt = single ? sizeof(float) : sizeof(double);
+  kl_cuda_factor* f = new kl_cuda_factor;
+  f->n = n;
+  f->single = single != 0;
+  struct Owner {  // frees the factor unless released
+    kl_cuda_factor* f;
+    ~Owner() { kl_cuda_factor_free(f); }
+  } owner{f};
+  {
+    void* L = nullptr;
+    void* inf = nullptr;
+    const cudaError_t e1 = cudaMalloc(&L, N * N * wt);
+    if (e1 == cudaSuccess) f->L = L;
+    const cudaError_t e2 = e1 == cudaSuccess ? cudaMalloc(&inf, sizeof(int)) : e1;
+    if (e2 == cudaSuccess) f->info = static_cast<int*>(inf);
+    if (e1 != cudaSuccess || e2 != cudaSuccess) {  // what was allocated is freed by the owner
+      cudaGetLastError();
+      set_err(err, err_len, "cannot allocate %.1f MiB of GPU memory for the factor (%s)",
+              static_cast<double>(N * N * wt) / 1048576.0, cudaGetErrorName(e2));
+      return 1;
+    }
+  }
+  {
+    DeviceBuffer dS;
+    if (device_alloc(&dS, N * N * w, "the matrix", err, err_len) != 0) return 1;
+    double* s_d = static_cast<double*>(dS.p);
+    KL_CUDA_TRY(cudaMemcpy2DAsync(s_d, N * w, S, static_cast<std::size_t>(lds) * w, N * w, N,
+                                  cudaMemcpyHostToDevice, g.stream),
+                "cannot copy the matrix to the GPU");
+    const dim3 tb(32, 8);
+    if (f->single)
+      scaled_shifted_lower<float><<<grid_2d(n, n, tb), tb, 0, g.stream>>>(
+          static_cast<float*>(f->L), s_d, n, scale, shift);
+    else
+      scaled_shifted_lower<double><<<grid_2d(n, n, tb), tb, 0, g.stream>>>(
+          static_cast<double*>(f->L), s_d, n, scale, shift);
+    KL_CUDA_TRY(cudaGetLastError(), "cannot launch the matrix preparation");
+    KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "the matrix preparation failed");
+  }
+  cusolverDnParams_t params = nullptr;
+  cusolverStatus_t st = cusolverDnCreateParams(&params);
+  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cannot create cuSOLVER parameters", st);
+  struct ParamsGuard {
+    cusolverDnParams_t p;
+    ~ParamsGuard() { cusolverDnDestroyParams(p); }
+  } params_guard{params};
+  const cudaDataType type = f->single ? CUDA_R_32F : CUDA_R_64F;
+  std::size_t dev_bytes = 0, host_bytes = 0;
+  st = cusolverDnXpotrf_bufferSize(g.solver, params, CUBLAS_FILL_MODE_LOWER, n, type, f->L, n,
+                                   type, &dev_bytes, &host_bytes);
+  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cuSOLVER potrf workspace query failed", st);
+  DeviceBuffer dWork;
+  if (device_alloc(&dWork, dev_bytes, "the factorisation's workspace", err, err_len) != 0) return 1;
+  std::vector<unsigned char> host_work(host_bytes > 0 ? host_bytes : 1);
+  st = cusolverDnXpotrf(g.solver, params, CUBLAS_FILL_MODE_LOWER, n, type, f->L, n, type, dWork.p,
+                        dev_bytes, host_work.data(), host_bytes, f->info);
+  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cuSOLVER potrf failed", st);
+  int h_info = 0;
+  KL_CUDA_TRY(cudaMemcpyAsync(&h_info, f->info, sizeof(int), cudaMemcpyDeviceToHost, g.stream),
+              "cannot copy the factorisation's status from the GPU");
+  KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "the GPU factorisation failed");
+  if (h_info < 0) {
+    set_err(err, err_len, "cuSOLVER potrf rejected argument %d", -h_info);
+    return 1;
+  }
+  if (h_info > 0) {
+    *info = h_info;
+    return 0;
+  }
+  if (diag) {
+    DeviceBuffer dD;
+    if (device_alloc(&dD, N * w, "the diagonal", err, err_len) != 0) return 1;
+    const int tb1 = 256;
+    if (f->single)
+      diagonal_of<float><<<(n + tb1 - 1) / tb1, tb1, 0, g.stream>>>(static_cast<float*>(f->L), n,
+                                                                   static_cast<double*>(dD.p));
+    else
+      diagonal_of<double><<<(n + tb1 - 1) / tb1, tb1, 0, g.stream>>>(static_cast<double*>(f->L), n,
+                                                                    static_cast<double*>(dD.p));
+    KL_CUDA_TRY(cudaGetLastError(), "cannot launch the diagonal copy");
+    KL_CUDA_TRY(cudaMemcpyAsync(diag, dD.p, N * w, cudaMemcpyDeviceToHost, g.stream),
+                "cannot copy the diagonal from the GPU");
+    KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "copying the diagonal failed");
+  }
+  owner.f = nullptr;
+  *out = f;
+  return 0;
+}
+
+KL_EXPORT int kl_cuda_factor_solve(kl_cuda_factor* f, double* B, int nrhs, int ldb, char* err,
+                                   int err_len) {
+  if (err && err_len > 0) err[0] = '\0';
+  if (!f || !f->L) {
+    set_err(err, err_len, "no factor");
+    return 1;
+  }
+  const int n = f->n;
+  if (nrhs < 0 || ldb < n) {
+    set_err(err, err_len, "bad dimensions (nrhs = %d, ldb = %d, n = %d)", nrhs, ldb, n);
+    return 1;
+  }
+  if (nrhs == 0) return 0;
+  if (!B) {
+    set_err(err, err_len, "null matrix pointer");
+    return 1;
+  }
+  std::size_t budget = 0, free_b = 0;
+  if (prepare_call(kMaxWorkspaceBytes, &budget, &free_b, err, err_len) != 0) return 1;
+  if (ensure_solver(err, err_len) != 0) return 1;
+  const std::size_t N = static_cast<std::size_t>(n), R = static_cast<std::size_t>(nrhs);
+  const std::size_t w = sizeof(double);
+  DeviceBuffer dB, dBf;
+  if (device_alloc(&dB, N * R * w, "the right-hand sides", err, err_len) != 0) return 1;
+  double* b_d = static_cast<double*>(dB.p);
+  KL_CUDA_TRY(cudaMemcpy2DAsync(b_d, N * w, B, static_cast<std::size_t>(ldb) * w, N * w, R,
+                                cudaMemcpyHostToDevice, g.stream),
+              "cannot copy the right-hand sides to the GPU");
+  void* rhs = b_d;
+  const int tb1 = 256;
+  const unsigned nb = static_cast<unsigned>(std::min<std::size_t>((N * R + tb1 - 1) / tb1, 65535));
+  if (f->single) {
+    if (device_alloc(&dBf, N * R * sizeof(float), "the right-hand sides", err, err_len) != 0)
+      return 1;
+    convert<float, double><<<nb, tb1, 0, g.stream>>>(static_cast<float*>(dBf.p), b_d, N * R);
+    KL_CUDA_TRY(cudaGetLastError(), "cannot launch the conversion");
+    rhs = dBf.p;
+  }
+  cusolverDnParams_t params = nullptr;
+  cusolverStatus_t st = cusolverDnCreateParams(&params);
+  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cannot create cuSOLVER parameters", st);
+  struct ParamsGuard {
+    cusolverDnParams_t p;
+    ~ParamsGuard() { cusolverDnDestroyParams(p); }
+  } params_guard{params};
+  const cudaDataType type = f->single ? CUDA_R_32F : CUDA_R_64F;
+  st = cusolverDnXpotrs(g.solver, params, CUBLAS_FILL_MODE_LOWER, n, nrhs, type, f->L, n, type,
+                        rhs, n, f->info);
+  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cuSOLVER potrs failed", st);
+  if (f->single) {
+    convert<double, float><<<nb, tb1, 0, g.stream>>>(b_d, static_cast<const float*>(rhs), N * R);
+    KL_CUDA_TRY(cudaGetLastError(), "cannot launch the conversion");
+  }
+  int h_info = 0;
+  KL_CUDA_TRY(cudaMemcpyAsync(&h_info, f->info, sizeof(int), cudaMemcpyDeviceToHost, g.stream),
+              "cannot copy the solve's status from the GPU");
+  KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "the GPU solve failed");
+  if (h_info != 0) {
+    set_err(err, err_len, "cuSOLVER potrs rejected argument %d", -h_info);
+    return 1;
+  }
+  KL_CUDA_TRY(cudaMemcpy2DAsync(B, static_cast<std::size_t>(ldb) * w, b_d, N * w, N * w, R,
+                                cudaMemcpyDeviceToHost, g.stream),
+              "cannot copy the solution from the GPU");
+  KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "copying the solution failed");
   return 0;
 }
 

@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define KL_CUDA_API_VERSION 2
+#define KL_CUDA_API_VERSION 3
 
 /* Version of this interface; the loader refuses a library whose version differs. */
 int kl_cuda_api_version(void);
@@ -32,6 +32,46 @@ int kl_cuda_gaussian_kernel(const double* X, int n, const double* Z, int m, int 
  * dimension so device memory stays bounded; k = 0 gives C = 0. */
 int kl_cuda_dgemm(int trans_a, int trans_b, int m, int n, int k, const double* A, int lda,
                   const double* B, int ldb, double* C, int ldc, char* err, int err_len);
+
+/* Cholesky factorisation and solve with cuSOLVER (potrf, potrs), in double precision: reads the
+ * lower triangle of the symmetric n x n host matrix A (leading dimension lda), factors
+ * A = L L' on the device and, when nrhs > 0, overwrites the n x nrhs host matrix B (leading
+ * dimension ldb) with A^-1 B. With write_factor non-zero, L is written over the lower triangle
+ * of A (the strict upper triangle is not touched); otherwise A is left as it was. *info is 0
+ * on success and i > 0 when the leading minor of order i is not positive definite (then A and
+ * B are left as they were and the function returns 0). Returns 1 when it failed before
+ * writing to the host (no device memory for A, a CUDA or cuSOLVER failure): A and B are
+ * unchanged and the caller can fall back to the CPU; 2 when copying the results back failed
+ * and A and B may be partly written. All of A is held on the device: 8 n^2 bytes. */
+int kl_cuda_cholesky_solve(double* A, int n, int lda, int write_factor, double* B, int nrhs,
+                           int ldb, int* info, char* err, int err_len);
+
+/* Gram matrix of single-precision rows: the lower triangle of the p x p block of G (double,
+ * leading dimension ldg) is set to the sum over blocks of `block` consecutive rows of X_b' X_b,
+ * the products of each block summed in single precision (cuBLAS SSYRK) and the blocks in
+ * double; the strict upper triangle of that block is set to 0. X is row-major: row i starts
+ * at X + i * row_stride (row_stride >= p). */
+int kl_cuda_gram_f32(const float* X, long long n, int p, long long row_stride, int block,
+                     double* G, int ldg, char* err, int err_len);
+
+/* A Cholesky factor kept on the device for repeated solves. */
+typedef struct kl_cuda_factor kl_cuda_factor;
+
+/* Factors A = scale * S + shift * I on the device, for S symmetric n x n (double, lower
+ * triangle read, leading dimension lds): in single precision when single is non-zero (A is
+ * rounded to single precision on the device), else in double. On success *out is the factor
+ * and diag (n doubles; may be NULL) receives the diagonal of L. When A is not positive
+ * definite, *info > 0 (as in kl_cuda_cholesky_solve), *out is NULL and 0 is returned. The
+ * factor holds 4 n^2 (single) or 8 n^2 bytes of device memory until kl_cuda_factor_free. */
+int kl_cuda_factor_create(const double* S, int n, int lds, double scale, double shift, int single,
+                          kl_cuda_factor** out, double* diag, int* info, char* err, int err_len);
+
+/* B (n x nrhs, leading dimension ldb) := A^-1 B through the factor (for a single-precision
+ * factor, B is rounded to single precision for the solve). B is unchanged on failure. */
+int kl_cuda_factor_solve(kl_cuda_factor* f, double* B, int nrhs, int ldb, char* err, int err_len);
+
+/* Frees a factor (NULL is allowed). */
+void kl_cuda_factor_free(kl_cuda_factor* f);
 
 /* Frees what the library keeps on the device (handles, buffers). */
 void kl_cuda_release(void);

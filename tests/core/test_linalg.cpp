@@ -13,6 +13,8 @@
 #include "helpers.hpp"
 #include "linalg/chol.hpp"
 #include "linalg/simd.hpp"
+#include "machines/kernel_ridge.hpp"
+#include "kernels/standard.hpp"
 
 namespace {
 
@@ -190,6 +192,71 @@ TEST_CASE("linalg: the blocked Cholesky solve agrees with an LU solve and across
   const Eigen::MatrixXf B1f = B.leftCols(1).cast<float>();
   const kl::Mat X1 = kl::cholesky_solve(Lf, B1f, 2).cast<double>();
   CHECK_LT(ct::max_abs(X1 - X2.col(0)) / ct::max_abs(X2.col(0)), 1e-5);
+}
+
+TEST_CASE("linalg: the backend's Cholesky solve (CPU) factors, solves and refuses indefinite") {
+  kl::Rng rng(ct::seed2(12, 3));
+  const kl::Mat M = ct::rnorm(rng, 700, 600);
+  const kl::Mat A = (M.transpose() * M) / 700.0 + 0.5 * kl::Mat::Identity(600, 600);
+  const kl::Mat B = ct::rnorm(rng, 600, 4);
+  const Eigen::PartialPivLU<kl::Mat> lu(A);
+  kl::Backend& cpu = kl::cpu_backend();
+  kl::Mat F = A, X = B;
+  CHECK(cpu.cholesky_solve(F, X, true, 2, kl::Callbacks()));
+  CHECK_EQUAL(X, lu.solve(B), 1e-10);
+  const kl::Mat L = F.triangularView<Eigen::Lower>();
+  CHECK_EQUAL(kl::Mat(L * L.transpose()), A, 1e-10);
+  // the same on one thread, bit for bit
+  kl::Mat F1 = A, X1 = B;
+  CHECK(cpu.cholesky_solve(F1, X1, false, 1, kl::Callbacks()));
+  CHECK_IDENTICAL(X1, X);
+  // no right-hand side: the factor only
+  kl::Mat F0 = A, X0(600, 0);
+  CHECK(cpu.cholesky_solve(F0, X0, true, 2, kl::Callbacks()));
+  CHECK_IDENTICAL(kl::Mat(F0.triangularView<Eigen::Lower>()), L);
+  // not positive definite: false, B unchanged
+  kl::Mat N = A, Y = B;
+  N(300, 300) = -1.0;
+  CHECK(!cpu.cholesky_solve(N, Y, true, 2, kl::Callbacks()));
+  CHECK_IDENTICAL(Y, B);
+  kl::Mat W(5, 5), Z(4, 1);
+  CHECK_THROWS(cpu.cholesky_solve(W, Z, true, 1, kl::Callbacks()), kl::Error, "do not conform");
+}
+
+TEST_CASE("linalg: the kernel ridge solve through a backend against a direct solve") {
+  kl::Rng rng(ct::seed2(12, 4));
+  const int n = 300;
+  const kl::Mat X = ct::rnorm(rng, n, 3);
+  kl::Mat Y = ct::rnorm(rng, n, 2);
+  const kl::KernelPtr k = kl::make_standard_kernel([] {
+    kl::KernelSpec s;
+    s.type = kl::KernelType::Gaussian;
+    s.gamma = 0.5;
+    return s;
+  }());
+  kl::Mat K(n, n);
+  k->block(X, X, K, 1, kl::Callbacks());
+  const double lambda = 0.3;
+  // with a bias: [K + lambda I, 1; 1', 0] [alpha; b] = [Y; 0]
+  kl::Mat S = kl::Mat::Zero(n + 1, n + 1);
+  S.topLeftCorner(n, n) = K + lambda * kl::Mat::Identity(n, n);
+  S.topRightCorner(n, 1).setOnes();
+  S.bottomLeftCorner(1, n).setOnes();
+  kl::Mat R = kl::Mat::Zero(n + 1, 2);
+  R.topRows(n) = Y;
+  const kl::Mat sol = Eigen::PartialPivLU<kl::Mat>(S).solve(R);
+  kl::Mat Kw = K;
+  const kl::KrrFit fit = kl::kernel_ridge_solve(Kw, Y, lambda, true, 2, kl::Callbacks(),
+                                                kl::cpu_backend());
+  CHECK_EQUAL(fit.alpha, kl::Mat(sol.topRows(n)), 1e-9);
+  CHECK_EQUAL(kl::Mat(fit.bias.transpose()), kl::Mat(sol.bottomRows(1)), 1e-9);
+  // without a bias: (K + lambda I) alpha = Y
+  kl::Mat Kw2 = K;
+  const kl::KrrFit fit0 = kl::kernel_ridge_solve(Kw2, Y, lambda, false, 1);
+  CHECK_EQUAL(fit0.alpha, kl::Mat((K + lambda * kl::Mat::Identity(n, n)).llt().solve(Y)), 1e-10);
+  CHECK_EQ(fit0.bias.cwiseAbs().maxCoeff(), 0.0);
+  kl::Mat Kn = -K;
+  CHECK_THROWS(kl::kernel_ridge_solve(Kn, Y, 0.0, true, 1), kl::Error, "not positive definite");
 }
 
 TEST_CASE(

@@ -97,3 +97,49 @@ test_that("Gaussian kernel blocks agree with R on shapes that are not block mult
   }
 })
 
+
+test_that("options(kernlearn.gpu_ops) chooses the operations for the GPU, checked", {
+  op <- options(kernlearn.gpu_ops = NULL)
+  on.exit(options(op))
+  b <- kl_backend()
+  expect_true(is.character(attr(b, "gpu_ops")))
+  if (b == "cpu") {
+    expect_identical(attr(b, "gpu_ops"), character(0))
+  } else {
+    expect_identical(attr(b, "gpu_ops"), c("kernel_matrix", "gemm"))
+    options(kernlearn.gpu_ops = c("cholesky", "kernel_matrix"))
+    expect_identical(attr(kl_backend(), "gpu_ops"), c("kernel_matrix", "cholesky"))
+    options(kernlearn.gpu_ops = character(0))
+    expect_identical(attr(kl_backend(), "gpu_ops"), character(0))
+  }
+  options(kernlearn.gpu_ops = "qr")
+  expect_error(kl_backend(),
+               "kernlearn.gpu_ops.*\"kernel_matrix\", \"gemm\", \"cholesky\", \"gram\"")
+  options(kernlearn.gpu_ops = 1)
+  expect_error(kernel_matrix(gaussian_kernel(1), diag(2)), "kernlearn.gpu_ops")
+  options(kernlearn.gpu_ops = NA_character_)
+  expect_error(kl_backend(), "kernlearn.gpu_ops")
+})
+
+test_that("kernel ridge with the Cholesky factorisation allowed on the GPU gives the CPU's fit", {
+  # 2100 rows: above the size from which the GPU backend factors on the GPU
+  set.seed(5)
+  n <- 2100
+  x <- matrix(runif(n * 4), n)
+  y <- sin(4 * x[, 1]) + x[, 2] + rnorm(n, sd = 0.1)
+  op <- options(kernlearn.backend = "cpu")
+  on.exit(options(op))
+  ref <- kernel_ridge(x, y, kernel = gaussian_kernel(2), lambda = 0.5)
+  options(kernlearn.backend = "auto", kernlearn.gpu_ops = c("kernel_matrix", "cholesky"))
+  fit <- kernel_ridge(x, y, kernel = gaussian_kernel(2), lambda = 0.5)
+  tol <- if (kl_backend() == "cpu") 0 else 1e-8
+  expect_equal(fit$alpha, ref$alpha, tolerance = tol)
+  expect_equal(fit$bias, ref$bias, tolerance = tol)
+  # the solve itself against a direct one: [K + lambda I, 1; 1', 0] [alpha; b] = [y; 0]
+  sub <- kernel_ridge(x[1:400, ], y[1:400], kernel = gaussian_kernel(2), lambda = 0.5)
+  K <- kernel_matrix(gaussian_kernel(2), sub$x)   # on the inputs as the fit scaled them
+  S <- rbind(cbind(K + diag(0.5, 400), 1), c(rep(1, 400), 0))
+  sol <- solve(S, c(as.vector(sub$y), 0))
+  expect_equal(as.vector(sub$alpha), sol[1:400], tolerance = 1e-8)
+  expect_equal(as.vector(sub$bias), sol[401], tolerance = 1e-8)
+})

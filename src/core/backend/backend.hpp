@@ -13,6 +13,36 @@
 
 namespace kl {
 
+// The operations the GPU backend can take over, as bit flags. The GPU backend runs on the GPU
+// only those of its current set (set_gpu_ops); the others, and problems too small to gain from
+// the transfers, stay on the CPU.
+enum GpuOp : unsigned {
+  kGpuKernelMatrix = 1u,  // Gaussian kernel matrices
+  kGpuGemm = 2u,          // the matrix products gemm_nt / gemm_tn
+  kGpuCholesky = 4u,      // cholesky_solve and device_cholesky (cuSOLVER potrf / potrs)
+  kGpuGram = 8u,          // gram_f32 (cuBLAS SSYRK)
+};
+// The operations the GPU runs unless told otherwise: those whose GPU timings and parity with
+// the CPU have been recorded (bench/results/cuda_*.txt). The others are opt-in.
+constexpr unsigned kGpuOpsDefault = kGpuKernelMatrix | kGpuGemm;
+constexpr unsigned kGpuOpsAll = kGpuKernelMatrix | kGpuGemm | kGpuCholesky | kGpuGram;
+
+// A Cholesky factor L L' kept on the GPU for repeated solves.
+class DeviceCholesky {
+ public:
+  virtual ~DeviceCholesky() = default;
+  // The diagonal of L.
+  virtual const Vec& diagonal() const = 0;
+  // (L L')^-1 B (through single precision for a single-precision factor).
+  virtual Mat solve(const Mat& B) = 0;
+};
+
+struct DeviceFactor {
+  bool handled = false;            // false: the caller factors the matrix itself (on the CPU)
+  bool positive_definite = false;  // when handled
+  std::unique_ptr<DeviceCholesky> factor;  // when handled and positive definite
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -29,6 +59,28 @@ class Backend {
   virtual void gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) = 0;
   // C (k x m) = A' (k x n) * B (n x m).
   virtual void gemm_tn(CMatRef A, CMatRef B, MatRef C, int threads) = 0;
+  // Factors the symmetric positive definite A (n x n; its lower triangle is read) as L L' and
+  // overwrites B (n x r, r may be 0) with A^-1 B. Afterwards the lower triangle of A holds L
+  // when write_factor is true; otherwise A's contents are unspecified (the CPU leaves L, the
+  // GPU leaves A as it was). Returns false, with B unchanged, when A is not positive definite.
+  virtual bool cholesky_solve(MatRef A, MatRef B, bool write_factor, int threads,
+                              const Callbacks& cb) = 0;
+  // The lower triangle of G (p x p) = X'X for the n single-precision rows of X (row i at
+  // X + i * row_stride), the products of each block of `block` consecutive rows summed in
+  // single precision and the blocks in double. Returns false, leaving G alone, when the caller
+  // is to compute it on the CPU (the CPU backend always; the GPU backend when the operation is
+  // off or the problem small).
+  virtual bool gram_f32(const float*, Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index,
+                        MatRef) {
+    return false;
+  }
+  // Factors scale * S + shift * I (S symmetric, its lower triangle read) on the GPU, in single
+  // or double precision, and keeps the factor there. Not handled (the caller factors on the
+  // CPU) by the CPU backend, or when the operation is off or the matrix small.
+  virtual DeviceFactor device_cholesky(CMatRef, double, double, bool) { return DeviceFactor(); }
+  // The GpuOp flags of the operations to run on the GPU from now on (GPU backend only).
+  virtual void set_gpu_ops(unsigned) {}
+  virtual unsigned gpu_ops() const { return 0u; }
 };
 
 class CpuBackend final : public Backend {
@@ -40,6 +92,8 @@ class CpuBackend final : public Backend {
   bool computes(const Kernel&) const override { return true; }
   void gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) override;
   void gemm_tn(CMatRef A, CMatRef B, MatRef C, int threads) override;
+  bool cholesky_solve(MatRef A, MatRef B, bool write_factor, int threads,
+                      const Callbacks& cb) override;
 };
 
 CpuBackend& cpu_backend();

@@ -2,6 +2,7 @@
 
 #include <Eigen/Core>
 
+#include "linalg/chol.hpp"
 #include "linalg/simd.hpp"
 
 namespace kl {
@@ -41,6 +42,18 @@ void CpuBackend::gemm_tn(CMatRef A, CMatRef B, MatRef C, int threads) {
   Eigen::setNbThreads(clamp_threads(threads));
   C.noalias() = A.transpose() * B;
   Eigen::setNbThreads(old);
+}
+
+bool CpuBackend::cholesky_solve(MatRef A, MatRef B, bool, int threads, const Callbacks& cb) {
+  if (A.rows() != A.cols() || B.rows() != A.rows())
+    throw Error("cholesky_solve: shapes do not conform");
+  if (!cholesky_lower(A, threads, SimdLevel::avx512, cb)) return false;
+  cb.check();
+  if (B.cols() > 0) {
+    const Mat X = kl::cholesky_solve(CMatRef(A), CMatRef(B), threads);
+    B = X;
+  }
+  return true;
 }
 
 CpuBackend& cpu_backend() {

@@ -26,27 +26,86 @@ using fn_gauss = int (*)(const double*, int, const double*, int, int, double, do
 using fn_release = void (*)();
 using fn_gemm = int (*)(int, int, int, int, int, const double*, int, const double*, int, double*,
                         int, char*, int);
+using fn_chol = int (*)(double*, int, int, int, double*, int, int, int*, char*, int);
+using fn_gram = int (*)(const float*, long long, int, long long, int, double*, int, char*, int);
+using fn_fcreate = int (*)(const double*, int, int, double, double, int, kl_cuda_factor**, double*,
+                           int*, char*, int);
+using fn_fsolve = int (*)(kl_cuda_factor*, double*, int, int, char*, int);
+using fn_ffree = void (*)(kl_cuda_factor*);
+
+// The entry points of the GPU library.
+struct GpuApi {
+  fn_gauss gauss = nullptr;
+  fn_gemm gemm = nullptr;
+  fn_chol chol = nullptr;
+  fn_gram gram = nullptr;
+  fn_fcreate fcreate = nullptr;
+  fn_fsolve fsolve = nullptr;
+  fn_ffree ffree = nullptr;
+  fn_release release = nullptr;
+  bool complete() const {
+    return gauss && gemm && chol && gram && fcreate && fsolve && ffree && release;
+  }
+};
+
+bool fits_int(Eigen::Index v) { return v >= 0 && v <= 2147483647; }
 
 // Products with fewer multiply-adds than this stay on the CPU: the transfers would cost more
 // than the arithmetic.
 constexpr double kGpuGemmMinFlops = 2e7;
+// Factorisations of fewer rows than this stay on the CPU (n^3 / 3 multiply-adds against 8 n^2
+// bytes moved each way; the break-even is still to be measured on a GPU).
+constexpr Eigen::Index kGpuCholeskyMinRows = 2048;
+// Gram matrices with fewer columns or multiply-adds than these stay on the CPU.
+constexpr Eigen::Index kGpuGramMinCols = 512;
+constexpr double kGpuGramMinFlops = 1e10;
 
-bool fits_int(Eigen::Index v) { return v >= 0 && v <= 2147483647; }
+// A factor held by the GPU library.
+class GpuCholesky final : public DeviceCholesky {
+ public:
+  GpuCholesky(kl_cuda_factor* f, Eigen::Index n, Vec diag, fn_fsolve solve, fn_ffree free)
+      : f_(f), n_(n), diag_(std::move(diag)), solve_(solve), free_(free) {}
+  ~GpuCholesky() override { free_(f_); }
+  GpuCholesky(const GpuCholesky&) = delete;
+  GpuCholesky& operator=(const GpuCholesky&) = delete;
+  const Vec& diagonal() const override { return diag_; }
+  Mat solve(const Mat& B) override {
+    if (B.rows() != n_) throw Error("device Cholesky solve: B has the wrong number of rows");
+    if (!fits_int(B.cols())) throw Error("device Cholesky solve: too many right-hand sides");
+    Mat X = B;
+    char err[512] = {0};
+    if (solve_(f_, X.data(), static_cast<int>(X.cols()), static_cast<int>(std::max<Eigen::Index>(n_, 1)),
+               err, sizeof(err)) != 0)
+      throw Error(std::string("CUDA Cholesky solve failed: ") + err);
+    return X;
+  }
+
+ private:
+  kl_cuda_factor* f_;
+  Eigen::Index n_;
+  Vec diag_;
+  fn_fsolve solve_;
+  fn_ffree free_;
+};
+
 
 class GpuBackend final : public Backend {
  public:
-  GpuBackend(fn_gauss gauss, fn_gemm gemm, fn_release release, std::string device)
-      : gauss_(gauss), gemm_(gemm), release_(release), device_(std::move(device)) {}
+  GpuBackend(const GpuApi& api, std::string device)
+      : api_(api), device_(std::move(device)) {}
   ~GpuBackend() override {
-    if (release_) release_();
+    if (api_.release) api_.release();
   }
   std::string name() const override { return "cuda: " + device_; }
   bool is_gpu() const override { return true; }
 
+  void set_gpu_ops(unsigned ops) override { ops_ = ops & kGpuOpsAll; }
+  unsigned gpu_ops() const override { return ops_; }
+
   // The GPU routine covers the Gaussian kernel; the others run on the CPU.
   bool computes(const Kernel& kernel) const override {
     const KernelSpec* s = kernel.standard();
-    return s && s->type == KernelType::Gaussian;
+    return (ops_ & kGpuKernelMatrix) && s && s->type == KernelType::Gaussian;
   }
 
   void kernel_matrix(const Kernel& kernel, CMatRef X, CMatRef Z, MatRef K, int threads,
@@ -68,7 +127,7 @@ class GpuBackend final : public Backend {
     const bool direct = K.outerStride() == n;
     if (!direct) Kc.resize(n, m);
     char err[512] = {0};
-    const int rc = gauss_(Xc.data(), static_cast<int>(n), Zc.data(), static_cast<int>(m),
+    const int rc = api_.gauss(Xc.data(), static_cast<int>(n), Zc.data(), static_cast<int>(m),
                           static_cast<int>(d), spec.gamma, direct ? K.data() : Kc.data(), err,
                           sizeof(err));
     if (rc != 0) throw Error(std::string("CUDA kernel matrix failed: ") + err);
@@ -80,7 +139,8 @@ class GpuBackend final : public Backend {
   void gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) override {
     if (A.cols() != B.cols() || C.rows() != A.rows() || C.cols() != B.rows())
       throw Error("gemm_nt: shapes do not conform");
-    if (!on_gpu(A.rows(), B.rows(), A.cols(), A.outerStride(), B.outerStride(), C.outerStride())) {
+    if (!(ops_ & kGpuGemm) ||
+        !on_gpu(A.rows(), B.rows(), A.cols(), A.outerStride(), B.outerStride(), C.outerStride())) {
       cpu_backend().gemm_nt(A, B, C, threads);
       return;
     }
@@ -92,12 +152,72 @@ class GpuBackend final : public Backend {
   void gemm_tn(CMatRef A, CMatRef B, MatRef C, int threads) override {
     if (A.rows() != B.rows() || C.rows() != A.cols() || C.cols() != B.cols())
       throw Error("gemm_tn: shapes do not conform");
-    if (!on_gpu(A.cols(), B.cols(), A.rows(), A.outerStride(), B.outerStride(), C.outerStride())) {
+    if (!(ops_ & kGpuGemm) ||
+        !on_gpu(A.cols(), B.cols(), A.rows(), A.outerStride(), B.outerStride(), C.outerStride())) {
       cpu_backend().gemm_tn(A, B, C, threads);
       return;
     }
     gemm(1, 0, A.cols(), B.cols(), A.rows(), A.data(), A.outerStride(), B.data(),
          B.outerStride(), C.data(), C.outerStride());
+  }
+
+  // cuSOLVER's factorisation and solve when enabled and large enough; the CPU otherwise, and
+  // also when the GPU call fails before writing the results (no device memory for A, say).
+  bool cholesky_solve(MatRef A, MatRef B, bool write_factor, int threads,
+                      const Callbacks& cb) override {
+    const Eigen::Index n = A.rows();
+    if (A.cols() != n || B.rows() != n) throw Error("cholesky_solve: shapes do not conform");
+    if (!(ops_ & kGpuCholesky) || n < kGpuCholeskyMinRows || !fits_int(n) || !fits_int(B.cols()) ||
+        !fits_int(A.outerStride()) || !fits_int(B.outerStride()))
+      return cpu_backend().cholesky_solve(A, B, write_factor, threads, cb);
+    cb.check();
+    char err[512] = {0};
+    int info = 0;
+    const int nrhs = static_cast<int>(B.cols());
+    const int rc = api_.chol(A.data(), static_cast<int>(n), static_cast<int>(A.outerStride()),
+                         write_factor ? 1 : 0, nrhs > 0 ? B.data() : nullptr, nrhs,
+                         static_cast<int>(std::max<Eigen::Index>(B.outerStride(), n)), &info, err,
+                         sizeof(err));
+    if (rc == 1) return cpu_backend().cholesky_solve(A, B, write_factor, threads, cb);
+    if (rc != 0) throw Error(std::string("CUDA Cholesky factorisation failed: ") + err);
+    cb.check();
+    return info == 0;
+  }
+
+  bool gram_f32(const float* X, Eigen::Index n, Eigen::Index p, Eigen::Index row_stride,
+                Eigen::Index block, MatRef G) override {
+    if (!(ops_ & kGpuGram) || p < kGpuGramMinCols ||
+        static_cast<double>(n) * static_cast<double>(p) * static_cast<double>(p) < kGpuGramMinFlops ||
+        !fits_int(p) || !fits_int(block) || !fits_int(G.outerStride()) || G.rows() < p ||
+        G.cols() < p)
+      return false;
+    char err[512] = {0};
+    const int rc = api_.gram(X, static_cast<long long>(n), static_cast<int>(p),
+                             static_cast<long long>(row_stride), static_cast<int>(block), G.data(),
+                             static_cast<int>(G.outerStride()), err, sizeof(err));
+    // nothing is written to G before the last copy: a failure leaves the CPU to do it
+    return rc == 0;
+  }
+
+  DeviceFactor device_cholesky(CMatRef S, double scale, double shift, bool single) override {
+    DeviceFactor out;
+    const Eigen::Index n = S.rows();
+    if (S.cols() != n) throw Error("device_cholesky: the matrix must be square");
+    if (!(ops_ & kGpuCholesky) || n < kGpuCholeskyMinRows || !fits_int(n) ||
+        !fits_int(S.outerStride()))
+      return out;
+    char err[512] = {0};
+    int info = 0;
+    kl_cuda_factor* f = nullptr;
+    Vec diag(n);
+    const int rc = api_.fcreate(S.data(), static_cast<int>(n), static_cast<int>(S.outerStride()),
+                                scale, shift, single ? 1 : 0, &f, diag.data(), &info, err,
+                                sizeof(err));
+    if (rc != 0) return out;  // (no device memory, say) the CPU factors it
+    out.handled = true;
+    out.positive_definite = info == 0 && f;
+    if (f) out.factor.reset(new GpuCholesky(f, n, std::move(diag), api_.fsolve, api_.ffree));
+    return out;
   }
 
  private:
@@ -112,17 +232,16 @@ class GpuBackend final : public Backend {
   void gemm(int ta, int tb, Eigen::Index m, Eigen::Index n, Eigen::Index k, const double* A,
             Eigen::Index lda, const double* B, Eigen::Index ldb, double* C, Eigen::Index ldc) {
     char err[512] = {0};
-    const int rc = gemm_(ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), A,
+    const int rc = api_.gemm(ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), A,
                          static_cast<int>(std::max<Eigen::Index>(lda, 1)), B,
                          static_cast<int>(std::max<Eigen::Index>(ldb, 1)), C,
                          static_cast<int>(std::max<Eigen::Index>(ldc, 1)), err, sizeof(err));
     if (rc != 0) throw Error(std::string("CUDA matrix product failed: ") + err);
   }
 
-  fn_gauss gauss_;
-  fn_gemm gemm_;
-  fn_release release_;
+  GpuApi api_;
   std::string device_;
+  unsigned ops_ = kGpuOpsDefault;
 };
 
 struct GpuState {
@@ -164,21 +283,27 @@ Backend* gpu_backend(const std::string& path, std::string* why) {
     } else {
       auto version = reinterpret_cast<fn_version>(dlsym(h, "kl_cuda_api_version"));
       auto init = reinterpret_cast<fn_init>(dlsym(h, "kl_cuda_init"));
-      auto gauss = reinterpret_cast<fn_gauss>(dlsym(h, "kl_cuda_gaussian_kernel"));
-      auto release = reinterpret_cast<fn_release>(dlsym(h, "kl_cuda_release"));
-      auto gemm = reinterpret_cast<fn_gemm>(dlsym(h, "kl_cuda_dgemm"));
+      GpuApi api;
+      api.gauss = reinterpret_cast<fn_gauss>(dlsym(h, "kl_cuda_gaussian_kernel"));
+      api.release = reinterpret_cast<fn_release>(dlsym(h, "kl_cuda_release"));
+      api.gemm = reinterpret_cast<fn_gemm>(dlsym(h, "kl_cuda_dgemm"));
+      api.chol = reinterpret_cast<fn_chol>(dlsym(h, "kl_cuda_cholesky_solve"));
+      api.gram = reinterpret_cast<fn_gram>(dlsym(h, "kl_cuda_gram_f32"));
+      api.fcreate = reinterpret_cast<fn_fcreate>(dlsym(h, "kl_cuda_factor_create"));
+      api.fsolve = reinterpret_cast<fn_fsolve>(dlsym(h, "kl_cuda_factor_solve"));
+      api.ffree = reinterpret_cast<fn_ffree>(dlsym(h, "kl_cuda_factor_free"));
       if (!version) {
         s.why = "the GPU library lacks expected symbols";
       } else if (version() != KL_CUDA_API_VERSION) {
         s.why = "the GPU library has a different interface version; reinstall kernlearn";
-      } else if (!init || !gauss || !release || !gemm) {
+      } else if (!init || !api.complete()) {
         s.why = "the GPU library lacks expected symbols";
       } else {
         char name[256] = {0}, err[512] = {0};
         if (init(0, name, sizeof(name), err, sizeof(err)) != 0) {
           s.why = err[0] ? err : "no usable CUDA device";
         } else {
-          s.backend.reset(new GpuBackend(gauss, gemm, release, name));
+          s.backend.reset(new GpuBackend(api, name));
         }
       }
       // The library stays loaded even when unusable: unloading CUDA runtimes is unsafe.

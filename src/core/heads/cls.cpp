@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "backend/backend.hpp"
 #include "linalg/chol.hpp"
 #include "linalg/simd.hpp"
 
@@ -126,10 +127,24 @@ void finish_gram(const Src& s, Mat& G, int threads) {
 
 // Single-precision tiles go through the widest vectorised kernel of linalg/simd.hpp up to
 // `max_level` that the processor has; otherwise (and for double input) through Eigen.
+// With a backend that takes it (the GPU's, for single-precision rows), the sums of X'X run
+// there, in the same blocks of kGramSum rows.
 template <class Src>
-Mat gram_impl(const Src& s, int threads, SimdLevel max_level, const Callbacks& cb) {
+Mat gram_impl(const Src& s, int threads, SimdLevel max_level, const Callbacks& cb,
+              Backend* backend = nullptr) {
   using T = typename Src::Scalar;
   const Eigen::Index n = s.rows(), p = s.cols();
+  if constexpr (std::is_same<T, float>::value) {
+    if (backend && n > 0 && p > 0 && s.col_stride() == 1) {
+      Mat G = Mat::Zero(p + 1, p + 1);
+      cb.check();
+      if (backend->gram_f32(s.data(0), n, p, s.row_stride(), kGramSum, G.topLeftCorner(p, p))) {
+        cb.report(1.0);
+        finish_gram(s, G, threads);
+        return G;
+      }
+    }
+  }
   Mat G(p + 1, p + 1);
   {
     // zeroed in parallel, column by column: most of the cost of a large new matrix is the
@@ -432,6 +447,24 @@ ClsFit cls_fit_from_gram(const Src& s, const IVec& y, int K, const ClsOptions& o
   const double rn = std::sqrt(static_cast<double>(n));
   const double chol_share = 0.5;
   const auto t1 = Clock::now();
+  if (opt.backend) {
+    // factored and solved where the backend keeps the factor (the GPU), if it takes it
+    DeviceFactor df = opt.backend->device_cholesky(A, 0.5, opt.lambda * rn, false);
+    if (df.handled) {
+      if (!df.positive_definite ||
+          !pivots_ok(df.factor->diagonal(), Eigen::NumTraits<double>::epsilon()))
+        throw SingularSystem(
+            "cls: the least-squares system is not positive definite; use lambda > 0");
+      A.resize(0, 0);
+      cb.report(chol_share);
+      const double sf = seconds_between(t1, Clock::now());
+      DeviceCholesky& fac = *df.factor;
+      ClsFit f = cls_steps(
+          s, y, K, opt, [&fac](const Mat& B) { return fac.solve(B); }, chol_share, cb);
+      f.seconds_factor = sf;
+      return f;
+    }
+  }
   A *= 0.5;
   A.diagonal().array() += opt.lambda * rn;
   cb.check();
@@ -460,6 +493,22 @@ bool cls_fit_from_gram_single(const Src& s, const IVec& y, int K, const ClsOptio
   const double rn = std::sqrt(static_cast<double>(n));
   const double chol_share = 0.5;
   const auto t1 = Clock::now();
+  if (opt.backend) {
+    // factored in single precision and solved where the backend keeps the factor (the GPU)
+    DeviceFactor df = opt.backend->device_cholesky(G, 0.5, opt.lambda * rn, true);
+    if (df.handled) {
+      if (!df.positive_definite ||
+          !pivots_ok(df.factor->diagonal(), Eigen::NumTraits<float>::epsilon()))
+        return false;
+      cb.report(chol_share);
+      const double sf = seconds_between(t1, Clock::now());
+      DeviceCholesky& fac = *df.factor;
+      f = cls_steps(
+          s, y, K, opt, [&fac](const Mat& B) { return fac.solve(B); }, chol_share, cb);
+      f.seconds_factor = sf;
+      return true;
+    }
+  }
   A.resize(q, q);
   // column by column in parallel (each thread first touches the columns it writes)
 #ifdef _OPENMP
@@ -530,7 +579,8 @@ ClsFit cls_fit_impl(const Src& s, const IVec& y, int K, const ClsOptions& opt,
   if (y.size() != s.rows()) throw Error("cls: labels and rows differ in number");
   const double gram_share = 0.6;
   const auto t0 = Clock::now();
-  Mat G = gram_impl(s, clamp_threads(opt.threads), SimdLevel::avx512, cb.stage(0.0, gram_share));
+  Mat G = gram_impl(s, clamp_threads(opt.threads), SimdLevel::avx512, cb.stage(0.0, gram_share),
+                    opt.backend);
   const double sg = seconds_between(t0, Clock::now());
   ClsFit f = cls_fit_final_exact(s, y, K, opt, std::move(G), cb.stage(gram_share, 1.0));
   f.seconds_gram += sg;
@@ -586,8 +636,8 @@ ClsFit cls_select_impl(const Src& all, const Src& train, const Src& val, const I
   const int threads = clamp_threads(opt.threads);
   const auto t0 = Clock::now();
   // The Gram matrix of all rows is the sum of those of the two parts.
-  Mat G = gram_impl(train, threads, SimdLevel::avx512, cb.stage(0.0, 0.3));
-  Mat Gv = gram_impl(val, threads, SimdLevel::avx512, cb.stage(0.3, 0.4));
+  Mat G = gram_impl(train, threads, SimdLevel::avx512, cb.stage(0.0, 0.3), opt.backend);
+  Mat Gv = gram_impl(val, threads, SimdLevel::avx512, cb.stage(0.3, 0.4), opt.backend);
   double sg = seconds_between(t0, Clock::now());
   bool exact = false;  // G and Gv summed in double precision
   const IVec yt = y.head(nt), yv = y.tail(nv);

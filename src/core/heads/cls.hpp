@@ -24,6 +24,8 @@
 
 namespace kl {
 
+class Backend;
+
 // The least-squares system is not positive definite at the penalty asked for.
 struct SingularSystem : Error {
   using Error::Error;
@@ -50,6 +52,9 @@ struct ClsOptions {
   // Penalty search: stop once the penalty is chosen, without the final fit on all rows (the
   // fit returned is empty; the search is filled in).
   bool search_only = false;
+  // Where the Gram matrix of single-precision features and the factorisations may run (the
+  // GPU backend takes those its operation set allows; nullptr: the CPU).
+  Backend* backend = nullptr;
 };
 
 struct ClsFit {

@@ -180,6 +180,7 @@ GemHeadFit gem_head_fit(const CMatRef& z, const CMatRef& V, int base, int degree
     co.single_factor_min = opt.single_factor_min;
     co.single_final_min = opt.single_final_min;
     co.search_only = opt.search_only && search;
+    co.backend = opt.backend;
     out.search_only = co.search_only;
     if (search) {
       out.cls = opt.single ? cls_fit_select(Xf, opt.n_train, y, K, co, opt.lambda, opt.start,

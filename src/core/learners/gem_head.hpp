@@ -29,6 +29,7 @@ struct GemHeadOptions {
   double single_final_min = std::numeric_limits<double>::infinity();  // see ClsOptions
   bool search_only = false;     // cls search: see ClsOptions::search_only
   int threads = 1;
+  Backend* backend = nullptr;   // cls: see ClsOptions::backend
   // Logistic head without a search: a fit on these rows starts the full fit (empty: none).
   std::vector<Eigen::Index> warm_rows;
 };
