@@ -7,6 +7,17 @@
 //           (kl::gemm_parallel, or Eigen on processors without them), and from a plain Eigen
 //           product, against kl_cuda_dgemm; also on blocks of larger matrices (leading
 //           dimensions above the row counts) and with k = 0;
+//   chol:   the Cholesky factor and solve of A = K(X, X) + lambda I (kl::cholesky_lower and
+//           kl::cholesky_solve) against kl_cuda_cholesky_solve (cuSOLVER), with the residual
+//           of both solutions; a matrix that is not positive definite (reported, A and B left
+//           as they were); A as a block of a larger matrix; and, end to end, the core's kernel
+//           ridge solve (kl::kernel_ridge_solve: the Gaussian kernel matrix, the factorisation,
+//           the bias) with the CPU backend against the GPU backend the package loads;
+//   cls:    the calibrated least-squares head of gem(): the Gram matrix of single-precision
+//           rows (kl::gram_with_intercept, and the same summed in double) against
+//           kl_cuda_gram_f32; factors kept on the device (kl_cuda_factor_create / _solve,
+//           single and double precision) against the CPU's; and, end to end, kl::cls_fit with
+//           the CPU backend against the GPU backend (Gram matrix and factor on the GPU);
 // with kernlearn_cuda.so loaded with dlopen, as the package does. It prints the largest
 // differences and the timings, and exits with
 //   0  difference within the tolerance
@@ -25,10 +36,15 @@
 #include <limits>
 #include <string>
 
+#include "backend/backend.hpp"
 #include "base/common.hpp"
 #include "base/rng.hpp"
 #include "kernels/standard.hpp"
+#include "linalg/chol.hpp"
 #include "linalg/simd.hpp"
+#include "heads/cls.hpp"
+#include "heads/logistic_f32.hpp"
+#include "machines/kernel_ridge.hpp"
 #include "../../src/cuda/kl_cuda_api.h"
 
 namespace {
@@ -39,6 +55,12 @@ using fn_gauss = int (*)(const double*, int, const double*, int, int, double, do
 using fn_release = void (*)();
 using fn_gemm = int (*)(int, int, int, int, int, const double*, int, const double*, int, double*,
                         int, char*, int);
+using fn_chol = int (*)(double*, int, int, int, double*, int, int, int*, char*, int);
+using fn_gram = int (*)(const float*, long long, int, long long, int, double*, int, char*, int);
+using fn_fcreate = int (*)(const double*, int, int, double, double, int, kl_cuda_factor**, double*,
+                           int*, char*, int);
+using fn_fsolve = int (*)(kl_cuda_factor*, double*, int, int, char*, int);
+using fn_ffree = void (*)(kl_cuda_factor*);
 
 struct Options {
   long n = 5000, m = 2000, d = 784;
@@ -50,16 +72,22 @@ struct Options {
   unsigned long long seed = 42;
   double tol = 1e-10;
   std::string lib;
-  std::string op = "all";  // kernel, gemm or all
+  std::string op = "all";  // kernel, gemm, chol, cls or all
+  long cls_n = 6000, cls_p = 2100;  // rows and features of the cls check
+  long chol_n = 0;          // rows of the factorisation (default: n)
+  double lambda = -1.0;     // ridge of the factorised matrix (default: 1e-3 n)
 };
 
 void usage(const char* prog) {
   std::fprintf(stderr,
                "usage: %s [--n N] [--m M] [--d D] [--gamma G] [--tile-rows R] [--tile-cols C]\n"
                "          [--threads T] [--device I] [--reps R] [--seed S] [--tol E] [--lib PATH]\n"
-               "          [--op kernel|gemm|all] [--gemm-tile T]\n"
+               "          [--op kernel|gemm|chol|cls|all] [--gemm-tile T] [--chol-n N] [--lambda L]\n"
+               "          [--cls-n N] [--cls-p P] [--list-ops]\n"
                "defaults: n 5000, m 2000, d 784, gamma 1/d, tolerance 1e-10 (kernel entries;\n"
-               "products: 1e-12 relative to their largest entry), op all, the library\n"
+               "products: 1e-12 relative to their largest entry; Cholesky: the factors and\n"
+               "solutions within 1e-9 relative, residuals below 1e-12), op all, chol-n n,\n"
+               "lambda 1e-3 chol-n, cls-n 6000, cls-p 2100, the library\n"
                "kernlearn_cuda.so next to this program. --tile-rows / --tile-cols set\n"
                "KL_CUDA_TILE_ROWS / KL_CUDA_TILE_COLS, --gemm-tile sets KL_CUDA_GEMM_TILE,\n"
                "to force small GPU tiles.\n",
@@ -79,6 +107,16 @@ bool parse_args(int argc, char** argv, Options* o) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
       usage(argv[0]);
+      std::exit(0);
+    }
+    if (a == "--list-ops") {
+      std::printf("kernel  Gaussian kernel matrix (kl_cuda_gaussian_kernel)\n"
+                  "gemm    matrix products, all transposes, blocks (kl_cuda_dgemm)\n"
+                  "chol    Cholesky factorisation and solve (kl_cuda_cholesky_solve), and the\n"
+                  "        core's kernel ridge solve with the CPU and the GPU backend\n"
+                  "cls     Gram matrix of single-precision rows (kl_cuda_gram_f32), factors kept\n"
+                  "        on the device (kl_cuda_factor_*), and the core's calibrated least\n"
+                  "        squares fit with the CPU and the GPU backend\n");
       std::exit(0);
     }
     if (i + 1 >= argc) {
@@ -105,7 +143,18 @@ bool parse_args(int argc, char** argv, Options* o) {
     } else if (a == "--lib") o->lib = v;
     else if (a == "--op") {
       o->op = v;
-      ok = o->op == "kernel" || o->op == "gemm" || o->op == "all";
+      ok = o->op == "kernel" || o->op == "gemm" || o->op == "chol" || o->op == "cls" ||
+           o->op == "all";
+    } else if (a == "--cls-n") {
+      ok = parse_long(v, 1, &o->cls_n);
+    } else if (a == "--cls-p") {
+      ok = parse_long(v, 1, &o->cls_p);
+    } else if (a == "--chol-n") {
+      ok = parse_long(v, 1, &o->chol_n);
+    } else if (a == "--lambda") {
+      char* end = nullptr;
+      o->lambda = std::strtod(v, &end);
+      ok = end != v && *end == '\0' && std::isfinite(o->lambda) && o->lambda > 0;
     } else if (a == "--gemm-tile") {
       ok = parse_long(v, 1, &x);
       if (ok) setenv("KL_CUDA_GEMM_TILE", std::to_string(x).c_str(), 1);
@@ -120,7 +169,9 @@ bool parse_args(int argc, char** argv, Options* o) {
     }
   }
   const long lim = std::numeric_limits<int>::max();
-  if (o->n > lim || o->m > lim || o->d > lim) {
+  if (o->chol_n <= 0) o->chol_n = o->n;
+  if (o->lambda <= 0) o->lambda = 1e-3 * static_cast<double>(o->chol_n);
+  if (o->n > lim || o->m > lim || o->d > lim || o->chol_n > lim) {
     std::fprintf(stderr, "n, m and d must fit in an int\n");
     return false;
   }
@@ -399,6 +450,403 @@ int check_gemm(const Options& o, fn_gemm gemm, const kl::Mat& X, const kl::Mat& 
   if (status == 0) std::printf("OK (products, relative tolerance %.1e)\n", tol);
   return status;
 }
+// Normwise backward error of a solution: ||A X - B||_F / (||A||_F ||X||_F + ||B||_F).
+double backward_error(const kl::Mat& A, const kl::Mat& X, const kl::Mat& B) {
+  return (A * X - B).norm() / (A.norm() * X.norm() + B.norm());
+}
+
+// Largest |a - b| over the lower triangles of two square matrices, relative to the largest |b|.
+double lower_rel_diff(const kl::Mat& a, const kl::Mat& b) {
+  double m = 0.0, scale = 1e-300;
+  for (Eigen::Index j = 0; j < a.cols(); ++j)
+    for (Eigen::Index i = j; i < a.rows(); ++i) {
+      const double x = std::fabs(a(i, j) - b(i, j));
+      m = std::isfinite(x) ? std::max(m, x) : std::numeric_limits<double>::infinity();
+      scale = std::max(scale, std::fabs(b(i, j)));
+    }
+  return m / scale;
+}
+
+bool strict_upper_equal(const kl::Mat& a, const kl::Mat& b) {
+  for (Eigen::Index j = 1; j < a.cols(); ++j)
+    for (Eigen::Index i = 0; i < j; ++i)
+      if (!(a(i, j) == b(i, j))) return false;
+  return true;
+}
+
+// Cholesky factorisation and solve: kl_cuda_cholesky_solve against the CPU core, and the core's
+// kernel ridge solve with the CPU backend against the GPU backend.
+int check_chol(const Options& o, fn_chol chol, kl::Rng& rng) {
+  const double tol = 1e-9, tol_res = 1e-12;
+  const int n = static_cast<int>(o.chol_n), nrhs = 3;
+  char err[512] = {0};
+  int info = 0, status = 0;
+  std::printf("Cholesky (n = %d, lambda = %.4g, %d right-hand sides):\n", n, o.lambda, nrhs);
+  {
+    double one = 1.0, b = 1.0;
+    if (chol(&one, -1, 1, 1, &b, 1, 1, &info, err, sizeof(err)) == 0 || !err[0]) {
+      std::printf("FAIL: a negative dimension was not rejected\n");
+      return 1;
+    }
+    err[0] = '\0';
+    double a4[4] = {2, 0, 0, 2};
+    if (chol(a4, 2, 1, 1, &b, 1, 2, &info, err, sizeof(err)) == 0 || !err[0]) {
+      std::printf("FAIL: a leading dimension below the row count was not rejected\n");
+      return 1;
+    }
+  }
+  // A = K(X, X) + lambda I for X uniform on [0, 1]^d, gamma as for the kernel check.
+  kl::Mat X(n, o.d);
+  for (Eigen::Index j = 0; j < X.cols(); ++j)
+    for (Eigen::Index i = 0; i < X.rows(); ++i) X(i, j) = rng.uniform();
+  kl::KernelSpec spec;
+  spec.type = kl::KernelType::Gaussian;
+  spec.gamma = o.gamma;
+  kl::Mat K(n, n);
+  kl::kernel_matrix(spec, X, X, K, o.threads);
+  kl::Mat A0 = K;
+  A0.diagonal().array() += o.lambda;
+  kl::Mat B0(n, nrhs);
+  for (Eigen::Index j = 0; j < nrhs; ++j)
+    for (Eigen::Index i = 0; i < n; ++i) B0(i, j) = rng.uniform() - 0.5;
+
+  // --- CPU: the core's blocked factorisation and solve.
+  kl::Mat Lc = A0;
+  auto t0 = std::chrono::steady_clock::now();
+  if (!kl::cholesky_lower(Lc, o.threads)) {
+    std::printf("FAIL: the CPU factorisation found the test matrix not positive definite\n");
+    return 1;
+  }
+  const kl::Mat Xc = kl::cholesky_solve(Lc, B0, o.threads);
+  const double t_cpu = seconds_since(t0);
+
+  // --- GPU, the factor written back; the first call includes the cuSOLVER set-up.
+  kl::Mat Lg, Xg;
+  double t_first = 0, t_best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r <= o.reps; ++r) {
+    Lg = A0;
+    Xg = B0;
+    t0 = std::chrono::steady_clock::now();
+    const int rc = chol(Lg.data(), n, n, 1, Xg.data(), nrhs, n, &info, err, sizeof(err));
+    const double t = seconds_since(t0);
+    if (rc != 0 || info != 0) {
+      std::printf("FAIL: kl_cuda_cholesky_solve: %s (info %d)\n", rc ? err : "not positive definite",
+                  info);
+      return 1;
+    }
+    if (r == 0) t_first = t;
+    else t_best = std::min(t_best, t);
+  }
+  std::printf("  CPU factor + solve: %.3f s; GPU first %.3f s, best of %d %.3f s (with transfers, "
+              "%.1fx the CPU)\n", t_cpu, t_first, o.reps, t_best, t_cpu / t_best);
+  long bad_x = 0;
+  const double dl = lower_rel_diff(Lg, Lc), dx = max_abs_diff(Xg, Xc, &bad_x) /
+                                                   std::max(Xc.cwiseAbs().maxCoeff(), 1e-300);
+  const double rc_cpu = backward_error(A0, Xc, B0), rc_gpu = backward_error(A0, Xg, B0);
+  std::printf("  factor: max relative diff %.3e; solution: %.3e; backward error CPU %.3e, GPU "
+              "%.3e\n", dl, dx, rc_cpu, rc_gpu);
+  if (bad_x || !(dl <= tol) || !(dx <= tol) || !(rc_gpu <= tol_res) || !(rc_cpu <= tol_res)) {
+    std::printf("FAIL: Cholesky factor or solution above the tolerance\n");
+    status = 1;
+  }
+  if (!strict_upper_equal(Lg, A0)) {
+    std::printf("FAIL: the strict upper triangle of A was changed\n");
+    status = 1;
+  }
+
+  // --- Without the factor: A is left as it was, the solution is the same.
+  {
+    kl::Mat A = A0, B = B0;
+    if (chol(A.data(), n, n, 0, B.data(), nrhs, n, &info, err, sizeof(err)) != 0 || info != 0) {
+      std::printf("FAIL: kl_cuda_cholesky_solve without the factor: %s\n", err);
+      return 1;
+    }
+    long bad = 0;
+    const double d = max_abs_diff(B, Xg, &bad) / std::max(Xg.cwiseAbs().maxCoeff(), 1e-300);
+    const bool same_a = (A.array() == A0.array()).all();
+    std::printf("  without the factor: A %s, solution within %.3e of the first\n",
+                same_a ? "unchanged" : "CHANGED", d);
+    if (!same_a || !(d <= 1e-13) || bad) status = 1;
+  }
+
+  // --- Not positive definite: info > 0, A and B left as they were; the CPU agrees.
+  {
+    kl::Mat A = A0, B = B0;
+    const int k = n / 2;
+    A(k, k) = -1.0;
+    const kl::Mat Acopy = A;
+    const int rc = chol(A.data(), n, n, 1, B.data(), nrhs, n, &info, err, sizeof(err));
+    kl::Mat Ac = Acopy;
+    const bool cpu_pd = kl::cholesky_lower(Ac, o.threads);
+    const bool ok = rc == 0 && info > 0 && info <= k + 1 && !cpu_pd &&
+                    (A.array() == Acopy.array()).all() && (B.array() == B0.array()).all();
+    std::printf("  not positive definite (pivot %d made negative): info %d, A and B %s; CPU %s\n",
+                k + 1, info, (A.array() == Acopy.array()).all() && (B.array() == B0.array()).all()
+                                 ? "unchanged" : "CHANGED",
+                cpu_pd ? "factored it (wrong)" : "refuses it too");
+    if (!ok) {
+      std::printf("FAIL: a matrix that is not positive definite was not reported as such\n");
+      status = 1;
+    }
+  }
+
+  // --- A and B as blocks of larger matrices (leading dimensions above n); the entries around
+  // the blocks are left alone.
+  {
+    const double sentinel = 7.25;
+    kl::Mat Abig = kl::Mat::Constant(n + 3, n + 2, sentinel);
+    Abig.block(2, 1, n, n) = A0;
+    kl::Mat Bbig = kl::Mat::Constant(n + 5, nrhs + 1, sentinel);
+    Bbig.block(4, 1, n, nrhs) = B0;
+    if (chol(Abig.data() + 2 + (n + 3), n, n + 3, 1, Bbig.data() + 4 + (n + 5), nrhs, n + 5, &info,
+             err, sizeof(err)) != 0 || info != 0) {
+      std::printf("FAIL: kl_cuda_cholesky_solve on blocks: %s\n", err);
+      return 1;
+    }
+    const double dl2 = lower_rel_diff(kl::Mat(Abig.block(2, 1, n, n)), Lc);
+    long bad = 0;
+    const double dx2 = max_abs_diff(kl::Mat(Bbig.block(4, 1, n, nrhs)), Xc, &bad) /
+                       std::max(Xc.cwiseAbs().maxCoeff(), 1e-300);
+    kl::Mat a_out = Abig, b_out = Bbig;
+    a_out.block(2, 1, n, n).setConstant(sentinel);
+    b_out.block(4, 1, n, nrhs).setConstant(sentinel);
+    const bool around = (a_out.array() == sentinel).all() && (b_out.array() == sentinel).all();
+    std::printf("  on blocks (lda %d, ldb %d): factor %.3e, solution %.3e, entries around the "
+                "blocks %s\n", n + 3, n + 5, dl2, dx2, around ? "untouched" : "CHANGED");
+    if (!(dl2 <= tol) || !(dx2 <= tol) || bad || !around) status = 1;
+  }
+
+  // --- End to end: the core's kernel ridge solve through the CPU and the GPU backend.
+  {
+    std::string why;
+    kl::Backend* gpu = kl::gpu_backend(o.lib, &why);
+    if (!gpu) {
+      std::printf("FAIL: the core could not load the GPU backend: %s\n", why.c_str());
+      return 1;
+    }
+    gpu->set_gpu_ops(kl::kGpuOpsAll);
+    kl::Mat Y(n, 2);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      Y(i, 0) = std::sin(6.0 * X(i, 0)) + X(i, 1 % X.cols()) + 0.1 * (rng.uniform() - 0.5);
+      Y(i, 1) = X(i, 0) > 0.5 ? 1.0 : -1.0;
+    }
+    kl::KernelSpec ks = spec;
+    const kl::KernelPtr kern = kl::make_standard_kernel(ks);
+    kl::Mat Kc(n, n), Kg(n, n);
+    t0 = std::chrono::steady_clock::now();
+    kl::cpu_backend().kernel_matrix(*kern, X, X, Kc, o.threads, kl::Callbacks());
+    const kl::KrrFit fc = kl::kernel_ridge_solve(Kc, Y, o.lambda, true, o.threads, kl::Callbacks(),
+                                                 kl::cpu_backend());
+    const double tc = seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    gpu->kernel_matrix(*kern, X, X, Kg, o.threads, kl::Callbacks());
+    const kl::KrrFit fg = kl::kernel_ridge_solve(Kg, Y, o.lambda, true, o.threads, kl::Callbacks(),
+                                                 *gpu);
+    const double tg = seconds_since(t0);
+    long bad = 0;
+    const double da = max_abs_diff(fg.alpha, fc.alpha, &bad) /
+                      std::max(fc.alpha.cwiseAbs().maxCoeff(), 1e-300);
+    const double db = (fg.bias - fc.bias).cwiseAbs().maxCoeff() /
+                      std::max(fc.bias.cwiseAbs().maxCoeff(), 1e-300);
+    std::printf("  kernel ridge solve (%s): CPU %.3f s, GPU backend %.3f s (%s); alpha %.3e, "
+                "bias %.3e relative\n", gpu->name().c_str(), tc, tg,
+                n >= 2048 ? "factorisation on the GPU" : "factorisation on the CPU: n < 2048",
+                da, db);
+    if (!(da <= tol) || !(db <= tol) || bad) {
+      std::printf("FAIL: kernel ridge solve differs between the backends\n");
+      status = 1;
+    }
+  }
+  if (status == 0) std::printf("OK (Cholesky, relative tolerance %.1e, residuals %.1e)\n", tol,
+                               tol_res);
+  return status;
+}
+// The calibrated least-squares head: its Gram matrix, device factors and a whole fit.
+int check_cls(const Options& o, fn_gram gram, fn_fcreate fcreate, fn_fsolve fsolve,
+              fn_ffree ffree, kl::Rng& rng) {
+  const long n = o.cls_n, p = o.cls_p;
+  const long stride = p + 3;  // rows padded: the row stride is above p
+  char err[512] = {0};
+  int status = 0;
+  std::printf("calibrated least squares (n = %ld, p = %ld):\n", n, p);
+  {
+    float x = 1.0f;
+    double gg = 0.0;
+    if (gram(&x, 1, 2, 1, 2048, &gg, 2, err, sizeof(err)) == 0 || !err[0]) {
+      std::printf("FAIL: a row stride below p was not rejected\n");
+      return 1;
+    }
+  }
+  // features: a few strongly correlated groups, as GEM's are, in single precision
+  std::vector<float> X(static_cast<std::size_t>(n * stride), -99.0f);
+  kl::RowMajorF32 F;
+  F.n = n;
+  F.p = p;
+  F.data.resize(static_cast<std::size_t>(n * p));
+  kl::IVec y(n);
+  const int K = 4;
+  for (long i = 0; i < n; ++i) {
+    const double z0 = rng.uniform() - 0.5, z1 = rng.uniform() - 0.5;
+    y[i] = (z0 > 0 ? 1 : 0) + (z1 > 0 ? 2 : 0);
+    for (long j = 0; j < p; ++j) {
+      const double v = (j % 3 == 0 ? z0 : j % 3 == 1 ? z1 : z0 * z1) * (1.0 + 0.01 * (j % 7)) +
+                       0.3 * (rng.uniform() - 0.5);
+      X[static_cast<std::size_t>(i * stride + j)] = static_cast<float>(v);
+      F.data[static_cast<std::size_t>(i * p + j)] = static_cast<float>(v);
+    }
+  }
+  // --- Gram matrix: the CPU's single-precision sums, and the exact one (double sums).
+  auto t0 = std::chrono::steady_clock::now();
+  const kl::Mat Gc = kl::gram_with_intercept(F, o.threads);
+  const double t_cpu = seconds_since(t0);
+  const kl::Mat Ge = kl::gram_with_intercept_double_sums(F, o.threads);
+  const long ldg = p + 2;
+  kl::Mat Gg = kl::Mat::Constant(ldg, p, std::numeric_limits<double>::quiet_NaN());
+  double t_best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r <= o.reps; ++r) {
+    t0 = std::chrono::steady_clock::now();
+    if (gram(X.data(), n, static_cast<int>(p), stride, 2048, Gg.data(), static_cast<int>(ldg), err,
+             sizeof(err)) != 0) {
+      std::printf("FAIL: kl_cuda_gram_f32: %s\n", err);
+      return 1;
+    }
+    if (r > 0) t_best = std::min(t_best, seconds_since(t0));
+  }
+  double d_gpu = 0, d_cpu = 0, scale = 1e-300;
+  bool upper_zero = true, rest_untouched = true;
+  for (long j = 0; j < p; ++j) {
+    for (long i = 0; i < p; ++i) {
+      if (i < j) {
+        upper_zero = upper_zero && Gg(i, j) == 0.0;
+        continue;
+      }
+      scale = std::max(scale, std::fabs(Ge(i, j)));
+      d_gpu = std::max(d_gpu, std::fabs(Gg(i, j) - Ge(i, j)));
+      d_cpu = std::max(d_cpu, std::fabs(Gc(i, j) - Ge(i, j)));
+      if (!std::isfinite(Gg(i, j))) d_gpu = std::numeric_limits<double>::infinity();
+    }
+    for (long i = p; i < ldg; ++i) rest_untouched = rest_untouched && std::isnan(Gg(i, j));
+  }
+  std::printf("  Gram matrix: CPU %.3f s, GPU best of %d %.3f s (with transfers); against the "
+              "double sums: GPU %.3e, CPU %.3e relative; upper triangle %s, rows past p %s\n",
+              t_cpu, o.reps, t_best, d_gpu / scale, d_cpu / scale, upper_zero ? "0" : "NOT 0",
+              rest_untouched ? "untouched" : "WRITTEN");
+  // single-precision sums of 2048 rows: a relative 1e-5 of the largest entry is ample
+  if (!(d_gpu <= 1e-5 * scale) || !upper_zero || !rest_untouched) {
+    std::printf("FAIL: the GPU Gram matrix differs from the exact one\n");
+    status = 1;
+  }
+  // --- Device factors of A = 0.5 G + shift I (the cls system), double and single precision.
+  const long q = p + 1;
+  const double shift = 1e-2 * std::sqrt(static_cast<double>(n));
+  kl::Mat A = 0.5 * Ge;
+  A.diagonal().array() += shift;
+  kl::Mat L = A;
+  if (!kl::cholesky_lower(L, o.threads)) {
+    std::printf("FAIL: the CPU factorisation found the cls system not positive definite\n");
+    return 1;
+  }
+  kl::Mat B(q, K);
+  for (Eigen::Index j = 0; j < B.cols(); ++j)
+    for (Eigen::Index i = 0; i < B.rows(); ++i) B(i, j) = rng.uniform() - 0.5;
+  const kl::Mat Xc = kl::cholesky_solve(L, B, o.threads);
+  for (int single = 0; single <= 1; ++single) {
+    kl_cuda_factor* f = nullptr;
+    int info = 0;
+    kl::Vec diag(q);
+    t0 = std::chrono::steady_clock::now();
+    if (fcreate(Ge.data(), static_cast<int>(q), static_cast<int>(q), 0.5, shift, single, &f,
+                diag.data(), &info, err, sizeof(err)) != 0 || info != 0 || !f) {
+      std::printf("FAIL: kl_cuda_factor_create (%s): %s (info %d)\n", single ? "single" : "double",
+                  err, info);
+      return 1;
+    }
+    const double tf = seconds_since(t0);
+    kl::Mat Xg = B;
+    t0 = std::chrono::steady_clock::now();
+    if (fsolve(f, Xg.data(), K, static_cast<int>(q), err, sizeof(err)) != 0) {
+      std::printf("FAIL: kl_cuda_factor_solve: %s\n", err);
+      ffree(f);
+      return 1;
+    }
+    const double ts = seconds_since(t0);
+    ffree(f);
+    long bad = 0;
+    const double dd = (diag - L.diagonal()).cwiseAbs().maxCoeff() / L.diagonal().cwiseAbs().maxCoeff();
+    const double dx = max_abs_diff(Xg, Xc, &bad) / std::max(Xc.cwiseAbs().maxCoeff(), 1e-300);
+    const double res = backward_error(A, Xg, B);
+    // single precision: its rounding times the system's condition (the shift keeps it modest)
+    const double tol_d = single ? 1e-4 : 1e-9, tol_r = single ? 1e-5 : 1e-12;
+    std::printf("  device factor (%s): create %.3f s, solve %.3f s; diagonal %.3e, solution "
+                "%.3e relative; backward error %.3e\n", single ? "single" : "double", tf, ts, dd,
+                dx, res);
+    if (bad || !(dd <= tol_d) || !(res <= tol_r)) {
+      std::printf("FAIL: the device factor's results are off\n");
+      status = 1;
+    }
+  }
+  {
+    // not positive definite: info > 0 and no factor
+    kl_cuda_factor* f = nullptr;
+    int info = 0;
+    kl::Mat S = Ge;
+    S(q / 2, q / 2) = -1e9;
+    const int rc = fcreate(S.data(), static_cast<int>(q), static_cast<int>(q), 0.5, shift, 0, &f,
+                           nullptr, &info, err, sizeof(err));
+    std::printf("  device factor of an indefinite matrix: status %d, info %d, factor %s\n", rc,
+                info, f ? "RETURNED" : "none");
+    if (rc != 0 || info <= 0 || f) status = 1;
+    if (f) ffree(f);
+  }
+  // --- End to end: cls_fit with the CPU backend and with the GPU's (all operations on).
+  {
+    std::string why;
+    kl::Backend* gpu = kl::gpu_backend(o.lib, &why);
+    if (!gpu) {
+      std::printf("FAIL: the core could not load the GPU backend: %s\n", why.c_str());
+      return 1;
+    }
+    gpu->set_gpu_ops(kl::kGpuOpsAll);
+    for (int single = 0; single <= 1; ++single) {
+      kl::ClsOptions opt;
+      opt.lambda = 1e-2;
+      opt.max_iter = 10;
+      opt.threads = o.threads;
+      if (single) opt.single_final_min = 0;  // factored in single precision
+      opt.backend = &kl::cpu_backend();
+      t0 = std::chrono::steady_clock::now();
+      const kl::ClsFit fc = kl::cls_fit(F, y, K, opt);
+      const double tc = seconds_since(t0);
+      opt.backend = gpu;
+      t0 = std::chrono::steady_clock::now();
+      const kl::ClsFit fg = kl::cls_fit(F, y, K, opt);
+      const double tg = seconds_since(t0);
+      long bad = 0, differ = 0;
+      const double ds = max_abs_diff(fg.scores, fc.scores, &bad);
+      for (Eigen::Index i = 0; i < fc.scores.rows(); ++i) {
+        Eigen::Index a = 0, b = 0;
+        fc.scores.row(i).maxCoeff(&a);
+        fg.scores.row(i).maxCoeff(&b);
+        differ += a != b;
+      }
+      const bool gram_gpu = p >= 512 && static_cast<double>(n) * p * p >= 1e10,
+                 factor_gpu = p + 1 >= 2048;
+      std::printf("  cls_fit (%s factor; Gram matrix on the %s, factor on the %s): CPU %.3f s, "
+                  "GPU backend %.3f s; steps %d and %d; scores within %.3e, classes differ on "
+                  "%ld of %ld rows\n",
+                  single ? "single" : "double", gram_gpu ? "GPU" : "CPU",
+                  factor_gpu ? "GPU" : "CPU", tc, tg, fc.iterations, fg.iterations, ds, differ, n);
+      // the Gram matrices differ by single-precision rounding: scores agree to about 1e-4
+      if (bad || fg.iterations != fc.iterations || !(ds <= 1e-3) ||
+          differ > std::max<long>(1, n / 1000)) {
+        std::printf("FAIL: cls_fit differs between the backends\n");
+        status = 1;
+      }
+    }
+  }
+  if (status == 0) std::printf("OK (calibrated least squares)\n");
+  return status;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -431,11 +879,17 @@ int main(int argc, char** argv) {
   auto gauss = reinterpret_cast<fn_gauss>(dlsym(h, "kl_cuda_gaussian_kernel"));
   auto release = reinterpret_cast<fn_release>(dlsym(h, "kl_cuda_release"));
   auto gemm = reinterpret_cast<fn_gemm>(dlsym(h, "kl_cuda_dgemm"));
+  auto chol = reinterpret_cast<fn_chol>(dlsym(h, "kl_cuda_cholesky_solve"));
+  auto gram = reinterpret_cast<fn_gram>(dlsym(h, "kl_cuda_gram_f32"));
+  auto fcreate = reinterpret_cast<fn_fcreate>(dlsym(h, "kl_cuda_factor_create"));
+  auto fsolve = reinterpret_cast<fn_fsolve>(dlsym(h, "kl_cuda_factor_solve"));
+  auto ffree = reinterpret_cast<fn_ffree>(dlsym(h, "kl_cuda_factor_free"));
   if (!version) return no_gpu(o.lib + " lacks expected symbols");
   if (version() != KL_CUDA_API_VERSION)
     return no_gpu(o.lib + " has interface version " + std::to_string(version()) + ", expected " +
                   std::to_string(KL_CUDA_API_VERSION));
-  if (!init || !gauss || !release || !gemm) return no_gpu(o.lib + " lacks expected symbols");
+  if (!init || !gauss || !release || !gemm || !chol || !gram || !fcreate || !fsolve || !ffree)
+    return no_gpu(o.lib + " lacks expected symbols");
 
   char err[512] = {0};
   // Argument checks that must fail before any device work.
@@ -468,8 +922,11 @@ int main(int argc, char** argv) {
     for (Eigen::Index i = 0; i < Z.rows(); ++i) Z(i, j) = rng.uniform();
 
   int status = 0;
-  if (o.op != "gemm") status = std::max(status, check_kernel(o, gauss, X, Z, rng));
-  if (o.op != "kernel") status = std::max(status, check_gemm(o, gemm, X, Z, rng));
+  if (o.op == "kernel" || o.op == "all") status = std::max(status, check_kernel(o, gauss, X, Z, rng));
+  if (o.op == "gemm" || o.op == "all") status = std::max(status, check_gemm(o, gemm, X, Z, rng));
+  if (o.op == "chol" || o.op == "all") status = std::max(status, check_chol(o, chol, rng));
+  if (o.op == "cls" || o.op == "all")
+    status = std::max(status, check_cls(o, gram, fcreate, fsolve, ffree, rng));
   release();
   std::printf(status == 0 ? "ALL OK\n" : "FAILED\n");
   return status;

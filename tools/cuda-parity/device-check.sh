@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds the GPU library and the parity program on a machine with an NVIDIA GPU (no R needed),
+# runs `make check` and the timing cases of the GPU targets, and writes the output, headed by
+# the device, driver and date, to $OUT/cuda_parity.txt (or ./cuda_parity.txt), for
+# bench/results/.
+#
+#   tools/cuda-parity/device-check.sh [quick|full]
+#     quick  make check only (about a minute after the build)
+#     full   (default) also kernel ridge's factorisation at n = 20,000 on 2 CPU threads and the
+#            GPU, at n = 40,000 on all CPU threads and the GPU, and gem's head on the MNIST
+#            shapes (60,000 x 14,000) on all CPU threads and the GPU
+# Eigen: EIGEN_INC, else tools/cuda-parity/eigen (a copy of the headers carried along), else
+# the system's.
+set -u
+cd "$(dirname "$0")"
+mode=${1:-full}
+out_dir=${OUT:-.}
+mkdir -p "$out_dir"
+out="$out_dir/cuda_parity.txt"
+eigen=${EIGEN_INC:-}
+if [ -z "$eigen" ] && [ -f eigen/Eigen/Dense ]; then eigen=$PWD/eigen; fi
+jobs=$(nproc 2>/dev/null || echo 4)
+if [ -n "$eigen" ]; then
+  make -j"$jobs" EIGEN_INC="$eigen" all || exit 1
+else
+  make -j"$jobs" all || exit 1
+fi
+{
+  gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+  echo "# tools/cuda-parity ($mode) on ${gpu:-unknown GPU}, $(nproc) CPU threads, $(date -u +%Y-%m-%d)"
+  make -s check
+  status=$?
+  if [ "$mode" = full ]; then
+    ./parity --op chol --chol-n 20000 --d 54 --threads 2 --reps 1 || status=1
+    ./parity --op chol --chol-n 40000 --d 54 --reps 1 || status=1
+    ./parity --op cls --cls-n 60000 --cls-p 14000 --reps 1 || status=1
+  fi
+  echo "exit status $status"
+} 2>&1 | tee "$out"
+grep -q "^exit status 0$" "$out"

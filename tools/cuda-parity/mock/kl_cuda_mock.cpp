@@ -1,0 +1,230 @@
+// A stand-in for the GPU library with the same C interface (src/cuda/kl_cuda_api.h), computed
+// on the CPU with Eigen. It lets the parity program and the core's GPU backend (loading,
+// dispatch by operation and size, fallbacks, the calibrated least-squares head's device
+// factors) be exercised on machines without a GPU: `make check-mock`. It checks nothing about
+// the CUDA code itself.
+#include <Eigen/Dense>
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "../../../src/cuda/kl_cuda_api.h"
+
+#define KL_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using Mat = Eigen::MatrixXd;
+using MatF = Eigen::MatrixXf;
+using Stride = Eigen::OuterStride<>;
+
+void set_err(char* err, int len, const char* fmt, ...) {
+  if (!err || len <= 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(err, static_cast<std::size_t>(len), fmt, ap);
+  va_end(ap);
+}
+
+void clear(char* err, int len) {
+  if (err && len > 0) err[0] = '\0';
+}
+
+// Lower Cholesky factor of the lower triangle of A (n x n) into L; false when a pivot is not
+// positive, with *info its 1-based index.
+template <class M>
+bool factor_lower(const M& A, M* L, int* info) {
+  const Eigen::Index n = A.rows();
+  *L = M::Zero(n, n);
+  for (Eigen::Index j = 0; j < n; ++j) {
+    double d = A(j, j);
+    for (Eigen::Index k = 0; k < j; ++k) d -= static_cast<double>((*L)(j, k)) * (*L)(j, k);
+    if (!(d > 0)) {
+      *info = static_cast<int>(j + 1);
+      return false;
+    }
+    const double ljj = std::sqrt(d);
+    (*L)(j, j) = static_cast<typename M::Scalar>(ljj);
+    for (Eigen::Index i = j + 1; i < n; ++i) {
+      double s = A(i, j);
+      for (Eigen::Index k = 0; k < j; ++k) s -= static_cast<double>((*L)(i, k)) * (*L)(j, k);
+      (*L)(i, j) = static_cast<typename M::Scalar>(s / ljj);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+struct kl_cuda_factor {
+  bool single = false;
+  Mat L;
+  MatF Lf;
+};
+
+KL_EXPORT int kl_cuda_api_version(void) { return KL_CUDA_API_VERSION; }
+
+KL_EXPORT int kl_cuda_init(int device, char* name, int name_len, char* err, int err_len) {
+  clear(err, err_len);
+  if (device != 0) {
+    set_err(err, err_len, "CUDA device %d does not exist (1 device found)", device);
+    return 1;
+  }
+  if (name && name_len > 0) std::snprintf(name, static_cast<std::size_t>(name_len), "CPU mock");
+  return 0;
+}
+
+KL_EXPORT int kl_cuda_gaussian_kernel(const double* X, int n, const double* Z, int m, int d,
+                                      double gamma, double* K, char* err, int err_len) {
+  clear(err, err_len);
+  if (n < 0 || m < 0 || d < 0) {
+    set_err(err, err_len, "negative dimension");
+    return 1;
+  }
+  if (!std::isfinite(gamma) || gamma <= 0) {
+    set_err(err, err_len, "gamma must be finite and positive");
+    return 1;
+  }
+  Eigen::Map<const Mat> x(X, n, d), z(Z, m, d);
+  Eigen::Map<Mat> k(K, n, m);
+  for (int j = 0; j < m; ++j)
+    for (int i = 0; i < n; ++i) k(i, j) = std::exp(-gamma * (x.row(i) - z.row(j)).squaredNorm());
+  return 0;
+}
+
+KL_EXPORT int kl_cuda_dgemm(int ta, int tb, int m, int n, int k, const double* A, int lda,
+                            const double* B, int ldb, double* C, int ldc, char* err, int err_len) {
+  clear(err, err_len);
+  if (m < 0 || n < 0 || k < 0) {
+    set_err(err, err_len, "negative dimension");
+    return 1;
+  }
+  const int ra = ta ? k : m, rb = tb ? n : k;
+  if (lda < (ra > 1 ? ra : 1) || ldb < (rb > 1 ? rb : 1) || ldc < (m > 1 ? m : 1)) {
+    set_err(err, err_len, "leading dimension too small");
+    return 1;
+  }
+  Eigen::Map<Mat, 0, Stride> c(C, m, n, Stride(ldc));
+  if (k == 0) {
+    c.setZero();
+    return 0;
+  }
+  Eigen::Map<const Mat, 0, Stride> a(A, ra, ta ? m : k, Stride(lda)), b(B, rb, tb ? k : n, Stride(ldb));
+  if (ta && tb) c = a.transpose() * b.transpose();
+  else if (ta) c = a.transpose() * b;
+  else if (tb) c = a * b.transpose();
+  else c = a * b;
+  return 0;
+}
+
+KL_EXPORT int kl_cuda_cholesky_solve(double* A, int n, int lda, int write_factor, double* B,
+                                     int nrhs, int ldb, int* info, char* err, int err_len) {
+  clear(err, err_len);
+  if (!info) return 1;
+  *info = 0;
+  if (n < 0 || nrhs < 0) {
+    set_err(err, err_len, "negative dimension");
+    return 1;
+  }
+  if (lda < (n > 1 ? n : 1) || (nrhs > 0 && ldb < (n > 1 ? n : 1))) {
+    set_err(err, err_len, "leading dimension too small");
+    return 1;
+  }
+  if (n == 0) return 0;
+  Eigen::Map<Mat, 0, Stride> a(A, n, n, Stride(lda));
+  Mat L;
+  if (!factor_lower(Mat(a), &L, info)) return 0;
+  if (nrhs > 0) {
+    Eigen::Map<Mat, 0, Stride> b(B, n, nrhs, Stride(ldb));
+    const Mat x = L.transpose().triangularView<Eigen::Upper>().solve(
+        L.triangularView<Eigen::Lower>().solve(Mat(b)));
+    b = x;
+  }
+  if (write_factor) a.triangularView<Eigen::Lower>() = L;
+  return 0;
+}
+
+KL_EXPORT int kl_cuda_gram_f32(const float* X, long long n, int p, long long row_stride, int block,
+                               double* G, int ldg, char* err, int err_len) {
+  clear(err, err_len);
+  if (n < 0 || p < 0 || block < 1 || row_stride < p || ldg < (p > 1 ? p : 1)) {
+    set_err(err, err_len, "bad dimensions");
+    return 1;
+  }
+  Eigen::Map<Mat, 0, Stride> g(G, p, p, Stride(ldg));
+  g.setZero();
+  for (long long r0 = 0; r0 < n; r0 += block) {
+    const long long len = n - r0 < block ? n - r0 : block;
+    MatF c = MatF::Zero(p, p);
+    for (long long i = r0; i < r0 + len; ++i) {
+      Eigen::Map<const Eigen::VectorXf> x(X + i * row_stride, p);
+      c.selfadjointView<Eigen::Lower>().rankUpdate(x);
+    }
+    g.triangularView<Eigen::Lower>() += c.cast<double>();
+  }
+  return 0;
+}
+
+KL_EXPORT int kl_cuda_factor_create(const double* S, int n, int lds, double scale, double shift,
+                                    int single, kl_cuda_factor** out, double* diag, int* info,
+                                    char* err, int err_len) {
+  clear(err, err_len);
+  if (!out || !info) return 1;
+  *out = nullptr;
+  *info = 0;
+  if (n < 1 || lds < n || !S) {
+    set_err(err, err_len, "bad dimensions");
+    return 1;
+  }
+  Eigen::Map<const Mat, 0, Stride> s(S, n, n, Stride(lds));
+  Mat A = scale * s;
+  A.diagonal().array() += shift;
+  auto* f = new (std::nothrow) kl_cuda_factor;
+  if (!f) return 1;
+  f->single = single != 0;
+  bool ok;
+  if (f->single) {
+    MatF Af = A.cast<float>();
+    ok = factor_lower(Af, &f->Lf, info);
+  } else {
+    ok = factor_lower(A, &f->L, info);
+  }
+  if (!ok) {
+    delete f;
+    return 0;
+  }
+  if (diag)
+    for (int i = 0; i < n; ++i) diag[i] = f->single ? f->Lf(i, i) : f->L(i, i);
+  *out = f;
+  return 0;
+}
+
+KL_EXPORT int kl_cuda_factor_solve(kl_cuda_factor* f, double* B, int nrhs, int ldb, char* err,
+                                   int err_len) {
+  clear(err, err_len);
+  if (!f) return 1;
+  const Eigen::Index n = f->single ? f->Lf.rows() : f->L.rows();
+  if (nrhs < 0 || ldb < n) {
+    set_err(err, err_len, "bad dimensions");
+    return 1;
+  }
+  Eigen::Map<Mat, 0, Stride> b(B, n, nrhs, Stride(ldb));
+  if (f->single) {
+    const MatF bf = b.cast<float>();
+    const MatF x = f->Lf.transpose().triangularView<Eigen::Upper>().solve(
+        f->Lf.triangularView<Eigen::Lower>().solve(bf));
+    b = x.cast<double>();
+  } else {
+    const Mat x = f->L.transpose().triangularView<Eigen::Upper>().solve(
+        f->L.triangularView<Eigen::Lower>().solve(Mat(b)));
+    b = x;
+  }
+  return 0;
+}
+
+KL_EXPORT void kl_cuda_factor_free(kl_cuda_factor* f) { delete f; }
+
+KL_EXPORT void kl_cuda_release(void) {}
