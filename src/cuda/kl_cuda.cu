@@ -350,6 +350,63 @@ int device_alloc(DeviceBuffer* b, std::size_t bytes, const char* what, char* err
   return 0;
 }
 
+// cuSOLVER's parameter object for one call.
+struct SolverParams {
+  cusolverDnParams_t p = nullptr;
+  ~SolverParams() {
+    if (p) cusolverDnDestroyParams(p);
+  }
+};
+
+// A = L L' in place on the device (A n x n, leading dimension n, lower triangle; type CUDA_R_32F
+// or CUDA_R_64F), with cuSOLVER's 64-bit potrf; dinfo is one int on the device. *h_info gets 0,
+// or the order of the first leading minor that is not positive definite.
+int device_potrf(void* A, int n, cudaDataType type, int* dinfo, int* h_info, char* err,
+                 int err_len) {
+  SolverParams params;
+  cusolverStatus_t st = cusolverDnCreateParams(&params.p);
+  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cannot create cuSOLVER parameters", st);
+  std::size_t dev_bytes = 0, host_bytes = 0;
+  st = cusolverDnXpotrf_bufferSize(g.solver, params.p, CUBLAS_FILL_MODE_LOWER, n, type, A, n, type,
+                                   &dev_bytes, &host_bytes);
+  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cuSOLVER potrf workspace query failed", st);
+  DeviceBuffer work;
+  if (device_alloc(&work, dev_bytes, "the factorisation's workspace", err, err_len) != 0) return 1;
+  std::vector<unsigned char> host_work(host_bytes > 0 ? host_bytes : 1);
+  st = cusolverDnXpotrf(g.solver, params.p, CUBLAS_FILL_MODE_LOWER, n, type, A, n, type, work.p,
+                        dev_bytes, host_work.data(), host_bytes, dinfo);
+  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cuSOLVER potrf failed", st);
+  KL_CUDA_TRY(cudaMemcpyAsync(h_info, dinfo, sizeof(int), cudaMemcpyDeviceToHost, g.stream),
+              "cannot copy the factorisation's status from the GPU");
+  KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "the GPU factorisation failed");
+  if (*h_info < 0) {
+    set_err(err, err_len, "cuSOLVER potrf rejected argument %d", -*h_info);
+    return 1;
+  }
+  return 0;
+}
+
+// B := (L L')^-1 B on the device (L from device_potrf, B n x nrhs with leading dimension n, both
+// of `type`), with cuSOLVER's 64-bit potrs.
+int device_potrs(const void* L, int n, int nrhs, cudaDataType type, void* B, int* dinfo,
+                 char* err, int err_len) {
+  SolverParams params;
+  cusolverStatus_t st = cusolverDnCreateParams(&params.p);
+  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cannot create cuSOLVER parameters", st);
+  st = cusolverDnXpotrs(g.solver, params.p, CUBLAS_FILL_MODE_LOWER, n, nrhs, type, L, n, type, B,
+                        n, dinfo);
+  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cuSOLVER potrs failed", st);
+  int h_info = 0;
+  KL_CUDA_TRY(cudaMemcpyAsync(&h_info, dinfo, sizeof(int), cudaMemcpyDeviceToHost, g.stream),
+              "cannot copy the solve's status from the GPU");
+  KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "the GPU solve failed");
+  if (h_info != 0) {
+    set_err(err, err_len, "cuSOLVER potrs rejected argument %d", -h_info);
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 // The device factor of kl_cuda_factor_create.
@@ -702,41 +759,18 @@ KL_EXPORT int kl_cuda_cholesky_solve(double* A, int n, int lda, int write_factor
 
   const std::size_t N = static_cast<std::size_t>(n), R = static_cast<std::size_t>(nrhs);
   const std::size_t w = sizeof(double);
-  DeviceBuffer dA, dB, dWork, dInfo;
+  DeviceBuffer dA, dB, dInfo;
   if (device_alloc(&dA, N * N * w, "the matrix", err, err_len) != 0) return 1;
   if (device_alloc(&dInfo, sizeof(int), "the status", err, err_len) != 0) return 1;
   if (R > 0 && device_alloc(&dB, N * R * w, "the right-hand sides", err, err_len) != 0) return 1;
-
-  cusolverDnParams_t params = nullptr;
-  cusolverStatus_t st = cusolverDnCreateParams(&params);
-  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cannot create cuSOLVER parameters", st);
-  struct ParamsGuard {
-    cusolverDnParams_t p;
-    ~ParamsGuard() { cusolverDnDestroyParams(p); }
-  } params_guard{params};
 
   double* a = static_cast<double*>(dA.p);
   KL_CUDA_TRY(cudaMemcpy2DAsync(a, N * w, A, static_cast<std::size_t>(lda) * w, N * w, N,
                                 cudaMemcpyHostToDevice, g.stream),
               "cannot copy the matrix to the GPU");
-  std::size_t dev_bytes = 0, host_bytes = 0;
-  st = cusolverDnXpotrf_bufferSize(g.solver, params, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F, a, n,
-                                   CUDA_R_64F, &dev_bytes, &host_bytes);
-  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cuSOLVER potrf workspace query failed", st);
-  if (device_alloc(&dWork, dev_bytes, "the factorisation's workspace", err, err_len) != 0) return 1;
-  std::vector<unsigned char> host_work(host_bytes > 0 ? host_bytes : 1);
   int* dinfo = static_cast<int*>(dInfo.p);
-  st = cusolverDnXpotrf(g.solver, params, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F, a, n, CUDA_R_64F,
-                        dWork.p, dev_bytes, host_work.data(), host_bytes, dinfo);
-  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cuSOLVER potrf failed", st);
   int h_info = 0;
-  KL_CUDA_TRY(cudaMemcpyAsync(&h_info, dinfo, sizeof(int), cudaMemcpyDeviceToHost, g.stream),
-              "cannot copy the factorisation's status from the GPU");
-  KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "the GPU factorisation failed");
-  if (h_info < 0) {
-    set_err(err, err_len, "cuSOLVER potrf rejected argument %d", -h_info);
-    return 1;
-  }
+  if (device_potrf(a, n, CUDA_R_64F, dinfo, &h_info, err, err_len) != 0) return 1;
   if (h_info > 0) {  // not positive definite: the caller reports it; A and B untouched
     *info = h_info;
     return 0;
@@ -746,16 +780,7 @@ KL_EXPORT int kl_cuda_cholesky_solve(double* A, int n, int lda, int write_factor
     KL_CUDA_TRY(cudaMemcpy2DAsync(b, N * w, B, static_cast<std::size_t>(ldb) * w, N * w, R,
                                   cudaMemcpyHostToDevice, g.stream),
                 "cannot copy the right-hand sides to the GPU");
-    st = cusolverDnXpotrs(g.solver, params, CUBLAS_FILL_MODE_LOWER, n, nrhs, CUDA_R_64F, a, n,
-                          CUDA_R_64F, b, n, dinfo);
-    if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cuSOLVER potrs failed", st);
-    KL_CUDA_TRY(cudaMemcpyAsync(&h_info, dinfo, sizeof(int), cudaMemcpyDeviceToHost, g.stream),
-                "cannot copy the solve's status from the GPU");
-    KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "the GPU solve failed");
-    if (h_info != 0) {
-      set_err(err, err_len, "cuSOLVER potrs rejected argument %d", -h_info);
-      return 1;
-    }
+    if (device_potrs(a, n, nrhs, CUDA_R_64F, b, dinfo, err, err_len) != 0) return 1;
   }
   // Results back to the host only once everything has succeeded. The device copy of A keeps
   // the original strict upper triangle (potrf reads and writes the lower one only), so copying
@@ -902,32 +927,9 @@ KL_EXPORT int kl_cuda_factor_create(const double* S, int n, int lds, double scal
     KL_CUDA_TRY(cudaGetLastError(), "cannot launch the matrix preparation");
     KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "the matrix preparation failed");
   }
-  cusolverDnParams_t params = nullptr;
-  cusolverStatus_t st = cusolverDnCreateParams(&params);
-  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cannot create cuSOLVER parameters", st);
-  struct ParamsGuard {
-    cusolverDnParams_t p;
-    ~ParamsGuard() { cusolverDnDestroyParams(p); }
-  } params_guard{params};
   const cudaDataType type = f->single ? CUDA_R_32F : CUDA_R_64F;
-  std::size_t dev_bytes = 0, host_bytes = 0;
-  st = cusolverDnXpotrf_bufferSize(g.solver, params, CUBLAS_FILL_MODE_LOWER, n, type, f->L, n,
-                                   type, &dev_bytes, &host_bytes);
-  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cuSOLVER potrf workspace query failed", st);
-  DeviceBuffer dWork;
-  if (device_alloc(&dWork, dev_bytes, "the factorisation's workspace", err, err_len) != 0) return 1;
-  std::vector<unsigned char> host_work(host_bytes > 0 ? host_bytes : 1);
-  st = cusolverDnXpotrf(g.solver, params, CUBLAS_FILL_MODE_LOWER, n, type, f->L, n, type, dWork.p,
-                        dev_bytes, host_work.data(), host_bytes, f->info);
-  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cuSOLVER potrf failed", st);
   int h_info = 0;
-  KL_CUDA_TRY(cudaMemcpyAsync(&h_info, f->info, sizeof(int), cudaMemcpyDeviceToHost, g.stream),
-              "cannot copy the factorisation's status from the GPU");
-  KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "the GPU factorisation failed");
-  if (h_info < 0) {
-    set_err(err, err_len, "cuSOLVER potrf rejected argument %d", -h_info);
-    return 1;
-  }
+  if (device_potrf(f->L, n, type, f->info, &h_info, err, err_len) != 0) return 1;
   if (h_info > 0) {
     *info = h_info;
     return 0;
@@ -990,28 +992,11 @@ KL_EXPORT int kl_cuda_factor_solve(kl_cuda_factor* f, double* B, int nrhs, int l
     KL_CUDA_TRY(cudaGetLastError(), "cannot launch the conversion");
     rhs = dBf.p;
   }
-  cusolverDnParams_t params = nullptr;
-  cusolverStatus_t st = cusolverDnCreateParams(&params);
-  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cannot create cuSOLVER parameters", st);
-  struct ParamsGuard {
-    cusolverDnParams_t p;
-    ~ParamsGuard() { cusolverDnDestroyParams(p); }
-  } params_guard{params};
   const cudaDataType type = f->single ? CUDA_R_32F : CUDA_R_64F;
-  st = cusolverDnXpotrs(g.solver, params, CUBLAS_FILL_MODE_LOWER, n, nrhs, type, f->L, n, type,
-                        rhs, n, f->info);
-  if (st != CUSOLVER_STATUS_SUCCESS) return solver_fail(err, err_len, "cuSOLVER potrs failed", st);
+  if (device_potrs(f->L, n, nrhs, type, rhs, f->info, err, err_len) != 0) return 1;
   if (f->single) {
     convert<double, float><<<nb, tb1, 0, g.stream>>>(b_d, static_cast<const float*>(rhs), N * R);
     KL_CUDA_TRY(cudaGetLastError(), "cannot launch the conversion");
-  }
-  int h_info = 0;
-  KL_CUDA_TRY(cudaMemcpyAsync(&h_info, f->info, sizeof(int), cudaMemcpyDeviceToHost, g.stream),
-              "cannot copy the solve's status from the GPU");
-  KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "the GPU solve failed");
-  if (h_info != 0) {
-    set_err(err, err_len, "cuSOLVER potrs rejected argument %d", -h_info);
-    return 1;
   }
   KL_CUDA_TRY(cudaMemcpy2DAsync(B, static_cast<std::size_t>(ldb) * w, b_d, N * w, N * w, R,
                                 cudaMemcpyDeviceToHost, g.stream),

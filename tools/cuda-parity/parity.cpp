@@ -450,6 +450,19 @@ int check_gemm(const Options& o, fn_gemm gemm, const kl::Mat& X, const kl::Mat& 
   if (status == 0) std::printf("OK (products, relative tolerance %.1e)\n", tol);
   return status;
 }
+// The GPU backend as the package loads it, with every operation on; nullptr (and a FAIL line)
+// when the core cannot load it.
+kl::Backend* core_gpu_backend(const std::string& lib) {
+  std::string why;
+  kl::Backend* gpu = kl::gpu_backend(lib, &why);
+  if (!gpu) {
+    std::printf("FAIL: the core could not load the GPU backend: %s\n", why.c_str());
+    return nullptr;
+  }
+  gpu->set_gpu_ops(kl::kGpuOpsAll);
+  return gpu;
+}
+
 // Normwise backward error of a solution: ||A X - B||_F / (||A||_F ||X||_F + ||B||_F).
 double backward_error(const kl::Mat& A, const kl::Mat& X, const kl::Mat& B) {
   return (A * X - B).norm() / (A.norm() * X.norm() + B.norm());
@@ -618,13 +631,8 @@ int check_chol(const Options& o, fn_chol chol, kl::Rng& rng) {
 
   // --- End to end: the core's kernel ridge solve through the CPU and the GPU backend.
   {
-    std::string why;
-    kl::Backend* gpu = kl::gpu_backend(o.lib, &why);
-    if (!gpu) {
-      std::printf("FAIL: the core could not load the GPU backend: %s\n", why.c_str());
-      return 1;
-    }
-    gpu->set_gpu_ops(kl::kGpuOpsAll);
+    kl::Backend* gpu = core_gpu_backend(o.lib);
+    if (!gpu) return 1;
     kl::Mat Y(n, 2);
     for (Eigen::Index i = 0; i < n; ++i) {
       Y(i, 0) = std::sin(6.0 * X(i, 0)) + X(i, 1 % X.cols()) + 0.1 * (rng.uniform() - 0.5);
@@ -800,13 +808,8 @@ int check_cls(const Options& o, fn_gram gram, fn_fcreate fcreate, fn_fsolve fsol
   }
   // --- End to end: cls_fit with the CPU backend and with the GPU's (all operations on).
   {
-    std::string why;
-    kl::Backend* gpu = kl::gpu_backend(o.lib, &why);
-    if (!gpu) {
-      std::printf("FAIL: the core could not load the GPU backend: %s\n", why.c_str());
-      return 1;
-    }
-    gpu->set_gpu_ops(kl::kGpuOpsAll);
+    kl::Backend* gpu = core_gpu_backend(o.lib);
+    if (!gpu) return 1;
     for (int single = 0; single <= 1; ++single) {
       kl::ClsOptions opt;
       opt.lambda = 1e-2;
