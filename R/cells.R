@@ -758,7 +758,7 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   n <- length(y)
   if (!is.factor(y)) return(sort(sample.int(n, m)))
   groups <- split(seq_len(n), y)
-  take <- pmax(1L, round(m * lengths(groups) / n))
+  take <- pmax(1L, round(as.numeric(m) * lengths(groups) / n))
   take <- pmin(take, lengths(groups))
   sort(unlist(lapply(seq_along(groups), function(g) {
     r <- groups[[g]]
