@@ -36,6 +36,51 @@
        degree = as.integer(degree), keep_input = keep_input, ones = ones)
 }
 
+# The model settings of gem() checked (errors name the argument): the layers' settings (the
+# first layer's from `first_layer` with depth 2), the head, the penalty, the ensemble size and
+# the random Fourier map. `ridge` NULL is checked as the first candidate ridge. Returns
+# list(layers, head).
+.gem_check_model <- function(ridge, ridge_type, top, threshold, nonlinearity, degree,
+                             keep_input, head, lambda, depth, first_layer, rff, ensemble,
+                             caller) {
+  if (is.null(ridge)) ridge <- .gem_ridge_candidates[1L]
+  last <- .gem_layer_settings(ridge, ridge_type, top, threshold, nonlinearity, degree,
+                              keep_input, ones = FALSE, caller)
+  .check_number(depth, "depth", lower = 1, upper = 2, integer = TRUE)
+  head <- .kl_choice(head, c("cls", "logistic"), "head", caller)
+  if (!is.null(lambda)) .check_number(lambda, "lambda", lower = 0)
+  .check_number(ensemble, "ensemble", lower = 1, upper = 1000, integer = TRUE)
+  layers <- list(last)
+  if (depth == 2) {
+    if (!is.list(first_layer))
+      stop(sprintf("%s: 'first_layer' must be a list of layer settings", caller), call. = FALSE)
+    known <- c("ridge", "ridge_type", "top", "threshold", "nonlinearity", "degree",
+               "keep_input")
+    unknown <- setdiff(names(first_layer), known)
+    if (length(unknown) || (length(first_layer) && is.null(names(first_layer))))
+      stop(sprintf("%s: 'first_layer' has unknown setting(s) %s (known: %s)", caller,
+                   .name_list(if (length(unknown)) unknown else "<unnamed>"),
+                   .name_list(known, 10L)), call. = FALSE)
+    fl <- utils::modifyList(list(ridge = 0.1, ridge_type = "relative", top = 20,
+                                 threshold = 0, nonlinearity = "smooth_sqrt", degree = 1,
+                                 keep_input = FALSE), first_layer)
+    layers <- list(.gem_layer_settings(fl$ridge, fl$ridge_type, fl$top, fl$threshold,
+                                       fl$nonlinearity, fl$degree, fl$keep_input,
+                                       ones = TRUE, caller, prefix = "first_layer$"),
+                   last)
+  } else if (length(first_layer)) {
+    stop(sprintf("%s: 'first_layer' applies only with depth = 2", caller), call. = FALSE)
+  }
+  if (!is.null(rff)) {
+    if (!is.list(rff) || is.null(rff$dim) || is.null(rff$gamma) ||
+        length(setdiff(names(rff), c("dim", "gamma"))))
+      stop(sprintf("%s: 'rff' must be NULL or list(dim = , gamma = )", caller), call. = FALSE)
+    .check_number(rff$dim, "rff$dim", lower = 1, upper = 1e6, integer = TRUE)
+    .check_number(rff$gamma, "rff$gamma", lower = 0, lower_open = TRUE)
+  }
+  list(layers = layers, head = head)
+}
+
 # Ordered class pairs (1-based, numerator first) as a two-column integer matrix.
 .gem_pairs <- function(pairs, levels, max_pairs, caller) {
   k <- length(levels)
@@ -121,54 +166,24 @@
     stop(sprintf("%s: GEM is a classifier; 'y' must be a factor of class labels", caller),
          call. = FALSE)
   threads <- .kl_threads(threads)
-  last <- .gem_layer_settings(ridge, ridge_type, top, threshold, nonlinearity, degree,
-                              keep_input, ones = FALSE, caller)
-  if (keep_max > 0L) last$keep_max <- as.integer(keep_max)
-  if (search_only) last$search_only <- TRUE
-  .check_number(depth, "depth", lower = 1, upper = 2, integer = TRUE)
-  head <- .kl_choice(head, c("cls", "logistic"), "head", caller)
+  chk <- .gem_check_model(ridge, ridge_type, top, threshold, nonlinearity, degree, keep_input,
+                          head, lambda, depth, first_layer, rff, ensemble, caller)
+  layers <- chk$layers
+  head <- chk$head
+  if (keep_max > 0L) layers[[length(layers)]]$keep_max <- as.integer(keep_max)
+  if (search_only) layers[[length(layers)]]$search_only <- TRUE
   cls <- head == "cls"
   if (is.null(maxit)) maxit <- if (cls) 50 else 500
   if (is.null(tol)) tol <- if (cls) 0.002 else 1e-6
-  if (!is.null(lambda)) .check_number(lambda, "lambda", lower = 0)
   # a penalty chosen on a sample of the rows (sample_search: that search): the rows are held
   # out as for a search on all rows and the directions learned from the others, then the head
   # is fitted on all rows with that penalty, as a search on all rows that chose it would
   on_sample <- !is.null(sample_search)
   if (on_sample) lambda <- attr(sample_search, "chosen")
-  .check_number(ensemble, "ensemble", lower = 1, upper = 1000, integer = TRUE)
-  layers <- list(last)
-  if (depth == 2) {
-    if (!is.list(first_layer))
-      stop(sprintf("%s: 'first_layer' must be a list of layer settings", caller), call. = FALSE)
-    known <- c("ridge", "ridge_type", "top", "threshold", "nonlinearity", "degree",
-               "keep_input")
-    unknown <- setdiff(names(first_layer), known)
-    if (length(unknown) || (length(first_layer) && is.null(names(first_layer))))
-      stop(sprintf("%s: 'first_layer' has unknown setting(s) %s (known: %s)", caller,
-                   .name_list(if (length(unknown)) unknown else "<unnamed>"),
-                   .name_list(known, 10L)), call. = FALSE)
-    fl <- utils::modifyList(list(ridge = 0.1, ridge_type = "relative", top = 20,
-                                 threshold = 0, nonlinearity = "smooth_sqrt", degree = 1,
-                                 keep_input = FALSE), first_layer)
-    layers <- list(.gem_layer_settings(fl$ridge, fl$ridge_type, fl$top, fl$threshold,
-                                       fl$nonlinearity, fl$degree, fl$keep_input,
-                                       ones = TRUE, caller, prefix = "first_layer$"),
-                   last)
-  } else if (length(first_layer)) {
-    stop(sprintf("%s: 'first_layer' applies only with depth = 2", caller), call. = FALSE)
-  }
   # Without the input's zero columns, a relative ridge (ridge x trace / columns) is rescaled so
   # that the first layer's eigenproblems are those of the whole input.
   if (!is.null(inp$columns_all) && layers[[1L]]$ridge_type == "relative")
     layers[[1L]]$ridge_core <- layers[[1L]]$ridge * ncol(inp$x) / inp$columns_all
-  if (!is.null(rff)) {
-    if (!is.list(rff) || is.null(rff$dim) || is.null(rff$gamma) ||
-        length(setdiff(names(rff), c("dim", "gamma"))))
-      stop(sprintf("%s: 'rff' must be NULL or list(dim = , gamma = )", caller), call. = FALSE)
-    .check_number(rff$dim, "rff$dim", lower = 1, upper = 1e6, integer = TRUE)
-    .check_number(rff$gamma, "rff$gamma", lower = 0, lower_open = TRUE)
-  }
   lev <- inp$levels
   k <- length(lev)
   hyper <- is.character(pairs) && length(pairs) == 1L && identical(pairs, "hypercube")

@@ -201,6 +201,8 @@ print.gem <- function(x, ...) {
                 format(Ll$threshold), Ll$nonlinearity, Ll$degree,
                 if (Ll$keep_input) ", input kept" else ""))
   }
+  if (!is.null(x$selection))
+    cat(sprintf("  chosen by validation: %s\n", x$selection$reason))
   rs <- x$params$ridge_search
   if (!is.null(rs))
     cat(sprintf("  ridge %s chosen from %s by the held-out %s at each one's best lambda%s: %s\n",

@@ -64,6 +64,26 @@
 #' on independent random hypercubes and predicts with the normalised geometric
 #' mean of their class probabilities.
 #'
+#' \strong{Cells.} With \code{cells}, the scaled input space is cut into
+#' cells of at most \code{cell_size} training rows (the partition of
+#' \code{\link{kernel_svm}(cells = )}, see \code{\link{kl_cells}}; its
+#' grids and folds are not used here), and every cell gets its own GEM model
+#' with the settings given, from its own rows and classes: local directions
+#' and a local classifier, which on large data with many local structures
+#' (all of Covertype) is far more accurate than one model, and faster, since
+#' a cell has few classes and rows. The cells are fitted as tasks on the
+#' \pkg{future} plan, as the cells of \code{kernel_svm()} are. A cell with
+#' one class predicts it; a cell where no direction of its class pairs
+#' reaches \code{threshold} (or whose fit fails) fits its classifier on the
+#' inputs alone (\code{pairs = "none"}), and if that fails too predicts its
+#' most frequent class; \code{print()} counts such cells. The warnings of a
+#' cell's fit are kept with the cell (\code{fit$cells[[i]]$warnings}) and
+#' counted by \code{print()}, not raised. \code{cells = "auto"} with many rows
+#' fits one model and cells of 1000 rows on four fifths of a stratified
+#' sample of at most 100,000 rows, and keeps the one with the smaller error on
+#' the other fifth (a tie keeps one model); \code{fit$selection} and
+#' \code{print()} give both errors.
+#'
 #' \strong{Classifier.} \code{head = "logistic"} (the paper's): multinomial
 #' logistic regression with the penalty
 #' \eqn{(\lambda / 2) \sum_k \|\beta_k\|^2} on the mean log-loss (glmnet's
@@ -257,6 +277,12 @@
 #'   the training rows for \code{\link[=kl_model_methods]{fitted}()}: with
 #'   \code{head = "cls"} from the final fit's own training scores (no extra
 #'   pass), with \code{"logistic"} by one prediction pass at the end of the fit.
+#' @param cells \code{"auto"} (the default), \code{FALSE}, \code{TRUE} or
+#'   \code{\link{kl_cells}(...)}: one model for the whole input space, or a
+#'   localized model with one GEM model per cell (see Details, Cells).
+#'   \code{TRUE} means \code{kl_cells(cell_size = 1000)}; \code{"auto"}
+#'   compares the two on held-out rows when there are at least 100,000 rows
+#'   (option \code{kernlearn.gem_cells_rows}) and fits one model below.
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
 #' @param ... Not used; unknown arguments are an error.
 #' @return An object of class \code{c("gem", "kl_model")}: a list with
@@ -269,7 +295,12 @@
 #'   that are zero on every row after scaling, such as constant columns with
 #'   \code{scale = TRUE}, contribute nothing and are left out of the fit and of
 #'   new data, except with \code{rff}; a relative \code{ridge} stays relative
-#'   to all the columns, so the model is the same) and the call.
+#'   to all the columns, so the model is the same), \code{selection} (with
+#'   \code{cells = "auto"} on many rows: the held-out errors of one model and
+#'   of cells, and the choice) and the call. With cells, an object of class
+#'   \code{c("gem_cells", "kl_model")} (see \code{\link{predict.gem_cells}}):
+#'   the partition, \code{cells} (per cell its rows, classes, \code{status}
+#'   and GEM \code{model}), \code{selection} and the settings.
 #' @references
 #' Karampatziakis, N. and Mineiro, P. (2014). Discriminative features via
 #' generalized eigenvectors. ICML.
@@ -313,7 +344,8 @@ gem.formula <- function(formula, data, ridge = NULL, ridge_type = c("relative", 
                         keep_input = TRUE, head = c("cls", "logistic"), lambda = NULL,
                         depth = 1, first_layer = list(), rff = NULL, ensemble = 1,
                         scale = TRUE, control = gem_control(), fitted = TRUE,
-                        subset = NULL, na.action = stats::na.fail, threads = NULL, ...) {
+                        cells = "auto", subset = NULL, na.action = stats::na.fail,
+                        threads = NULL, ...) {
   caller <- "gem()"
   .gem_check_moved(..., caller = caller)
   .no_dots(..., caller = caller)
@@ -322,11 +354,8 @@ gem.formula <- function(formula, data, ridge = NULL, ridge_type = c("relative", 
                            na.action, "gem()", parent.frame())
   .check_flag(scale, "scale", caller)
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
-  dz <- if (is.null(rff)) .gem_drop_zero_columns(inp) else list(inp = inp, active = NULL)
-  fit <- .gem_fit_ridge(dz$inp, mget(.gem_settings, envir = environment()), control, threads,
-                        .kl_call(match.call(), "gem"))
-  fit$active <- dz$active
-  .gem_keep_fitted(fit, fitted, data, inp$y, threads)
+  .gem_fit_input(inp, mget(.gem_settings, envir = environment()), control, cells, scale,
+                 threads, fitted, data, .kl_call(match.call(), "gem"))
 }
 
 #' @rdname gem
@@ -337,7 +366,7 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
                         keep_input = TRUE, head = c("cls", "logistic"), lambda = NULL,
                         depth = 1, first_layer = list(), rff = NULL, ensemble = 1,
                         scale = TRUE, control = gem_control(), fitted = TRUE,
-                        threads = NULL, ...) {
+                        cells = "auto", threads = NULL, ...) {
   caller <- "gem()"
   .gem_check_moved(..., caller = caller)
   .no_dots(..., caller = caller)
@@ -355,11 +384,34 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
     y <- factor(y)
   }
   inp <- .kl_input_xy(x, y, caller, scale = scale)
-  dz <- if (is.null(rff)) .gem_drop_zero_columns(inp) else list(inp = inp, active = NULL)
-  fit <- .gem_fit_ridge(dz$inp, mget(.gem_settings, envir = environment()), control, threads,
-                        .kl_call(match.call(), "gem"))
+  .gem_fit_input(inp, mget(.gem_settings, envir = environment()), control, cells, scale,
+                 threads, fitted, x, .kl_call(match.call(), "gem"))
+}
+
+# Both methods of gem() from the checked input: one model, or cells (given, or chosen by
+# validation with cells = "auto"). `newdata`: the training data as the user gave it.
+.gem_fit_input <- function(inp, settings, control, cells, scale, threads, fitted, newdata,
+                           call) {
+  caller <- "gem()"
+  if (inp$task != "classification")
+    stop(sprintf("%s: GEM is a classifier; 'y' must be a factor of class labels", caller),
+         call. = FALSE)
+  cells <- .gem_cells_arg(cells, settings, inp, caller)
+  selection <- NULL
+  if (identical(cells, "auto")) {
+    auto <- .gem_cells_auto(inp, settings, control, scale, threads, caller)
+    cells <- auto$cells
+    selection <- auto$selection
+  }
+  if (!is.null(cells))
+    return(.gem_cells_fit(inp, settings, control, cells, scale, threads, fitted, call,
+                          selection, caller))
+  dz <- if (is.null(settings$rff)) .gem_drop_zero_columns(inp)
+        else list(inp = inp, active = NULL)
+  fit <- .gem_fit_ridge(dz$inp, settings, control, threads, call)
   fit$active <- dz$active
-  .gem_keep_fitted(fit, fitted, x, inp$y, threads)
+  fit$selection <- selection
+  .gem_keep_fitted(fit, fitted, newdata, inp$y, threads)
 }
 
 #' Tuning constants of gem()
