@@ -517,6 +517,9 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
 # comparison is a 5-fold cross-validation, above a held-out fifth.
 .tkl_min_validate <- 50L
 .tkl_cv_rows <- 2000L
+# Steps the Gaussian's tuning may take past a winning end of its grid (kl_tune(extend = )):
+# on noisy responses the best width can lie far past 16 / d (forest fires: 256 / d).
+.tkl_gauss_extend <- 6L
 
 # tkl() with baseline = TRUE: the learned kernel with the given settings against the Gaussian
 # SVM (C-SVC or epsilon-SVR with the same cost weights and epsilon) tuned over widths x costs
@@ -590,6 +593,7 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
     }
     e_learned <- err(pred, inp$y)
     tn <- kl_tune(kernel_svm, xg, inp$y, grid = grid, foldid = foldid, refit = FALSE,
+                  extend = .tkl_gauss_extend,
                   epsilon = epsilon, class.weights = class.weights, scale = "none",
                   threads = threads)
     g <- tn$best
@@ -605,6 +609,7 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
                    svm_tol, cache, threads, NULL, ridge, normalize, precision)
     e_learned <- err(predict(ft, xv, threads = threads), yv)
     tn <- kl_tune(kernel_svm, xg[!hold, , drop = FALSE], part$y, grid = grid, folds = 5,
+                  extend = .tkl_gauss_extend,
                   refit = FALSE, epsilon = epsilon, class.weights = class.weights,
                   scale = "none", threads = threads)
     g <- tn$best
