@@ -5,7 +5,8 @@
 #   parts    comma-separated, default all: covbin, cov7, friedman, growth, sizes, learned, tkl
 #     covbin    Covertype, class 2 against the rest: a random 50000 test rows (seed 1), the
 #               other 531012 train. kernel_svm(cells = TRUE) with its own per-cell selection;
-#               ranger with 100 and 500 trees; gem() with its defaults; the global kernel_svm()
+#               ranger with 100 and 500 trees; gem() with its defaults (on this many rows it
+#               compares one model with cells on held-out rows); the global kernel_svm()
 #               on the largest of 25000, 50000, 75000, 100000 training rows that fits in 10 minutes
 #               (a fit is stopped at 600 s), with the median gamma and cost the cells chose
 #     cov7      full 7-class Covertype, the same split and the same methods
@@ -98,7 +99,8 @@ worker <- function(cache, dataset, method, n_train, threads, extra) {
     extra$cells <- kl_cells(cell_size = m)
   }
   cells <- if (is.null(extra$cells)) TRUE else extra$cells
-  fit <- switch(method,
+  warns <- character()
+  fit <- withCallingHandlers(switch(method,
     cells = if (is.factor(y)) kernel_svm(x, y, cells = cells, fitted = FALSE)
             else kernel_ridge(x, y, cells = cells),
     ranger100 = ranger::ranger(x = x, y = y, num.trees = 100, num.threads = threads, seed = 1),
@@ -110,8 +112,13 @@ worker <- function(cache, dataset, method, n_train, threads, extra) {
                                lambda = extra$lambda * nrow(x)),
     hgk = hgk(x, y, loss = "hinge", cells = TRUE),
     tkl = tkl(x, y, cells = TRUE, fitted = FALSE),
-    stop("unknown method ", method))
+    stop("unknown method ", method)),
+    warning = function(w) {
+      warns <<- c(warns, conditionMessage(w))
+      invokeRestart("muffleWarning")
+    })
   fit_s <- proc.time()[["elapsed"]] - t0
+  if (length(warns)) note <- paste("warning:", paste(unique(warns), collapse = " | "))
   t0 <- proc.time()[["elapsed"]]
   pred <- if (inherits(fit, "ranger")) predict(fit, xt, num.threads = threads)$predictions else
     predict(fit, xt)
@@ -131,6 +138,14 @@ worker <- function(cache, dataset, method, n_train, threads, extra) {
                                        sum(vapply(fit$cells, function(c)
                                          identical(c$choice, "learned"), NA)),
                                        length(fit$cells)))
+  } else if (method == "gem") {
+    sel <- fit$selection
+    params <- paste0(if (inherits(fit, "gem_cells"))
+                       sprintf("cells=%d (cell_size %d)", length(fit$cells), fit$settings$cell_size)
+                     else sprintf("one model, %d features", fit$members[[1L]]$p),
+                     if (!is.null(sel))
+                       sprintf("; chosen on %d held-out rows: one model %.4f, cells %.4f",
+                               sel$validation_rows, sel$global_error, sel$cells_error) else "")
   } else if (method == "global") {
     params <- if (is.factor(y)) sprintf("gamma=%.4g cost=%.4g", extra$gamma, extra$cost)
               else sprintf("gamma=%.4g lambda=%.4g", extra$gamma, extra$lambda * nrow(x))
