@@ -301,3 +301,22 @@ print.gem_cells <- function(x, ...) {
   cat(sprintf("  fitted in %.1f s\n", x$time))
   invisible(x)
 }
+
+#' @export
+summary.gem_cells <- function(object, ...) {
+  .no_dots(..., caller = "summary()")
+  structure(list(model = object, cells = .gem_cells_table(object)), class = "summary.gem_cells")
+}
+
+#' @export
+print.summary.gem_cells <- function(x, ...) {
+  print(x$model)
+  tab <- x$cells
+  cat("\nRows per cell:\n")
+  print(summary(tab$rows))
+  cat("Classes per cell:\n")
+  print(table(tab$classes))
+  cat("\nCells (first 10; summary(fit)$cells has them all):\n")
+  print(utils::head(tab, 10L), row.names = FALSE)
+  invisible(x)
+}

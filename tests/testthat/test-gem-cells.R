@@ -53,6 +53,11 @@ test_that("gem(cells = ) predicts each row with its cell's own GEM model (indepe
   expect_identical(fitted(fit), pc)
   expect_identical(predict(fit), pc)
   expect_lt(mean(pc != d$y), 0.1)
+  # summary(): one row per cell
+  sm <- summary(fit)
+  expect_equal(nrow(sm$cells), n_cells)
+  expect_equal(sum(sm$cells$rows), nrow(d$x))
+  expect_output(print(sm), "Rows per cell")
 })
 
 test_that("gem(cells = ): one-class cells, cells without a direction above the threshold, and bad settings", {
