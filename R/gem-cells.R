@@ -62,19 +62,30 @@
   c(settings, list(control = control, scale = scale, cells = FALSE))
 }
 
-# cells = "auto": NULL (one model) below .gem_cells_rows() rows; else one model and the cells
+# cells = "auto": NULL (one model) below .gem_cells_rows() rows, or with more input columns
+# than a tenth of the cells' rows; else one model and the cells
 # fitted on four fifths of a stratified sample of at most .gem_auto_sample rows and compared by
 # the misclassification rate on the other fifth (ties keep one model). Returns list(cells,
 # selection): cells NULL for one model.
 .gem_cells_auto <- function(inp, settings, control, scale, threads, caller) {
   n <- length(inp$y)
   if (n < .gem_cells_rows()) return(list(cells = NULL, selection = NULL))
+  cells <- .gem_cells_default()
+  d <- ncol(inp$x)
+  if (d > cells$cell_size / 10) {
+    # a cell's class moments are d x d from a few hundred rows: not estimable, and the cells'
+    # eigenproblems would cost far more than one model's
+    return(list(cells = NULL, selection = list(
+      choice = "global", global_error = NA_real_, cells_error = NA_real_, train_rows = 0L,
+      validation_rows = 0L, cell_size = cells$cell_size, seconds = 0,
+      reason = sprintf("one model, without a comparison: %d input columns, more than a tenth of the %d rows of a cell",
+                       d, cells$cell_size))))
+  }
   t0 <- proc.time()[["elapsed"]]
   m <- min(n, .gem_auto_sample)
   rows <- if (m < n) .kl_stratified_sample(inp$y, m) else seq_len(n)
   hold <- rows[.kl_stratified_sample(inp$y[rows], round(length(rows) / 5))]
   train <- setdiff(rows, hold)
-  cells <- .gem_cells_default()
   x <- inp$x
   ytr <- droplevels(inp$y[train])
   args <- .gem_cell_args(settings, control, scale = FALSE)

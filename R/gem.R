@@ -82,7 +82,10 @@
 #' fits one model and cells of 1000 rows on four fifths of a stratified
 #' sample of at most 100,000 rows, and keeps the one with the smaller error on
 #' the other fifth (a tie keeps one model); \code{fit$selection} and
-#' \code{print()} give both errors.
+#' \code{print()} give both errors. With more input columns than a tenth of
+#' a cell's rows (more than 100), a cell's class moments cannot be estimated
+#' from its rows, and \code{"auto"} fits one model without the comparison
+#' (and says so).
 #'
 #' \strong{Classifier.} \code{head = "logistic"} (the paper's): multinomial
 #' logistic regression with the penalty

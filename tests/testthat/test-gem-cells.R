@@ -139,6 +139,14 @@ test_that("gem(cells = \"auto\") compares one model with cells on held-out rows 
   # cells = FALSE never compares
   options(kernlearn.gem_cells_rows = 1000)
   expect_null(gem(d$x, d$y, top = 2, threshold = 1.2, lambda = 1e-3, cells = FALSE)$selection)
+  # more input columns than a tenth of a cell's rows: one model, no comparison, said
+  set.seed(10)
+  xw <- unname(cbind(d$x, matrix(runif(nrow(d$x) * 100), ncol = 100)))
+  fw <- gem(xw, d$y, top = 2, threshold = 1.2, lambda = 1e-3)
+  expect_s3_class(fw, "gem")
+  expect_identical(fw$selection$choice, "global")
+  expect_match(fw$selection$reason, "103 input columns")
+  expect_output(print(fw), "without a comparison")
   options(kernlearn.gem_cells_rows = "many")
   expect_error(gem(d$x, d$y), "kernlearn.gem_cells_rows")
 })
