@@ -246,6 +246,21 @@ print.kl_cells <- function(x, ...) {
   out
 }
 
+# The training rows each cell owns (as a list, one element per cell).
+.kl_cell_rows <- function(part) {
+  split(seq_along(part$cell_of), factor(part$cell_of, levels = seq_len(part$n_cells)))
+}
+
+# One task per cell: the cell's own rows and then its overlap rows of inp's x and y, how many
+# it owns, and a seed drawn in cell order.
+.kl_cell_tasks <- function(inp, part, own) {
+  lapply(seq_len(part$n_cells), function(c) {
+    rows <- c(own[[c]], part$extra[[c]])
+    list(cell = c, x = inp$x[rows, , drop = FALSE], y = inp$y[rows], own = length(own[[c]]),
+         seed = .kl_seed())
+  })
+}
+
 # Fits one model per cell. machine: "svm" or "ridge". kernel: a resolved kernel object whose
 # width is chosen per cell when `gamma_free` is TRUE. cost: a fixed cost (SVM) or penalty
 # (kernel ridge), or NULL to choose it per cell.
@@ -777,13 +792,8 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   .check_number(args$delta, "delta", lower = 0, caller = caller)
   w <- if (inp$task == "classification") .svm_class_weights(args$class.weights, inp$y, caller)
   part <- .kl_cells_partition(inp$x, cells, threads, caller)
-  own <- split(seq_len(nrow(inp$x)), factor(part$cell_of, levels = seq_len(part$n_cells)))
-  tasks <- vector("list", part$n_cells)
-  for (c in seq_len(part$n_cells)) {
-    rows <- c(own[[c]], part$extra[[c]])
-    tasks[[c]] <- list(cell = c, x = inp$x[rows, , drop = FALSE], y = inp$y[rows],
-                       own = length(own[[c]]), seed = .kl_seed())
-  }
+  own <- .kl_cell_rows(part)
+  tasks <- .kl_cell_tasks(inp, part, own)
   use_future <- .klcv_use_future()
   # the Gaussian each cell compares with is tuned over the grid kernel_svm(cells = ) uses
   # (widths relative to the cell's own scale, the cells' costs), on the cell's rows in the

@@ -190,13 +190,8 @@
     stop(sprintf("%s: 'control' must come from gem_control()", caller), call. = FALSE)
   n <- nrow(inp$x)
   part <- .kl_cells_partition(inp$x, cells, threads, caller)
-  own <- split(seq_len(n), factor(part$cell_of, levels = seq_len(part$n_cells)))
-  tasks <- vector("list", part$n_cells)
-  for (c in seq_len(part$n_cells)) {
-    rows <- c(own[[c]], part$extra[[c]])
-    tasks[[c]] <- list(cell = c, x = inp$x[rows, , drop = FALSE], y = inp$y[rows],
-                       own = length(own[[c]]), seed = .kl_seed())
-  }
+  own <- .kl_cell_rows(part)
+  tasks <- .kl_cell_tasks(inp, part, own)
   use_future <- .klcv_use_future()
   shared <- list(args = .gem_cell_args(settings, control, scale), fitted = fitted,
                  threads = if (use_future) NULL else threads)
