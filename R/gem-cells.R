@@ -23,7 +23,7 @@
 # The `cells` argument of gem(): "auto", NULL (one model) or a kl_cells object. With cells, the
 # model settings are checked here, once: a cell's fit that fails is otherwise taken for a
 # property of the cell's rows.
-.gem_cells_arg <- function(cells, settings, inp, caller) {
+.gem_cells_arg <- function(cells, settings, caller) {
   pairs <- settings$pairs
   named <- is.character(pairs) && length(pairs) == 1L && !is.matrix(pairs)
   if (identical(cells, "auto")) return(if (named) "auto" else NULL)

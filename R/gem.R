@@ -399,7 +399,7 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
   if (inp$task != "classification")
     stop(sprintf("%s: GEM is a classifier; 'y' must be a factor of class labels", caller),
          call. = FALSE)
-  cells <- .gem_cells_arg(cells, settings, inp, caller)
+  cells <- .gem_cells_arg(cells, settings, caller)
   selection <- NULL
   if (identical(cells, "auto")) {
     auto <- .gem_cells_auto(inp, settings, control, scale, threads, caller)
