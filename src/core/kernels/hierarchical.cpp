@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/hgk_pass.hpp"
 #include "linalg/vexp.hpp"
 #include "kernels/standard.hpp"
 #include "linalg/simd.hpp"
@@ -58,6 +59,7 @@ class HgkKernel final : public Kernel {
     const HgkNode& root = nodes_.back();
     depth1_ = nodes_.size() == 1;
     if (depth1_) gauss_ = make_standard_kernel(gaussian_spec(root.scale));
+    pass_ = !depth1_ && hgk_pass_available(nodes_);
   }
 
   std::string name() const override {
@@ -76,8 +78,33 @@ class HgkKernel final : public Kernel {
       gauss_->block(scaled_root(X), scaled_root(Z), K, threads, cb);
       return;
     }
-    // K(X, X): the tiles that reach the upper triangle, then the mirror image.
     const bool sym = same_points(X, Z);
+    if (pass_) {
+      // One fused sweep. K(X, X): the pairs below the diagonal, each row a giving column a's
+      // lower part, then the mirror image; K(X, Z): the rows of K(Z, X), i.e. the columns of K
+      // (the kernel is symmetric in its arguments), so every write is contiguous.
+      HgkPassJob job;
+      job.want_row = true;
+      job.triangle = sym;
+      const Eigen::Index nx = X.rows();
+      job.row_end = [&](Eigen::Index a, int, const double*, const double* krow) {
+        if (sym) {
+          K(a, a) = 1.0;
+          if (a + 1 < nx) K.col(a).tail(nx - a - 1) = Eigen::Map<const Vec>(krow + a + 1, nx - a - 1);
+        } else {
+          K.col(a) = Eigen::Map<const Vec>(krow, nx);
+        }
+        return 1.0;
+      };
+      if (sym) {
+        hgk_pass(nodes_, d_, X, X, job, threads, cb);
+        K.triangularView<Eigen::StrictlyUpper>() = K.transpose();
+      } else {
+        hgk_pass(nodes_, d_, Z, X, job, threads, cb);
+      }
+      return;
+    }
+    // K(X, X): the tiles that reach the upper triangle, then the mirror image.
     Leaves LX = leaves(X, true);
     Leaves LZ = sym ? Leaves() : leaves(Z, true);
     const Leaves& RZ = sym ? LX : LZ;
@@ -340,6 +367,7 @@ class HgkKernel final : public Kernel {
   std::vector<int> parent_;  // the parent of each node (-1 at the root)
   int nparams_ = 0;
   bool depth1_ = false;
+  bool pass_ = false;  // blocks through the fused pass (kernels/hgk_pass.hpp)
   KernelPtr gauss_;
 };
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "kernels/hgk_pass.hpp"
 #include "linalg/chol.hpp"
 #include "linalg/optim.hpp"
 
@@ -78,7 +79,7 @@ Vec HgkFamily::start() const {
   return theta;
 }
 
-KernelPtr HgkFamily::kernel(const CVecRef& theta, double gamma) const {
+std::vector<HgkNode> HgkFamily::nodes_at(const CVecRef& theta, double gamma) const {
   if (theta.size() != nparams_) throw Error("wrong number of kernel weights");
   if (!theta.allFinite()) throw Error("the kernel weights are not finite");
   std::vector<HgkNode> nodes = nodes_;
@@ -86,7 +87,11 @@ KernelPtr HgkFamily::kernel(const CVecRef& theta, double gamma) const {
   for (HgkNode& nd : nodes)
     for (double& w : nd.weights) w = std::exp(theta[t++]);
   nodes.back().scale = gamma;
-  return make_hierarchical_gaussian_kernel(std::move(nodes), d_);
+  return nodes;
+}
+
+KernelPtr HgkFamily::kernel(const CVecRef& theta, double gamma) const {
+  return make_hierarchical_gaussian_kernel(nodes_at(theta, gamma), d_);
 }
 
 LsFit ls_svm_fit(Mat& K, CMatRef Y, double c, int threads, const Callbacks& cb) {
@@ -114,7 +119,10 @@ HgkObjective::HgkObjective(const HgkFamily& family, CMatRef X1, CMatRef Y1, CMat
 void HgkObjective::factor(const CVecRef& theta) {
   if (have_ && theta_.size() == theta.size() && (theta_.array() == theta.array()).all()) return;
   have_ = false;
-  kernel_ = fam_.kernel(theta, gamma_);
+  have_res_ = false;
+  nodes_ = fam_.nodes_at(theta, gamma_);
+  kernel_ = make_hierarchical_gaussian_kernel(nodes_, fam_.input_dim());
+  pass_ = hgk_pass_available(nodes_);
   const Eigen::Index n1 = X1_.rows();
   L_.resize(n1, n1);
   kernel_->block(X1_, X1_, L_, threads_, cb_);
@@ -122,48 +130,147 @@ void HgkObjective::factor(const CVecRef& theta) {
   v_ = std::move(sys.v);
   s_ = sys.s;
   fit_ = std::move(sys.fit);
-  K21_.resize(X2_.rows(), n1);
-  kernel_->block(X2_, X1_, K21_, threads_, cb_);
-  risk_of(K21_, fit_, Y2_, &res_);
+  if (!pass_) {
+    K21_.resize(X2_.rows(), n1);
+    kernel_->block(X2_, X1_, K21_, threads_, cb_);
+    risk_of(K21_, fit_, Y2_, &res_);
+    have_res_ = true;
+  }
   theta_ = theta;
   have_ = true;
 }
 
+void HgkObjective::residuals() {
+  if (have_res_) return;
+  Mat KV(X2_.rows(), Y2_.cols());
+  HgkPassJob job;
+  job.V = &fit_.alpha;
+  job.KV = &KV;
+  hgk_pass(nodes_, fam_.input_dim(), X2_, X1_, job, threads_, cb_);
+  res_ = Y2_ - KV;
+  res_.rowwise() -= fit_.bias.transpose();
+  have_res_ = true;
+}
+
 double HgkObjective::bilevel(const CVecRef& theta, Vec* grad) {
   factor(theta);
-  const double n2L = static_cast<double>(res_.rows() * res_.cols());
-  const double R = res_.squaredNorm() / n2L;
-  if (!grad) return R;
+  const Eigen::Index n1 = X1_.rows(), n2 = X2_.rows(), L = Y2_.cols();
+  const double n2L = static_cast<double>(n2 * L);
+  if (!grad) {
+    if (pass_) residuals();
+    return res_.squaredNorm() / n2L;
+  }
   const Eigen::Index T = fam_.num_params();
-  // E21 = -2/(n2 L) Res alpha'
-  Mat E = (-2.0 / n2L) * (res_ * fit_.alpha.transpose());
   Vec g21 = Vec::Zero(T), g11 = Vec::Zero(T);
-  kernel_->contract_derivatives(X2_, X1_, E, g21, threads_, cb_);
+  Mat G;  // K21' Res
+  if (pass_) {
+    // One sweep of the validation pairs: K21 alpha, hence the residuals at the end of each row;
+    // the row's K21 entries times its residuals into its block's share of G; and with one
+    // output the derivative sums weighted by alpha, which the residual multiplies
+    // (E21 = -2/(n2 L) Res alpha'). With several outputs a second sweep contracts E21.
+    const int nb = hgk_pass_blocks(n2);
+    Mat Gb = Mat::Zero(n1, L * nb);
+    res_.resize(n2, L);
+    HgkPassJob job;
+    job.V = &fit_.alpha;
+    job.want_row = true;
+    if (L == 1) job.grad = &g21;
+    job.row_end = [&](Eigen::Index a, int block, const double* kv, const double* krow) {
+      for (Eigen::Index l = 0; l < L; ++l) res_(a, l) = Y2_(a, l) - kv[l] - fit_.bias[l];
+      Gb.middleCols(block * L, L).noalias() +=
+          Eigen::Map<const Vec>(krow, n1) * res_.row(a);
+      return L == 1 ? -2.0 / n2L * res_(a, 0) : 1.0;
+    };
+    hgk_pass(nodes_, fam_.input_dim(), X2_, X1_, job, threads_, cb_);
+    have_res_ = true;
+    if (L > 1) {
+      const Mat U = (-2.0 / n2L) * res_;
+      HgkPassJob j2;
+      j2.V = &fit_.alpha;
+      j2.U = &U;
+      j2.grad = &g21;
+      hgk_pass(nodes_, fam_.input_dim(), X2_, X1_, j2, threads_, cb_);
+    }
+    G = Mat::Zero(n1, L);
+    for (int b = 0; b < nb; ++b) G += Gb.middleCols(b * L, L);
+  } else {
+    // E21 = -2/(n2 L) Res alpha'
+    const Mat E = (-2.0 / n2L) * (res_ * fit_.alpha.transpose());
+    kernel_->contract_derivatives(X2_, X1_, E, g21, threads_, cb_);
+    G = K21_.transpose() * res_;
+  }
   // E11 = 2/(n2 L) (M^-1 G - v (v'G - 1'Res) / s) alpha'
-  Mat G = K21_.transpose() * res_;
   const Eigen::RowVectorXd corr = (v_.transpose() * G - res_.colwise().sum()) / s_;
   Mat B = cholesky_solve(L_, G);
   B.noalias() -= v_ * corr;
-  E.resize(X1_.rows(), X1_.rows());
-  E.noalias() = (2.0 / n2L) * (B * fit_.alpha.transpose());
-  kernel_->contract_derivatives(X1_, X1_, E, g11, threads_, cb_);
+  if (pass_) {
+    // the pairs b > a once, with the adjoint E11_ab + E11_ba = 2/(n2 L) (B_a alpha_b' +
+    // alpha_a B_b') (the diagonal pairs have no derivative: K(x, x) = 1)
+    Mat U(n1, 2 * L), V(n1, 2 * L);
+    U << (2.0 / n2L) * B, (2.0 / n2L) * fit_.alpha;
+    V << fit_.alpha, B;
+    HgkPassJob job;
+    job.triangle = true;
+    job.V = &V;
+    job.U = &U;
+    job.grad = &g11;
+    hgk_pass(nodes_, fam_.input_dim(), X1_, X1_, job, threads_, cb_);
+  } else {
+    const Mat E = (2.0 / n2L) * (B * fit_.alpha.transpose());
+    kernel_->contract_derivatives(X1_, X1_, E, g11, threads_, cb_);
+  }
   *grad = (g21 + g11).cwiseProduct(fam_.weights(theta));
-  return R;
+  return res_.squaredNorm() / n2L;
 }
 
 double HgkObjective::fixed(const CVecRef& theta, const LsFit& fit, Vec* grad) {
-  KernelPtr k = fam_.kernel(theta, gamma_);
-  Mat K21(X2_.rows(), X1_.rows());
-  k->block(X2_, X1_, K21, threads_, cb_);
-  Mat res;
-  const double R = risk_of(K21, fit, Y2_, &res);
-  if (!grad) return R;
-  const double n2L = static_cast<double>(res.rows() * res.cols());
-  const Mat E = (-2.0 / n2L) * (res * fit.alpha.transpose());
+  const std::vector<HgkNode> nodes = fam_.nodes_at(theta, gamma_);
+  const Eigen::Index n2 = X2_.rows(), L = Y2_.cols();
+  const double n2L = static_cast<double>(n2 * L);
+  if (fit.alpha.rows() != X1_.rows() || fit.alpha.cols() != L || fit.bias.size() != L)
+    throw Error("the fixed coefficients do not match the fit rows");
+  if (!hgk_pass_available(nodes)) {
+    KernelPtr k = make_hierarchical_gaussian_kernel(nodes, fam_.input_dim());
+    Mat K21(n2, X1_.rows());
+    k->block(X2_, X1_, K21, threads_, cb_);
+    Mat res;
+    const double R = risk_of(K21, fit, Y2_, &res);
+    if (!grad) return R;
+    const Mat E = (-2.0 / n2L) * (res * fit.alpha.transpose());
+    Vec g = Vec::Zero(fam_.num_params());
+    k->contract_derivatives(X2_, X1_, E, g, threads_, cb_);
+    *grad = g.cwiseProduct(fam_.weights(theta));
+    return R;
+  }
   Vec g = Vec::Zero(fam_.num_params());
-  k->contract_derivatives(X2_, X1_, E, g, threads_, cb_);
-  *grad = g.cwiseProduct(fam_.weights(theta));
-  return R;
+  Mat res(n2, L);
+  HgkPassJob job;
+  job.V = &fit.alpha;
+  if (grad && L == 1) {
+    // one sweep: the derivative sums weighted by alpha, times the row's residual at its end
+    job.grad = &g;
+    job.row_end = [&](Eigen::Index a, int, const double* kv, const double*) {
+      res(a, 0) = Y2_(a, 0) - kv[0] - fit.bias[0];
+      return -2.0 / n2L * res(a, 0);
+    };
+    hgk_pass(nodes, fam_.input_dim(), X2_, X1_, job, threads_, cb_);
+  } else {
+    Mat KV(n2, L);
+    job.KV = &KV;
+    hgk_pass(nodes, fam_.input_dim(), X2_, X1_, job, threads_, cb_);
+    res = Y2_ - KV;
+    res.rowwise() -= fit.bias.transpose();
+    if (grad) {
+      const Mat U = (-2.0 / n2L) * res;
+      HgkPassJob j2;
+      j2.V = &fit.alpha;
+      j2.U = &U;
+      j2.grad = &g;
+      hgk_pass(nodes, fam_.input_dim(), X2_, X1_, j2, threads_, cb_);
+    }
+  }
+  if (grad) *grad = g.cwiseProduct(fam_.weights(theta));
+  return res.squaredNorm() / n2L;
 }
 
 LsFit HgkObjective::fit(const CVecRef& theta) { return fit_at(theta); }

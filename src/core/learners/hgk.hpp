@@ -13,8 +13,12 @@
 //   E21 = -2/(n2 L) Res alpha',
 //   E11 =  2/(n2 L) (M^-1 G - v (v'G - 1'Res) / s) alpha'.
 // The fixed variant holds alpha and b at their last fit: dR = <E21, dK21> only.
-// Both contract through Kernel::contract_derivatives (one product per node); the chain rule to
-// log-weights multiplies by the weights.
+// Where the fused pass of kernels/hgk_pass.hpp handles the tree, the validation pairs are swept
+// once: each pair's node values give K21 alpha, the rows of K21 for G, and (for one output) the
+// derivative sums weighted by alpha, which the row's residual multiplies at the end of the row;
+// <E11, dK11> is one pass over the pairs b > a of the fit rows with the symmetric adjoint
+// B alpha' + alpha B'. Elsewhere both contract through Kernel::contract_derivatives (one
+// product per node). The chain rule to log-weights multiplies by the weights.
 #pragma once
 
 #include <string>
@@ -37,6 +41,8 @@ class HgkFamily {
   Vec start() const;
   Vec weights(const CVecRef& theta) const { return theta.array().exp().matrix(); }
   KernelPtr kernel(const CVecRef& theta, double gamma) const;
+  // The tree with the weights exp(theta) and the width gamma at the root.
+  std::vector<HgkNode> nodes_at(const CVecRef& theta, double gamma) const;
   const std::vector<HgkNode>& nodes() const { return nodes_; }
 
  private:
@@ -79,6 +85,8 @@ class HgkObjective {
 
  private:
   void factor(const CVecRef& theta);
+  // Residuals on (X2, Y2) of the last factorisation (the fused pass, value only).
+  void residuals();
 
   const HgkFamily& fam_;
   CMatRef X1_, Y1_, X2_, Y2_;
@@ -93,7 +101,10 @@ class HgkObjective {
   Vec v_;     // M^-1 1
   double s_ = 0.0;
   LsFit fit_;
-  Mat K21_;
+  bool pass_ = false;       // the fused pass handles this tree
+  std::vector<HgkNode> nodes_;
+  Mat K21_;   // the validation block (only without the fused pass)
+  bool have_res_ = false;
   Mat res_;   // Y2 - K21 alpha - 1 b'
 };
 

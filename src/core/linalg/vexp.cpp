@@ -3,62 +3,15 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "linalg/simd.hpp"
-
-#if defined(__GNUC__)
-#define KL_INLINE __attribute__((always_inline)) inline
-#else
-#define KL_INLINE inline
-#endif
+#include "linalg/vexp_simd.hpp"
 
 namespace kl {
 namespace {
 
-// exp(x) for x in [-708, 0]: x = n ln 2 + r, |r| <= ln(2) / 2, Taylor polynomial of degree 12
-// for exp(r) (truncation error below 2e-16), 2^n from the exponent bits.
-constexpr double kLog2e = 1.4426950408889634;
-constexpr double kLn2Hi = 6.93147180369123816490e-01;
-constexpr double kLn2Lo = 1.90821492927058770002e-10;
-constexpr double kShifter = 6755399441055744.0;  // 1.5 * 2^52: rounds to an integer
-constexpr double kSmall = 0.125;                  // below: 1 - exp(-s) by its series
-constexpr double kBig = 708.0;                    // above: exp(-s) = 0
-
-// The series of 1 - exp(-s) = s - s^2/2 + s^3/6 - ...: relative error below 1e-16 for s < 1/8.
-// (Vectors are passed by reference: by value their ABI depends on the instruction set.)
-template <class T>
-KL_INLINE void one_minus_exp_series(const T& s, T& out) {
-  T q = T{} + (-1.0 / 479001600.0);  // -1/12!
-  q = q * s + 1.0 / 39916800.0;
-  q = q * s - 1.0 / 3628800.0;
-  q = q * s + 1.0 / 362880.0;
-  q = q * s - 1.0 / 40320.0;
-  q = q * s + 1.0 / 5040.0;
-  q = q * s - 1.0 / 720.0;
-  q = q * s + 1.0 / 120.0;
-  q = q * s - 1.0 / 24.0;
-  q = q * s + 1.0 / 6.0;
-  q = q * s - 0.5;
-  q = q * s + 1.0;
-  out = q * s;
-}
-
-template <class T>
-KL_INLINE void exp_poly(const T& r, T& out) {
-  T q = T{} + 1.0 / 479001600.0;
-  q = q * r + 1.0 / 39916800.0;
-  q = q * r + 1.0 / 3628800.0;
-  q = q * r + 1.0 / 362880.0;
-  q = q * r + 1.0 / 40320.0;
-  q = q * r + 1.0 / 5040.0;
-  q = q * r + 1.0 / 720.0;
-  q = q * r + 1.0 / 120.0;
-  q = q * r + 1.0 / 24.0;
-  q = q * r + 1.0 / 6.0;
-  q = q * r + 0.5;
-  q = q * r + 1.0;
-  out = q * r + 1.0;
-}
+using namespace vexp_detail;
 
 void exp_pair_scalar(const double* S, double* K, double* O, std::ptrdiff_t n) {
   for (std::ptrdiff_t t = 0; t < n; ++t) {
@@ -100,40 +53,7 @@ void leaf_backward_scalar(const double* T, const double* K, double f, std::ptrdi
   }
 }
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(_WIN32)
-#define KL_HGK_SIMD 1
-typedef double v4d __attribute__((vector_size(32)));
-typedef double v8d __attribute__((vector_size(64)));
-typedef std::int64_t v4l __attribute__((vector_size(32)));
-typedef std::int64_t v8l __attribute__((vector_size(64)));
-
-template <class V, class VI>
-__attribute__((always_inline)) inline void exp_pair_vec(const V& s, V& k, V& o, bool want_o) {
-  const V zero = V{};
-  V x = zero - s;
-  x = x < -kBig ? zero - kBig : x;
-  const V t = x * kLog2e + kShifter;
-  const V fn = t - kShifter;
-  V r = x - fn * kLn2Hi;
-  r = r - fn * kLn2Lo;
-  V e;
-  exp_poly(r, e);
-  VI bits;
-  std::memcpy(&bits, &t, sizeof bits);
-  VI sb;
-  const V sh = zero + kShifter;
-  std::memcpy(&sb, &sh, sizeof sb);
-  const VI expo = (bits - sb + 1023) << 52;
-  V scale;
-  std::memcpy(&scale, &expo, sizeof scale);
-  k = s > kBig ? zero : e * scale;
-  if (want_o) {
-    V series;
-    one_minus_exp_series(s, series);
-    o = s < kSmall ? series : 1.0 - k;
-  }
-}
-
+#if defined(KL_HGK_SIMD)
 template <class V, class VI, int W>
 __attribute__((always_inline)) inline void exp_pair_impl(const double* S, double* K, double* O,
                                                          std::ptrdiff_t n) {
@@ -308,6 +228,22 @@ __attribute__((target("avx512f,avx2,fma"))) void leaf_avx512(const double* X, st
 #endif
 
 }  // namespace
+
+namespace vexp_detail {
+const double* exp_table(int N) {
+  static const std::vector<double> t8 = [] {
+    std::vector<double> t(8);
+    for (int j = 0; j < 8; ++j) t[j] = std::exp2(j / 8.0);
+    return t;
+  }();
+  static const std::vector<double> t16 = [] {
+    std::vector<double> t(16);
+    for (int j = 0; j < 16; ++j) t[j] = std::exp2(j / 16.0);
+    return t;
+  }();
+  return N == 8 ? t8.data() : t16.data();
+}
+}  // namespace vexp_detail
 
 void hgk_leaf_backward(const double* T, const double* K, double f, std::ptrdiff_t nr,
                        std::ptrdiff_t nc, const double* X, std::ptrdiff_t ldx, const double* Z,
