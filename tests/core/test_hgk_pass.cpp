@@ -2,11 +2,14 @@
 // computations: its rows and row sums against the recursive evaluation of the tree, its
 // derivative contractions against the kernel's general tile contraction with the explicit
 // weight matrix, per-row factors, the triangle of a symmetric block, and the thread count.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "harness.hpp"
 #include "helpers.hpp"
 #include "kernels/hgk_pass.hpp"
+#include "linalg/vexp.hpp"
 
 namespace {
 
@@ -182,4 +185,23 @@ TEST_CASE("hgk pass: not offered for wide leaves; bad jobs are refused") {
   none.grad = &g;
   CHECK_THROWS(kl::hgk_pass(depth2().flatten(), 5, x, x, none, 1, kl::Callbacks()), kl::Error,
                "column weights");
+}
+
+TEST_CASE("hgk pass: the vectorised exponential pair against std::exp and std::expm1") {
+  // from 1e-12 (where 1 - exp(-s) would cancel) to past the normal range
+  std::vector<double> S;
+  for (int i = 0; i <= 4000; ++i) S.push_back(1e-12 * std::pow(1e13, i / 4000.0));
+  for (int i = 0; i <= 4000; ++i) S.push_back(10.0 + 0.19 * i);
+  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(S.size());
+  std::vector<double> K(S.size()), O(S.size());
+  kl::hgk_exp_pair(S.data(), K.data(), O.data(), n);
+  double ek = 0.0, eo = 0.0;
+  for (std::size_t i = 0; i < S.size(); ++i) {
+    const double k = std::exp(-S[i]), o = -std::expm1(-S[i]);
+    if (k > 1e-300) ek = std::max(ek, std::fabs(K[i] - k) / k);
+    else CHECK_LE(K[i], 1e-300);
+    eo = std::max(eo, std::fabs(O[i] - o) / o);
+  }
+  CHECK_LE(ek, 4.5e-16);
+  CHECK_LE(eo, 3e-15);
 }

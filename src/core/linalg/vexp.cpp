@@ -58,10 +58,13 @@ template <class V, class VI, int W>
 __attribute__((always_inline)) inline void exp_pair_impl(const double* S, double* K, double* O,
                                                          std::ptrdiff_t n) {
   std::ptrdiff_t t = 0;
+  V tab0, tab1;
+  std::memcpy(&tab0, exp_table(2 * W), sizeof tab0);
+  std::memcpy(&tab1, exp_table(2 * W) + W, sizeof tab1);
   for (; t + W <= n; t += W) {
     V s, k, o;
     std::memcpy(&s, S + t, sizeof s);
-    exp_pair_vec<V, VI>(s, k, o, O != nullptr);
+    exp_pair_table<V, VI, W>(s, k, o, tab0, tab1);
     std::memcpy(K + t, &k, sizeof k);
     if (O) std::memcpy(O + t, &o, sizeof o);
   }
@@ -71,7 +74,7 @@ __attribute__((always_inline)) inline void exp_pair_impl(const double* S, double
     for (std::ptrdiff_t u = t; u < n; ++u) sb[u - t] = S[u];
     V s, k, o;
     std::memcpy(&s, sb, sizeof s);
-    exp_pair_vec<V, VI>(s, k, o, O != nullptr);
+    exp_pair_table<V, VI, W>(s, k, o, tab0, tab1);
     std::memcpy(kb, &k, sizeof k);
     std::memcpy(ob, &o, sizeof o);
     for (std::ptrdiff_t u = t; u < n; ++u) {
@@ -89,6 +92,9 @@ __attribute__((always_inline)) inline void exp_dist_impl(const double* xn, doubl
                                                          std::ptrdiff_t n) {
   std::ptrdiff_t t = 0;
   const V zero = V{};
+  V tab0, tab1;
+  std::memcpy(&tab0, exp_table(2 * W), sizeof tab0);
+  std::memcpy(&tab1, exp_table(2 * W) + W, sizeof tab1);
   for (; t + W <= n; t += W) {
     V g, x, k, o;
     std::memcpy(&g, G + t, sizeof g);
@@ -96,7 +102,7 @@ __attribute__((always_inline)) inline void exp_dist_impl(const double* xn, doubl
     V d = x + zn - 2.0 * g;
     d = d > zero ? d : zero;
     const V s = scale * d;
-    exp_pair_vec<V, VI>(s, k, o, false);
+    exp_pair_table<V, VI, W>(s, k, o, tab0, tab1);
     std::memcpy(G + t, &k, sizeof k);
   }
   for (; t < n; ++t) {

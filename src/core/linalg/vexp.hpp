@@ -1,15 +1,17 @@
 // Vectorised element-wise pieces of the hierarchical Gaussian kernel, compiled for AVX2 + FMA
 // and AVX-512 through function target attributes and chosen at run time (linalg/simd.hpp), with a
-// portable scalar version elsewhere. All results are within a few units in the last place of
-// the scalar std::exp / std::expm1 values and do not depend on the thread count.
+// portable scalar version elsewhere. Results do not depend on the thread count; the exponentials
+// are within 2 units in the last place of std::exp (the vectorised ones through a table of
+// 2^(j/16) or 2^(j/8), linalg/vexp_simd.hpp).
 #pragma once
 
 #include <cstddef>
 
 namespace kl {
 
-// K[t] = exp(-S[t]) and, when O is non-null, O[t] = 1 - exp(-S[t]) without cancellation for
-// small S[t], for t < n; S[t] >= 0 (larger than about 708 gives K = 0, O = 1).
+// K[t] = exp(-S[t]) and, when O is non-null, O[t] = 1 - exp(-S[t]) without the cancellation
+// of 1 - K[t] for small S[t] (relative error below 3e-15 against std::expm1), for t < n;
+// S[t] >= 0 (larger than about 708 gives K = 0, O = 1).
 void hgk_exp_pair(const double* S, double* K, double* O, std::ptrdiff_t n);
 
 // G[t] = exp(-scale * max(xn[t] + zn - 2 G[t], 0)) for t < n, in place: the Gaussian kernel

@@ -16,50 +16,12 @@
 namespace kl {
 namespace vexp_detail {
 
-// exp(x) for x in [-708, 0]: x = n ln 2 + r, |r| <= ln(2) / 2, Taylor polynomial of degree 12
-// for exp(r) (truncation error below 2e-16), 2^n from the exponent bits.
+// Constants of the range reduction: ln 2 in two parts, and the shifter that rounds to an integer
+// kept in the low bits of a double.
 constexpr double kLog2e = 1.4426950408889634;
 constexpr double kLn2Hi = 6.93147180369123816490e-01;
 constexpr double kLn2Lo = 1.90821492927058770002e-10;
 constexpr double kShifter = 6755399441055744.0;  // 1.5 * 2^52: rounds to an integer
-constexpr double kSmall = 0.125;                  // below: 1 - exp(-s) by its series
-constexpr double kBig = 708.0;                    // above: exp(-s) = 0
-
-// The series of 1 - exp(-s) = s - s^2/2 + s^3/6 - ...: relative error below 1e-16 for s < 1/8.
-// (Vectors are passed by reference: by value their ABI depends on the instruction set.)
-template <class T>
-KL_INLINE void one_minus_exp_series(const T& s, T& out) {
-  T q = T{} + (-1.0 / 479001600.0);  // -1/12!
-  q = q * s + 1.0 / 39916800.0;
-  q = q * s - 1.0 / 3628800.0;
-  q = q * s + 1.0 / 362880.0;
-  q = q * s - 1.0 / 40320.0;
-  q = q * s + 1.0 / 5040.0;
-  q = q * s - 1.0 / 720.0;
-  q = q * s + 1.0 / 120.0;
-  q = q * s - 1.0 / 24.0;
-  q = q * s + 1.0 / 6.0;
-  q = q * s - 0.5;
-  q = q * s + 1.0;
-  out = q * s;
-}
-
-template <class T>
-KL_INLINE void exp_poly(const T& r, T& out) {
-  T q = T{} + 1.0 / 479001600.0;
-  q = q * r + 1.0 / 39916800.0;
-  q = q * r + 1.0 / 3628800.0;
-  q = q * r + 1.0 / 362880.0;
-  q = q * r + 1.0 / 40320.0;
-  q = q * r + 1.0 / 5040.0;
-  q = q * r + 1.0 / 720.0;
-  q = q * r + 1.0 / 120.0;
-  q = q * r + 1.0 / 24.0;
-  q = q * r + 1.0 / 6.0;
-  q = q * r + 0.5;
-  q = q * r + 1.0;
-  out = q * r + 1.0;
-}
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(_WIN32)
 #define KL_HGK_SIMD 1
@@ -68,41 +30,15 @@ typedef double v8d __attribute__((vector_size(64)));
 typedef std::int64_t v4l __attribute__((vector_size(32)));
 typedef std::int64_t v8l __attribute__((vector_size(64)));
 
-template <class V, class VI>
-__attribute__((always_inline)) inline void exp_pair_vec(const V& s, V& k, V& o, bool want_o) {
-  const V zero = V{};
-  V x = zero - s;
-  x = x < -kBig ? zero - kBig : x;
-  const V t = x * kLog2e + kShifter;
-  const V fn = t - kShifter;
-  V r = x - fn * kLn2Hi;
-  r = r - fn * kLn2Lo;
-  V e;
-  exp_poly(r, e);
-  VI bits;
-  std::memcpy(&bits, &t, sizeof bits);
-  VI sb;
-  const V sh = zero + kShifter;
-  std::memcpy(&sb, &sh, sizeof sb);
-  const VI expo = (bits - sb + 1023) << 52;
-  V scale;
-  std::memcpy(&scale, &expo, sizeof scale);
-  k = s > kBig ? zero : e * scale;
-  if (want_o) {
-    V series;
-    one_minus_exp_series(s, series);
-    o = s < kSmall ? series : 1.0 - k;
-  }
-}
-
-// The same pair through a table of 2^(j / N), N = 2 W entries (W the lanes of V): x = -s =
-// (16 k + j) ln2 / N + r with |r| <= ln2 / (2 N), exp(r) - 1 = p(r) by a polynomial of degree 7
-// (N = 16) or 8 (N = 8), both below 2e-18 relative; with T = 2^(k + j / N),
+// exp(-s) and 1 - exp(-s) for s >= 0 through a table of 2^(j / N), N = 2 W entries (W the
+// lanes of V): x = -s = (N k + j) ln2 / N + r with |r| <= ln2 / (2 N), exp(r) - 1 = p(r) by its
+// Taylor polynomial of degree 7 (N = 16) or 8 (N = 8), both within 2e-18 relative; with
+// T = 2^(k + j / N),
 //   exp(-s) = T + T p,   1 - exp(-s) = (1 - T) - T p,
 // where 1 - T is exact (Sterbenz) whenever T >= 1/2, and 1 - T = 0 for |x| < ln2 / (2 N), so
 // the second has no cancellation beyond the table's rounding (relative error at most a few
 // units in the last place times 1 / (1 - 2^(-1/N))). Below the normal range (s above about
-// 708) K is 0. About a third of exp_pair_vec's work.
+// 708) K is 0.
 // `tab` holds the 2 W table values (kept by the caller: exp_table()).
 template <class V, class VI, int W>
 __attribute__((always_inline)) inline void exp_pair_table(const V& s, V& k, V& o, const V& tab0,
