@@ -6,6 +6,7 @@
 
 #include "harness.hpp"
 #include "helpers.hpp"
+#include "kernels/hgk_pass.hpp"
 #include "learners/hgk.hpp"
 
 namespace {
@@ -316,4 +317,44 @@ TEST_CASE("hgk: the objective and its gradient do not depend on the thread count
   CHECK_EQUAL(a.fit.alpha, b.fit.alpha, 1e-13);
   CHECK_EQUAL(a.fit.bias, b.fit.bias, 1e-13);
   CHECK_EQUAL(a.gradient, b.gradient, 1e-13);
+}
+
+TEST_CASE("hgk: with a leaf too wide for the fused pass, the tile path's objective and gradients "
+          "are right") {
+  // a leaf over 17 columns: the objective takes the kernel's blocks and tile contractions
+  ct::HTree k;
+  std::vector<int> cols;
+  std::vector<double> w;
+  for (int c = 1; c <= 17; ++c) {
+    cols.push_back(c);
+    w.push_back(0.3 + 0.05 * c);
+  }
+  k.nodes = {{cols, w, nullptr}, {{18}, {1.2}, nullptr}};
+  k.node_weights = {0.9, 0.6};
+  CHECK(!kl::hgk_pass_available(k.flatten()));
+  for (int L : {1, 2}) {
+    const ObjData dd = obj_data(40, 30, 18, L, ct::seed2(60 + L, 1));
+    const kl::HgkFamily fam(k.flatten(), 18);
+    const kl::Vec theta = log_params(k);
+    const double g = 0.9, lam = 0.01;
+    auto value = [&](const kl::Vec& t, kl::Vec* grad, const kl::LsFit* fit) {
+      kl::HgkObjective obj(fam, dd.x1, dd.y1, dd.x2, dd.y2, g, lam, 1, kl::Callbacks());
+      return fit ? obj.fixed(t, *fit, grad) : obj.bilevel(t, grad);
+    };
+    // the value against the independent LS-SVM on the tree's recursive Gram matrices
+    const ct::HTree kk = at(k, theta, g);
+    const LsRef sol = ls_svm_ref(kk.gram(dd.x1, dd.x1), dd.y1, dd.x1.rows() * lam);
+    CHECK_EQUAL(value(theta, nullptr, nullptr),
+                risk_ref(kk.gram(dd.x2, dd.x1), dd.y2, sol.alpha, sol.bias), 1e-10);
+    kl::Vec gb, gf;
+    value(theta, &gb, nullptr);
+    const auto fb = [&](const kl::Mat& t) { return value(t.col(0), nullptr, nullptr); };
+    CHECK_LT(ct::rel_err(flat(gb), ct::central_diff(fb, flat(theta))), 1e-6);
+    kl::LsFit fit;
+    fit.alpha = sol.alpha.array() + 0.05;
+    fit.bias = sol.bias;
+    value(theta, &gf, &fit);
+    const auto ff = [&](const kl::Mat& t) { return value(t.col(0), nullptr, &fit); };
+    CHECK_LT(ct::rel_err(flat(gf), ct::central_diff(ff, flat(theta))), 1e-6);
+  }
 }
