@@ -65,7 +65,7 @@ struct Context {
   const Program* P;
   const HgkPassJob* job;
   CMatRef X;
-  Eigen::Index nx, nz, nzp;  // nzp: nz rounded up to the vector width (padding is zero)
+  Eigen::Index nx, nzp;      // nzp: the columns rounded up to the vector width (padding is zero)
   const double* Zp;          // nzp x nslots, column-major
   const double* Vp;          // nzp x L, column-major, zero padded
   Eigen::Index L;
@@ -284,7 +284,7 @@ void hgk_pass(const std::vector<HgkNode>& nodes, int d, CMatRef X, CMatRef Z,
   const int nb = hgk_pass_blocks(nx);
   Mat gblocks;
   if (job.grad) gblocks.setZero(static_cast<Eigen::Index>(P.coef.size()), nb);
-  Context c{&P, &job, X, nx, nz, nzp, Zp.data(), Vp.data(), L, job.grad != nullptr, &gblocks};
+  Context c{&P, &job, X, nx, nzp, Zp.data(), Vp.data(), L, job.grad != nullptr, &gblocks};
   threads = clamp_threads(threads);
   const int sweep = std::max(1, 8 * threads);
   for (int s0 = 0; s0 < nb; s0 += sweep) {

@@ -49,6 +49,30 @@ LsSystem ls_factor_solve(Mat& K, CMatRef Y, double c, int threads, const Callbac
   return sys;
 }
 
+// Y2 - K21 alpha - 1 b' by a value sweep of the fused pass.
+Mat pass_residuals(const std::vector<HgkNode>& nodes, int d, CMatRef X2, CMatRef X1, CMatRef Y2,
+                   const LsFit& fit, int threads, const Callbacks& cb) {
+  Mat KV(X2.rows(), Y2.cols());
+  HgkPassJob job;
+  job.V = &fit.alpha;
+  job.KV = &KV;
+  hgk_pass(nodes, d, X2, X1, job, threads, cb);
+  Mat res = Y2 - KV;
+  res.rowwise() -= fit.bias.transpose();
+  return res;
+}
+
+// <E21, dK21> with E21 = -2/(n2 L) Res alpha' by a gradient sweep with known row factors.
+void pass_e21(const std::vector<HgkNode>& nodes, int d, CMatRef X2, CMatRef X1, const Mat& res,
+              const Mat& alpha, Vec& g, int threads, const Callbacks& cb) {
+  const Mat U = (-2.0 / static_cast<double>(res.size())) * res;
+  HgkPassJob job;
+  job.V = &alpha;
+  job.U = &U;
+  job.grad = &g;
+  hgk_pass(nodes, d, X2, X1, job, threads, cb);
+}
+
 double risk_of(CMatRef Kva, const LsFit& fit, CMatRef Y, Mat* res = nullptr) {
   Mat R = Y;
   R.noalias() -= Kva * fit.alpha;
@@ -142,13 +166,7 @@ void HgkObjective::factor(const CVecRef& theta) {
 
 void HgkObjective::residuals() {
   if (have_res_) return;
-  Mat KV(X2_.rows(), Y2_.cols());
-  HgkPassJob job;
-  job.V = &fit_.alpha;
-  job.KV = &KV;
-  hgk_pass(nodes_, fam_.input_dim(), X2_, X1_, job, threads_, cb_);
-  res_ = Y2_ - KV;
-  res_.rowwise() -= fit_.bias.transpose();
+  res_ = pass_residuals(nodes_, fam_.input_dim(), X2_, X1_, Y2_, fit_, threads_, cb_);
   have_res_ = true;
 }
 
@@ -183,14 +201,7 @@ double HgkObjective::bilevel(const CVecRef& theta, Vec* grad) {
     };
     hgk_pass(nodes_, fam_.input_dim(), X2_, X1_, job, threads_, cb_);
     have_res_ = true;
-    if (L > 1) {
-      const Mat U = (-2.0 / n2L) * res_;
-      HgkPassJob j2;
-      j2.V = &fit_.alpha;
-      j2.U = &U;
-      j2.grad = &g21;
-      hgk_pass(nodes_, fam_.input_dim(), X2_, X1_, j2, threads_, cb_);
-    }
+    if (L > 1) pass_e21(nodes_, fam_.input_dim(), X2_, X1_, res_, fit_.alpha, g21, threads_, cb_);
     G = Mat::Zero(n1, L);
     for (int b = 0; b < nb; ++b) G += Gb.middleCols(b * L, L);
   } else {
@@ -244,10 +255,10 @@ double HgkObjective::fixed(const CVecRef& theta, const LsFit& fit, Vec* grad) {
   }
   Vec g = Vec::Zero(fam_.num_params());
   Mat res(n2, L);
-  HgkPassJob job;
-  job.V = &fit.alpha;
   if (grad && L == 1) {
     // one sweep: the derivative sums weighted by alpha, times the row's residual at its end
+    HgkPassJob job;
+    job.V = &fit.alpha;
     job.grad = &g;
     job.row_end = [&](Eigen::Index a, int, const double* kv, const double*) {
       res(a, 0) = Y2_(a, 0) - kv[0] - fit.bias[0];
@@ -255,19 +266,8 @@ double HgkObjective::fixed(const CVecRef& theta, const LsFit& fit, Vec* grad) {
     };
     hgk_pass(nodes, fam_.input_dim(), X2_, X1_, job, threads_, cb_);
   } else {
-    Mat KV(n2, L);
-    job.KV = &KV;
-    hgk_pass(nodes, fam_.input_dim(), X2_, X1_, job, threads_, cb_);
-    res = Y2_ - KV;
-    res.rowwise() -= fit.bias.transpose();
-    if (grad) {
-      const Mat U = (-2.0 / n2L) * res;
-      HgkPassJob j2;
-      j2.V = &fit.alpha;
-      j2.U = &U;
-      j2.grad = &g;
-      hgk_pass(nodes, fam_.input_dim(), X2_, X1_, j2, threads_, cb_);
-    }
+    res = pass_residuals(nodes, fam_.input_dim(), X2_, X1_, Y2_, fit, threads_, cb_);
+    if (grad) pass_e21(nodes, fam_.input_dim(), X2_, X1_, res, fit.alpha, g, threads_, cb_);
   }
   if (grad) *grad = g.cwiseProduct(fam_.weights(theta));
   return res.squaredNorm() / n2L;
