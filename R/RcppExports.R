@@ -113,12 +113,12 @@ cpp_kernel_predict <- function(newx, x, alpha, bias, kernel, threads, backend) {
     .Call(`_kernlearn_cpp_kernel_predict`, newx, x, alpha, bias, kernel, threads, backend)
 }
 
-cpp_svm_classify <- function(x, kpre, y, k, weight, kernel, params, warm, threads, progress) {
-    .Call(`_kernlearn_cpp_svm_classify`, x, kpre, y, k, weight, kernel, params, warm, threads, progress)
+cpp_svm_classify <- function(x, kpre, y, k, weight, kernel, params, warm, threads, progress, backend) {
+    .Call(`_kernlearn_cpp_svm_classify`, x, kpre, y, k, weight, kernel, params, warm, threads, progress, backend)
 }
 
-cpp_svm_regress <- function(x, kpre, z, kernel, params, warm, threads, progress) {
-    .Call(`_kernlearn_cpp_svm_regress`, x, kpre, z, kernel, params, warm, threads, progress)
+cpp_svm_regress <- function(x, kpre, z, kernel, params, warm, threads, progress, backend) {
+    .Call(`_kernlearn_cpp_svm_regress`, x, kpre, z, kernel, params, warm, threads, progress, backend)
 }
 
 cpp_svm_decision <- function(x, sv, coef, nsv, rho, kernel, threads, backend) {
@@ -137,8 +137,8 @@ cpp_ovo_prob <- function(dec, k, A, B) {
     .Call(`_kernlearn_cpp_ovo_prob`, dec, k, A, B)
 }
 
-cpp_svm_path <- function(x, kpre, y, k, weight, kernel, params, train, test, costs, threads) {
-    .Call(`_kernlearn_cpp_svm_path`, x, kpre, y, k, weight, kernel, params, train, test, costs, threads)
+cpp_svm_path <- function(x, kpre, y, k, weight, kernel, params, train, test, costs, threads, backend) {
+    .Call(`_kernlearn_cpp_svm_path`, x, kpre, y, k, weight, kernel, params, train, test, costs, threads, backend)
 }
 
 cpp_tkl_fit <- function(x, y, k, weight, lower, upper, params, tkl, threads, progress) {

@@ -21,10 +21,15 @@
 #' the factorisations of the calibrated least-squares head of \code{\link{gem}},
 #' kept on the GPU for its solves; systems of 2048 rows or more) and
 #' \code{"gram"} (with cuBLAS: the Gram matrix of that head's single-precision
-#' features, for 512 features or more). The default,
+#' features, for 512 features or more) and \code{"kernel_rows"} (the kernel
+#' rows of the SVM solver of \code{\link{kernel_svm}}, for the four standard
+#' kernels, the training points held on the GPU for the whole solve and each row
+#' the solver's cache misses computed there; problems of 2048 rows or more; also
+#' the kernel matrices, hence the predictions, of the Laplacian, linear and
+#' polynomial kernels). The default,
 #' \code{c("kernel_matrix", "gemm")}, holds the operations whose GPU results and
-#' timings have been checked against the CPU; \code{"cholesky"} and
-#' \code{"gram"} are to be switched on explicitly until then. Problems too small
+#' timings have been checked against the CPU; \code{"cholesky"}, \code{"gram"}
+#' and \code{"kernel_rows"} are to be switched on explicitly until then. Problems too small
 #' to gain from the transfers stay on the CPU, and so does an operation that does
 #' not fit in the GPU's memory.
 #'
@@ -65,8 +70,8 @@ kl_backend <- function(verbose = FALSE) {
 
 # The operations the GPU can take over, with their flags in the C++ core (GpuOp in
 # src/core/backend/backend.hpp), and those run there by default.
-.gpu_op_names <- c("kernel_matrix", "gemm", "cholesky", "gram")
-.gpu_op_bits <- c(1L, 2L, 4L, 8L)
+.gpu_op_names <- c("kernel_matrix", "gemm", "cholesky", "gram", "kernel_rows")
+.gpu_op_bits <- c(1L, 2L, 4L, 8L, 16L)
 .gpu_ops_default <- c("kernel_matrix", "gemm")
 
 # The flags of options(kernlearn.gpu_ops), checked.

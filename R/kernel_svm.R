@@ -401,12 +401,13 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
     w <- .svm_class_weights(class.weights, inp$y, caller)
     warm <- .svm_warm_classification(warm_start, inp, cost, caller)
     sol <- .kl_core(caller, cpp_svm_classify, xarg, karg, as.integer(inp$y), k, unname(w),
-                    kspec, params, warm, threads, progress, levels = inp$levels)
+                    kspec, params, warm, threads, progress, .kl_backend_arg(),
+                    levels = inp$levels)
   } else {
     w <- NULL
     warm <- .svm_warm_regression(warm_start, inp, cost, caller)
     sol <- .svm_regression_sol(.kl_core(caller, cpp_svm_regress, xarg, karg, inp$y, kspec,
-                                        params, warm, threads, progress))
+                                        params, warm, threads, progress, .kl_backend_arg()))
   }
   time <- proc.time()[["elapsed"]] - t0
   if (!all(sol$converged)) {

@@ -19,7 +19,7 @@
   threads <- .kl_path_threads(task$threads, default_threads)
   decs <- .kl_core(task$caller, cpp_svm_path, task$X, NULL, task$y, task$k, task$w,
                    task$kernel, task$params, seq_len(task$ntr), task$ntr + seq_len(task$ntest),
-                   task$path, as.integer(threads))
+                   task$path, as.integer(threads), .kl_backend_arg())
   if (is.function(progress)) progress(sprintf("fold %d, kernel %d", task$fold, task$group))
   decs
 }

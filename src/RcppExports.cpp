@@ -462,8 +462,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_svm_classify
-Rcpp::List cpp_svm_classify(SEXP x, SEXP kpre, Rcpp::IntegerVector y, int k, Rcpp::NumericVector weight, Rcpp::List kernel, Rcpp::List params, Rcpp::List warm, int threads, SEXP progress);
-RcppExport SEXP _kernlearn_cpp_svm_classify(SEXP xSEXP, SEXP kpreSEXP, SEXP ySEXP, SEXP kSEXP, SEXP weightSEXP, SEXP kernelSEXP, SEXP paramsSEXP, SEXP warmSEXP, SEXP threadsSEXP, SEXP progressSEXP) {
+Rcpp::List cpp_svm_classify(SEXP x, SEXP kpre, Rcpp::IntegerVector y, int k, Rcpp::NumericVector weight, Rcpp::List kernel, Rcpp::List params, Rcpp::List warm, int threads, SEXP progress, Rcpp::List backend);
+RcppExport SEXP _kernlearn_cpp_svm_classify(SEXP xSEXP, SEXP kpreSEXP, SEXP ySEXP, SEXP kSEXP, SEXP weightSEXP, SEXP kernelSEXP, SEXP paramsSEXP, SEXP warmSEXP, SEXP threadsSEXP, SEXP progressSEXP, SEXP backendSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -477,13 +477,14 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Rcpp::List >::type warm(warmSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_svm_classify(x, kpre, y, k, weight, kernel, params, warm, threads, progress));
+    Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_svm_classify(x, kpre, y, k, weight, kernel, params, warm, threads, progress, backend));
     return rcpp_result_gen;
 END_RCPP
 }
 // cpp_svm_regress
-Rcpp::List cpp_svm_regress(SEXP x, SEXP kpre, Rcpp::NumericVector z, Rcpp::List kernel, Rcpp::List params, SEXP warm, int threads, SEXP progress);
-RcppExport SEXP _kernlearn_cpp_svm_regress(SEXP xSEXP, SEXP kpreSEXP, SEXP zSEXP, SEXP kernelSEXP, SEXP paramsSEXP, SEXP warmSEXP, SEXP threadsSEXP, SEXP progressSEXP) {
+Rcpp::List cpp_svm_regress(SEXP x, SEXP kpre, Rcpp::NumericVector z, Rcpp::List kernel, Rcpp::List params, SEXP warm, int threads, SEXP progress, Rcpp::List backend);
+RcppExport SEXP _kernlearn_cpp_svm_regress(SEXP xSEXP, SEXP kpreSEXP, SEXP zSEXP, SEXP kernelSEXP, SEXP paramsSEXP, SEXP warmSEXP, SEXP threadsSEXP, SEXP progressSEXP, SEXP backendSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -495,7 +496,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< SEXP >::type warm(warmSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_svm_regress(x, kpre, z, kernel, params, warm, threads, progress));
+    Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_svm_regress(x, kpre, z, kernel, params, warm, threads, progress, backend));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -559,8 +561,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_svm_path
-Rcpp::List cpp_svm_path(SEXP x, SEXP kpre, SEXP y, int k, Rcpp::NumericVector weight, Rcpp::List kernel, Rcpp::List params, Rcpp::IntegerVector train, Rcpp::IntegerVector test, Rcpp::NumericVector costs, int threads);
-RcppExport SEXP _kernlearn_cpp_svm_path(SEXP xSEXP, SEXP kpreSEXP, SEXP ySEXP, SEXP kSEXP, SEXP weightSEXP, SEXP kernelSEXP, SEXP paramsSEXP, SEXP trainSEXP, SEXP testSEXP, SEXP costsSEXP, SEXP threadsSEXP) {
+Rcpp::List cpp_svm_path(SEXP x, SEXP kpre, SEXP y, int k, Rcpp::NumericVector weight, Rcpp::List kernel, Rcpp::List params, Rcpp::IntegerVector train, Rcpp::IntegerVector test, Rcpp::NumericVector costs, int threads, Rcpp::List backend);
+RcppExport SEXP _kernlearn_cpp_svm_path(SEXP xSEXP, SEXP kpreSEXP, SEXP ySEXP, SEXP kSEXP, SEXP weightSEXP, SEXP kernelSEXP, SEXP paramsSEXP, SEXP trainSEXP, SEXP testSEXP, SEXP costsSEXP, SEXP threadsSEXP, SEXP backendSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -575,7 +577,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type test(testSEXP);
     Rcpp::traits::input_parameter< Rcpp::NumericVector >::type costs(costsSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_svm_path(x, kpre, y, k, weight, kernel, params, train, test, costs, threads));
+    Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_svm_path(x, kpre, y, k, weight, kernel, params, train, test, costs, threads, backend));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -650,13 +653,13 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_ridge_fit", (DL_FUNC) &_kernlearn_cpp_ridge_fit, 5},
     {"_kernlearn_cpp_kernel_ridge_fit", (DL_FUNC) &_kernlearn_cpp_kernel_ridge_fit, 8},
     {"_kernlearn_cpp_kernel_predict", (DL_FUNC) &_kernlearn_cpp_kernel_predict, 7},
-    {"_kernlearn_cpp_svm_classify", (DL_FUNC) &_kernlearn_cpp_svm_classify, 10},
-    {"_kernlearn_cpp_svm_regress", (DL_FUNC) &_kernlearn_cpp_svm_regress, 8},
+    {"_kernlearn_cpp_svm_classify", (DL_FUNC) &_kernlearn_cpp_svm_classify, 11},
+    {"_kernlearn_cpp_svm_regress", (DL_FUNC) &_kernlearn_cpp_svm_regress, 9},
     {"_kernlearn_cpp_svm_decision", (DL_FUNC) &_kernlearn_cpp_svm_decision, 8},
     {"_kernlearn_cpp_svm_decision_pre", (DL_FUNC) &_kernlearn_cpp_svm_decision_pre, 5},
     {"_kernlearn_cpp_ovo_vote", (DL_FUNC) &_kernlearn_cpp_ovo_vote, 2},
     {"_kernlearn_cpp_ovo_prob", (DL_FUNC) &_kernlearn_cpp_ovo_prob, 4},
-    {"_kernlearn_cpp_svm_path", (DL_FUNC) &_kernlearn_cpp_svm_path, 11},
+    {"_kernlearn_cpp_svm_path", (DL_FUNC) &_kernlearn_cpp_svm_path, 12},
     {"_kernlearn_cpp_tkl_fit", (DL_FUNC) &_kernlearn_cpp_tkl_fit, 10},
     {"_kernlearn_cpp_tkl_path", (DL_FUNC) &_kernlearn_cpp_tkl_path, 11},
     {NULL, NULL, 0}

@@ -6,8 +6,10 @@ namespace {
 
 using MapMat = Eigen::Map<Eigen::MatrixXd>;
 
-// The training kernel: features with a kernel spec, or a precomputed n x n matrix.
-std::unique_ptr<kl::TrainingKernel> training_kernel(SEXP x, SEXP kpre, const Rcpp::List& kernel) {
+// The training kernel: features with a kernel spec, or a precomputed n x n matrix. The
+// backend (.kl_backend_arg()) may compute the rows of the solver's cache (the GPU).
+std::unique_ptr<kl::TrainingKernel> training_kernel(SEXP x, SEXP kpre, const Rcpp::List& kernel,
+                                                    const Rcpp::List& backend) {
   if (!Rf_isNull(kpre)) {
     // The core keeps a pointer to the matrix: it must be R's own double storage, not a copy.
     if (TYPEOF(kpre) != REALSXP || !Rf_isMatrix(kpre))
@@ -19,7 +21,7 @@ std::unique_ptr<kl::TrainingKernel> training_kernel(SEXP x, SEXP kpre, const Rcp
   Rcpp::NumericMatrix X(x);
   MapMat Xm(X.begin(), X.nrow(), X.ncol());
   return std::unique_ptr<kl::TrainingKernel>(
-      new kl::TrainingKernel(klr::kernel_from_r(kernel), Xm));
+      new kl::TrainingKernel(klr::kernel_from_r(kernel), Xm, &klr::backend_from_r(backend)));
 }
 
 // Rows (1-based in R) as 0-based indices, and back.
@@ -114,9 +116,9 @@ Rcpp::List regress_result(const kl::BinaryMachine& m) {
 // [[Rcpp::export]]
 Rcpp::List cpp_svm_classify(SEXP x, SEXP kpre, Rcpp::IntegerVector y, int k,
                             Rcpp::NumericVector weight, Rcpp::List kernel, Rcpp::List params,
-                            Rcpp::List warm, int threads, SEXP progress) {
+                            Rcpp::List warm, int threads, SEXP progress, Rcpp::List backend) {
   return klr::guard([&]() -> Rcpp::List {
-    auto K = training_kernel(x, kpre, kernel);
+    auto K = training_kernel(x, kpre, kernel, backend);
     kl::SvmParams par = klr::svm_params_from_r(params, threads);
     std::vector<int> yy = klr::svm_labels_from_r(y);
     std::vector<std::vector<double>> w0;
@@ -130,9 +132,10 @@ Rcpp::List cpp_svm_classify(SEXP x, SEXP kpre, Rcpp::IntegerVector y, int k,
 
 // [[Rcpp::export]]
 Rcpp::List cpp_svm_regress(SEXP x, SEXP kpre, Rcpp::NumericVector z, Rcpp::List kernel,
-                           Rcpp::List params, SEXP warm, int threads, SEXP progress) {
+                           Rcpp::List params, SEXP warm, int threads, SEXP progress,
+                           Rcpp::List backend) {
   return klr::guard([&]() -> Rcpp::List {
-    auto K = training_kernel(x, kpre, kernel);
+    auto K = training_kernel(x, kpre, kernel, backend);
     kl::SvmParams par = klr::svm_params_from_r(params, threads);
     std::vector<double> w0;
     if (!Rf_isNull(warm)) w0 = Rcpp::as<std::vector<double>>(warm);
@@ -196,9 +199,10 @@ Rcpp::NumericMatrix cpp_ovo_prob(const Eigen::Map<Eigen::MatrixXd> dec, int k,
 // [[Rcpp::export]]
 Rcpp::List cpp_svm_path(SEXP x, SEXP kpre, SEXP y, int k, Rcpp::NumericVector weight,
                         Rcpp::List kernel, Rcpp::List params, Rcpp::IntegerVector train,
-                        Rcpp::IntegerVector test, Rcpp::NumericVector costs, int threads) {
+                        Rcpp::IntegerVector test, Rcpp::NumericVector costs, int threads,
+                        Rcpp::List backend) {
   return klr::guard([&]() -> Rcpp::List {
-    auto K = training_kernel(x, kpre, kernel);
+    auto K = training_kernel(x, kpre, kernel, backend);
     kl::SvmParams par = klr::svm_params_from_r(params, threads);
     kl::Callbacks cb = klr::make_callbacks();
     std::vector<int> tr = zero_based(train), te = zero_based(test);

@@ -162,6 +162,58 @@ __global__ void convert(To* __restrict__ dst, const From* __restrict__ src, std:
     dst[k] = static_cast<To>(src[k]);
 }
 
+// A standard kernel (kl_cuda_rows_create): type 0 Gaussian, 1 Laplacian, 2 linear,
+// 3 polynomial with the integer degree `degree`.
+struct KernelParams {
+  int type;
+  int degree;
+  double gamma, scale, offset;
+};
+
+// k from the inner product and the two squared norms; distances clamped at 0 (NaN stays NaN).
+__device__ __forceinline__ double kernel_from_dot(const KernelParams& k, double dot, double an,
+                                                  double bn) {
+  if (k.type == 2) return dot;
+  if (k.type == 3) {
+    double b = k.scale * dot + k.offset, r = 1.0;
+    for (int e = k.degree; e > 0; e >>= 1) {
+      if (e & 1) r *= b;
+      b *= b;
+    }
+    return r;
+  }
+  double d2 = an + bn - 2.0 * dot;
+  if (d2 < 0.0) d2 = 0.0;
+  return exp(-k.gamma * (k.type == 1 ? sqrt(d2) : d2));
+}
+
+// out[i + j * rows] = k(G[i + j * rows], an[i], bn[j]) for the inner products G (rows x cols,
+// leading dimension rows); out may be G itself (T = double).
+template <class T>
+__global__ void kernel_finish(const double* G, int rows, int cols, const double* __restrict__ an,
+                              const double* __restrict__ bn, KernelParams k, T* out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= rows) return;
+  const double ai = an[i];
+  for (int j = blockIdx.y * blockDim.y + threadIdx.y; j < cols; j += gridDim.y * blockDim.y) {
+    const std::size_t at = static_cast<std::size_t>(j) * rows + i;
+    out[at] = static_cast<T>(kernel_from_dot(k, G[at], ai, bn[j]));
+  }
+}
+
+// Q (count x d, leading dimension count) = the rows idx of X (n x d, leading dimension n), and
+// qn[r] = xn[idx[r]].
+__global__ void gather_rows(const double* __restrict__ X, int n, int d,
+                            const double* __restrict__ xn, const int* __restrict__ idx, int count,
+                            double* __restrict__ Q, double* __restrict__ qn) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= count) return;
+  const std::size_t p = static_cast<std::size_t>(idx[r]);
+  qn[r] = xn[p];
+  for (int k = blockIdx.y * blockDim.y + threadIdx.y; k < d; k += gridDim.y * blockDim.y)
+    Q[static_cast<std::size_t>(k) * count + r] = X[static_cast<std::size_t>(k) * n + p];
+}
+
 // Grid for the column loops above: one thread per row, columns strided over at most 65535
 // blocks.
 dim3 grid_2d(long rows, long cols, dim3 block) {
@@ -415,6 +467,16 @@ struct kl_cuda_factor {
   bool single = false;
   void* L = nullptr;  // n x n, float or double, lower triangle
   int* info = nullptr;
+};
+
+// The points of kl_cuda_rows_create on the device, and scratch space for kernel rows.
+struct kl_cuda_rows {
+  int n = 0, d = 0;
+  KernelParams k{};
+  double* X = nullptr;    // n x d, leading dimension n
+  double* xn = nullptr;   // n squared norms
+  void* scratch = nullptr;  // grows as needed by kl_cuda_rows_compute
+  std::size_t scratch_bytes = 0;
 };
 
 namespace {
@@ -1002,6 +1064,222 @@ KL_EXPORT int kl_cuda_factor_solve(kl_cuda_factor* f, double* B, int nrhs, int l
                                 cudaMemcpyDeviceToHost, g.stream),
               "cannot copy the solution from the GPU");
   KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "copying the solution failed");
+  return 0;
+}
+
+KL_EXPORT void kl_cuda_rows_free(kl_cuda_rows* h) {
+  if (!h) return;
+  if (g.device >= 0) cudaSetDevice(g.device);
+  if (h->X) cudaFree(h->X);
+  if (h->xn) cudaFree(h->xn);
+  if (h->scratch) cudaFree(h->scratch);
+  delete h;
+}
+
+KL_EXPORT int kl_cuda_rows_create(const double* X, int n, int d, int ldx, int type, double gamma,
+                                  double degree, double scale, double offset, kl_cuda_rows** out,
+                                  char* err, int err_len) {
+  if (err && err_len > 0) err[0] = '\0';
+  if (!out) {
+    set_err(err, err_len, "null output pointer");
+    return 1;
+  }
+  *out = nullptr;
+  if (n < 1 || d < 1 || ldx < n) {
+    set_err(err, err_len, "bad dimensions (n = %d, d = %d, ldx = %d)", n, d, ldx);
+    return 1;
+  }
+  if (!X) {
+    set_err(err, err_len, "null matrix pointer");
+    return 1;
+  }
+  if (type < 0 || type > 3) {
+    set_err(err, err_len, "unknown kernel type %d", type);
+    return 1;
+  }
+  if (type == 3 && !(degree >= 1 && degree <= 1e6 && degree == std::floor(degree))) {
+    set_err(err, err_len, "the polynomial degree must be a positive integer (got %g)", degree);
+    return 1;
+  }
+  std::size_t budget = 0, free_b = 0;
+  if (prepare_call(kMaxWorkspaceBytes, &budget, &free_b, err, err_len) != 0) return 1;
+  const std::size_t N = static_cast<std::size_t>(n), D = static_cast<std::size_t>(d);
+  if ((N * D + N) * sizeof(double) > free_b) {
+    set_err(err, err_len, "the %d x %d points (%.1f MiB) do not fit in the free GPU memory", n, d,
+            static_cast<double>((N * D + N) * sizeof(double)) / 1048576.0);
+    return 1;
+  }
+  kl_cuda_rows* h = new kl_cuda_rows;
+  struct Owner {
+    kl_cuda_rows* h;
+    ~Owner() { kl_cuda_rows_free(h); }
+  } owner{h};
+  h->n = n;
+  h->d = d;
+  h->k.type = type;
+  h->k.degree = type == 3 ? static_cast<int>(degree) : 1;
+  h->k.gamma = gamma;
+  h->k.scale = scale;
+  h->k.offset = offset;
+  {
+    void* p = nullptr;
+    cudaError_t e = cudaMalloc(&p, N * D * sizeof(double));
+    if (e == cudaSuccess) h->X = static_cast<double*>(p);
+    if (e == cudaSuccess) {
+      e = cudaMalloc(&p, N * sizeof(double));
+      if (e == cudaSuccess) h->xn = static_cast<double*>(p);
+    }
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      set_err(err, err_len, "cannot allocate %.1f MiB of GPU memory for the points (%s)",
+              static_cast<double>((N * D + N) * sizeof(double)) / 1048576.0, cudaGetErrorName(e));
+      return 1;
+    }
+  }
+  if (upload_block(h->X, X, static_cast<std::size_t>(ldx), 0, 0, N, D, "the points", err,
+                   err_len) != 0)
+    return 1;
+  const int tb1 = 256;
+  row_sqnorms<<<(n + tb1 - 1) / tb1, tb1, 0, g.stream>>>(h->X, n, d, n, h->xn);
+  KL_CUDA_TRY(cudaGetLastError(), "cannot launch the norms");
+  KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "uploading the points failed");
+  owner.h = nullptr;
+  *out = h;
+  return 0;
+}
+
+KL_EXPORT int kl_cuda_rows_compute(kl_cuda_rows* h, const int* idx, int count, float* out,
+                                   long long ldo, char* err, int err_len) {
+  if (err && err_len > 0) err[0] = '\0';
+  if (!h || !h->X) {
+    set_err(err, err_len, "no points");
+    return 1;
+  }
+  const int n = h->n, d = h->d;
+  if (count < 0 || ldo < n) {
+    set_err(err, err_len, "bad dimensions (count = %d, ldo = %lld, n = %d)", count, ldo, n);
+    return 1;
+  }
+  if (count == 0) return 0;
+  if (!idx || !out) {
+    set_err(err, err_len, "null pointer");
+    return 1;
+  }
+  for (int r = 0; r < count; ++r)
+    if (idx[r] < 0 || idx[r] >= n) {
+      set_err(err, err_len, "row index %d out of range (n = %d)", idx[r], n);
+      return 1;
+    }
+  std::size_t budget = 0, free_b = 0;
+  if (prepare_call(kMaxWorkspaceBytes, &budget, &free_b, err, err_len) != 0) return 1;
+  const std::size_t N = static_cast<std::size_t>(n), D = static_cast<std::size_t>(d);
+  // rows per pass: the inner products (double) and the floats of up to `per` rows
+  const std::size_t per_row = N * (sizeof(double) + sizeof(float)) + (D + 1) * sizeof(double) +
+                              sizeof(int);
+  std::size_t per = budget / per_row;
+  if (per < 1) per = 1;
+  if (per > static_cast<std::size_t>(count)) per = static_cast<std::size_t>(count);
+  const long cap = env_positive("KL_CUDA_TILE_ROWS");
+  if (cap > 0 && static_cast<std::size_t>(cap) < per) per = static_cast<std::size_t>(cap);
+  const std::size_t need = per * per_row + 64;
+  if (h->scratch_bytes < need) {
+    if (h->scratch) cudaFree(h->scratch);
+    h->scratch = nullptr;
+    h->scratch_bytes = 0;
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, need);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      set_err(err, err_len, "cannot allocate %.1f MiB of GPU memory for kernel rows (%s)",
+              static_cast<double>(need) / 1048576.0, cudaGetErrorName(e));
+      return 1;
+    }
+    h->scratch = p;
+    h->scratch_bytes = need;
+  }
+  // layout: G (N x per doubles), Q (per x D), qn (per), rows (N x per floats), idx (per ints)
+  double* G = static_cast<double*>(h->scratch);
+  double* Q = G + N * per;
+  double* qn = Q + per * D;
+  float* F = reinterpret_cast<float*>(qn + per);
+  int* di = reinterpret_cast<int*>(F + N * per);
+  const double one = 1.0, zero = 0.0;
+  for (int r0 = 0; r0 < count; r0 += static_cast<int>(per)) {
+    const int c = static_cast<int>(std::min<std::size_t>(per, static_cast<std::size_t>(count - r0)));
+    KL_CUDA_TRY(cudaMemcpyAsync(di, idx + r0, static_cast<std::size_t>(c) * sizeof(int),
+                                cudaMemcpyHostToDevice, g.stream),
+                "cannot copy the row indices to the GPU");
+    const dim3 tg(32, 8);
+    gather_rows<<<grid_2d(c, d, tg), tg, 0, g.stream>>>(h->X, n, d, h->xn, di, c, Q, qn);
+    KL_CUDA_TRY(cudaGetLastError(), "cannot launch the row gather");
+    // G (n x c) = X Q'
+    KL_BLAS_TRY(cublasDgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_T, n, c, d, &one, h->X, n, Q, c, &zero,
+                            G, n),
+                "cuBLAS DGEMM failed");
+    kernel_finish<float><<<grid_2d(n, c, tg), tg, 0, g.stream>>>(G, n, c, h->xn, qn, h->k, F);
+    KL_CUDA_TRY(cudaGetLastError(), "cannot launch the kernel rows");
+    KL_CUDA_TRY(cudaMemcpy2DAsync(out + static_cast<std::size_t>(r0) * static_cast<std::size_t>(ldo),
+                                  static_cast<std::size_t>(ldo) * sizeof(float), F,
+                                  N * sizeof(float), N * sizeof(float), static_cast<std::size_t>(c),
+                                  cudaMemcpyDeviceToHost, g.stream),
+                "cannot copy the kernel rows from the GPU");
+    KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "computing the kernel rows failed");
+  }
+  return 0;
+}
+
+KL_EXPORT int kl_cuda_rows_block(kl_cuda_rows* h, const double* Z, int m, int ldz, double* K,
+                                 int ldk, char* err, int err_len) {
+  if (err && err_len > 0) err[0] = '\0';
+  if (!h || !h->X) {
+    set_err(err, err_len, "no points");
+    return 1;
+  }
+  const int n = h->n, d = h->d;
+  if (m < 0 || ldz < m || ldk < m) {
+    set_err(err, err_len, "bad dimensions (m = %d, ldz = %d, ldk = %d)", m, ldz, ldk);
+    return 1;
+  }
+  if (m == 0) return 0;
+  if (!Z || !K) {
+    set_err(err, err_len, "null matrix pointer");
+    return 1;
+  }
+  std::size_t budget = 0, free_b = 0;
+  if (prepare_call(kMaxWorkspaceBytes, &budget, &free_b, err, err_len) != 0) return 1;
+  const std::size_t N = static_cast<std::size_t>(n), D = static_cast<std::size_t>(d);
+  // rows of Z per tile: the tile, its norms and its block of K
+  std::size_t tm = (budget / sizeof(double)) / (D + 1 + N);
+  if (tm < 1) tm = 1;
+  if (tm > static_cast<std::size_t>(m)) tm = static_cast<std::size_t>(m);
+  const long cap = env_positive("KL_CUDA_TILE_ROWS");
+  if (cap > 0 && static_cast<std::size_t>(cap) < tm) tm = static_cast<std::size_t>(cap);
+  if (ensure_workspace(tm * (D + 1 + N) * sizeof(double), err, err_len) != 0) return 1;
+  double* Zt = g.buf;
+  double* zn = Zt + tm * D;
+  double* G = zn + tm;
+  const double one = 1.0, zero = 0.0;
+  const dim3 tg(32, 8);
+  for (std::size_t r0 = 0; r0 < static_cast<std::size_t>(m); r0 += tm) {
+    const std::size_t r = std::min(tm, static_cast<std::size_t>(m) - r0);
+    const int ri = static_cast<int>(r);
+    if (upload_block(Zt, Z, static_cast<std::size_t>(ldz), r0, 0, r, D, "the new points", err,
+                     err_len) != 0)
+      return 1;
+    row_sqnorms<<<(ri + 255) / 256, 256, 0, g.stream>>>(Zt, ri, d, ri, zn);
+    KL_CUDA_TRY(cudaGetLastError(), "cannot launch the norms");
+    // G (r x n) = Zt X'
+    KL_BLAS_TRY(cublasDgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_T, ri, n, d, &one, Zt, ri, h->X, n,
+                            &zero, G, ri),
+                "cuBLAS DGEMM failed");
+    kernel_finish<double><<<grid_2d(ri, n, tg), tg, 0, g.stream>>>(G, ri, n, zn, h->xn, h->k, G);
+    KL_CUDA_TRY(cudaGetLastError(), "cannot launch the kernel block");
+    KL_CUDA_TRY(cudaMemcpy2DAsync(K + r0, static_cast<std::size_t>(ldk) * sizeof(double), G,
+                                  r * sizeof(double), r * sizeof(double), N,
+                                  cudaMemcpyDeviceToHost, g.stream),
+                "cannot copy the kernel block from the GPU");
+    KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "computing the kernel block failed");
+  }
   return 0;
 }
 

@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define KL_CUDA_API_VERSION 3
+#define KL_CUDA_API_VERSION 4
 
 /* Version of this interface; the loader refuses a library whose version differs. */
 int kl_cuda_api_version(void);
@@ -72,6 +72,34 @@ int kl_cuda_factor_solve(kl_cuda_factor* f, double* B, int nrhs, int ldb, char* 
 
 /* Frees a factor (NULL is allowed). */
 void kl_cuda_factor_free(kl_cuda_factor* f);
+
+/* A kernel bound to a set of points held on the device: the training rows of an SVM solve
+ * (uploaded once, then its kernel rows computed on request) or the columns of kernel matrices.
+ * type: 0 Gaussian exp(-gamma ||x - z||^2), 1 Laplacian exp(-gamma ||x - z||) (Euclidean
+ * norm), 2 linear <x, z>, 3 polynomial (scale <x, z> + offset)^degree (degree a positive
+ * integer). Distances are computed as ||x||^2 + ||z||^2 - 2 <x, z>, clamped at 0. */
+typedef struct kl_cuda_rows kl_cuda_rows;
+
+/* Uploads X (n x d, column-major, leading dimension ldx >= n) and its squared row norms. The
+ * points hold 8 n (d + 1) bytes of device memory until kl_cuda_rows_free. */
+int kl_cuda_rows_create(const double* X, int n, int d, int ldx, int type, double gamma,
+                        double degree, double scale, double offset, kl_cuda_rows** out,
+                        char* err, int err_len);
+
+/* Kernel rows of the held points themselves, in single precision: for r < count, the n floats
+ * starting at out + r * ldo (ldo >= n) are k(x_idx[r], x_q), q = 0..n-1 (idx 0-based). The
+ * products are in double precision; each value is rounded to float once. */
+int kl_cuda_rows_compute(kl_cuda_rows* h, const int* idx, int count, float* out, long long ldo,
+                         char* err, int err_len);
+
+/* A kernel block against new points, in double precision: K (m x n, column-major, leading
+ * dimension ldk >= m) = k(z_i, x_q) for Z (m x d, leading dimension ldz >= m). Works in tiles of
+ * Z so device memory stays bounded. */
+int kl_cuda_rows_block(kl_cuda_rows* h, const double* Z, int m, int ldz, double* K, int ldk,
+                       char* err, int err_len);
+
+/* Frees the held points (NULL is allowed). */
+void kl_cuda_rows_free(kl_cuda_rows* h);
 
 /* Frees what the library keeps on the device (handles, buffers). */
 void kl_cuda_release(void);

@@ -8,7 +8,9 @@
 #     quick  make check only (about a minute after the build)
 #     full   (default) also kernel ridge's factorisation at n = 20,000 on 2 CPU threads and the
 #            GPU, at n = 40,000 on all CPU threads and the GPU, and gem's head on the MNIST
-#            shapes (60,000 x 14,000) on all CPU threads and the GPU
+#            shapes (60,000 x 14,000) on all CPU threads and the GPU, and the SVM's kernel
+#            rows at 100,000 points of 54 columns (Covertype's shape) with end-to-end SVM
+#            solves of 20,000 rows on 2 CPU threads and with the GPU backend
 # Eigen: EIGEN_INC, else tools/cuda-parity/eigen (a copy of the headers carried along), else
 # the system's.
 set -u
@@ -34,6 +36,7 @@ fi
     ./parity --op chol --chol-n 20000 --d 54 --threads 2 --reps 1 || status=1
     ./parity --op chol --chol-n 40000 --d 54 --reps 1 || status=1
     ./parity --op cls --cls-n 60000 --cls-p 14000 --reps 1 || status=1
+    ./parity --op rows --n 100000 --m 2000 --d 54 --svm-n 20000 --threads 2 --reps 1 || status=1
   fi
   echo "exit status $status"
 } 2>&1 | tee "$out"

@@ -18,6 +18,11 @@
 //           kl_cuda_gram_f32; factors kept on the device (kl_cuda_factor_create / _solve,
 //           single and double precision) against the CPU's; and, end to end, kl::cls_fit with
 //           the CPU backend against the GPU backend (Gram matrix and factor on the GPU);
+//   rows:   kernel rows of points held on the device (kl_cuda_rows_compute, single precision)
+//           and blocks against new points (kl_cuda_rows_block) for the four standard kernels
+//           against the CPU core's rows and kernel matrices; and, end to end, the core's SVM
+//           solves (one-vs-one with three classes, epsilon-regression) with the CPU backend
+//           against the GPU backend (the solver's kernel rows on the GPU);
 // with kernlearn_cuda.so loaded with dlopen, as the package does. It prints the largest
 // differences and the timings, and exits with
 //   0  difference within the tolerance
@@ -33,8 +38,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <limits>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "base/common.hpp"
@@ -45,6 +53,8 @@
 #include "heads/cls.hpp"
 #include "heads/logistic_f32.hpp"
 #include "machines/kernel_ridge.hpp"
+#include "machines/rows.hpp"
+#include "machines/svm.hpp"
 #include "../../src/cuda/kl_cuda_api.h"
 
 namespace {
@@ -61,6 +71,11 @@ using fn_fcreate = int (*)(const double*, int, int, double, double, int, kl_cuda
                            int*, char*, int);
 using fn_fsolve = int (*)(kl_cuda_factor*, double*, int, int, char*, int);
 using fn_ffree = void (*)(kl_cuda_factor*);
+using fn_rcreate = int (*)(const double*, int, int, int, int, double, double, double, double,
+                           kl_cuda_rows**, char*, int);
+using fn_rcompute = int (*)(kl_cuda_rows*, const int*, int, float*, long long, char*, int);
+using fn_rblock = int (*)(kl_cuda_rows*, const double*, int, int, double*, int, char*, int);
+using fn_rfree = void (*)(kl_cuda_rows*);
 
 struct Options {
   long n = 5000, m = 2000, d = 784;
@@ -72,7 +87,8 @@ struct Options {
   unsigned long long seed = 42;
   double tol = 1e-10;
   std::string lib;
-  std::string op = "all";  // kernel, gemm, chol, cls or all
+  std::string op = "all";  // kernel, gemm, chol, cls, rows or all
+  long svm_n = 0;           // rows of the end-to-end SVM solves (default: n)
   long cls_n = 6000, cls_p = 2100;  // rows and features of the cls check
   long chol_n = 0;          // rows of the factorisation (default: n)
   double lambda = -1.0;     // ridge of the factorised matrix (default: 1e-3 n)
@@ -82,12 +98,12 @@ void usage(const char* prog) {
   std::fprintf(stderr,
                "usage: %s [--n N] [--m M] [--d D] [--gamma G] [--tile-rows R] [--tile-cols C]\n"
                "          [--threads T] [--device I] [--reps R] [--seed S] [--tol E] [--lib PATH]\n"
-               "          [--op kernel|gemm|chol|cls|all] [--gemm-tile T] [--chol-n N] [--lambda L]\n"
-               "          [--cls-n N] [--cls-p P] [--list-ops]\n"
+               "          [--op kernel|gemm|chol|cls|rows|all] [--gemm-tile T] [--chol-n N]\n"
+               "          [--lambda L] [--cls-n N] [--cls-p P] [--svm-n N] [--list-ops]\n"
                "defaults: n 5000, m 2000, d 784, gamma 1/d, tolerance 1e-10 (kernel entries;\n"
                "products: 1e-12 relative to their largest entry; Cholesky: the factors and\n"
                "solutions within 1e-9 relative, residuals below 1e-12), op all, chol-n n,\n"
-               "lambda 1e-3 chol-n, cls-n 6000, cls-p 2100, the library\n"
+               "lambda 1e-3 chol-n, cls-n 6000, cls-p 2100, svm-n n, the library\n"
                "kernlearn_cuda.so next to this program. --tile-rows / --tile-cols set\n"
                "KL_CUDA_TILE_ROWS / KL_CUDA_TILE_COLS, --gemm-tile sets KL_CUDA_GEMM_TILE,\n"
                "to force small GPU tiles.\n",
@@ -116,7 +132,11 @@ bool parse_args(int argc, char** argv, Options* o) {
                   "        core's kernel ridge solve with the CPU and the GPU backend\n"
                   "cls     Gram matrix of single-precision rows (kl_cuda_gram_f32), factors kept\n"
                   "        on the device (kl_cuda_factor_*), and the core's calibrated least\n"
-                  "        squares fit with the CPU and the GPU backend\n");
+                  "        squares fit with the CPU and the GPU backend\n"
+                  "rows    kernel rows of points held on the device (kl_cuda_rows_compute) and\n"
+                  "        kernel blocks against new points (kl_cuda_rows_block) for the Gaussian,\n"
+                  "        Laplacian, linear and polynomial kernels, and the core's SVM solves\n"
+                  "        (three classes, regression) with the CPU and the GPU backend\n");
       std::exit(0);
     }
     if (i + 1 >= argc) {
@@ -144,11 +164,13 @@ bool parse_args(int argc, char** argv, Options* o) {
     else if (a == "--op") {
       o->op = v;
       ok = o->op == "kernel" || o->op == "gemm" || o->op == "chol" || o->op == "cls" ||
-           o->op == "all";
+           o->op == "rows" || o->op == "all";
     } else if (a == "--cls-n") {
       ok = parse_long(v, 1, &o->cls_n);
     } else if (a == "--cls-p") {
       ok = parse_long(v, 1, &o->cls_p);
+    } else if (a == "--svm-n") {
+      ok = parse_long(v, 1, &o->svm_n);
     } else if (a == "--chol-n") {
       ok = parse_long(v, 1, &o->chol_n);
     } else if (a == "--lambda") {
@@ -170,8 +192,9 @@ bool parse_args(int argc, char** argv, Options* o) {
   }
   const long lim = std::numeric_limits<int>::max();
   if (o->chol_n <= 0) o->chol_n = o->n;
+  if (o->svm_n <= 0) o->svm_n = o->n;
   if (o->lambda <= 0) o->lambda = 1e-3 * static_cast<double>(o->chol_n);
-  if (o->n > lim || o->m > lim || o->d > lim || o->chol_n > lim) {
+  if (o->n > lim || o->m > lim || o->d > lim || o->chol_n > lim || o->svm_n > lim) {
     std::fprintf(stderr, "n, m and d must fit in an int\n");
     return false;
   }
@@ -850,6 +873,232 @@ int check_cls(const Options& o, fn_gram gram, fn_fcreate fcreate, fn_fsolve fsol
   if (status == 0) std::printf("OK (calibrated least squares)\n");
   return status;
 }
+// The kernel rows of the SVM solver: points held on the device, their rows in single precision
+// and blocks against new points in double, for the four standard kernels, against the CPU
+// core's rows and kernel matrices; then the core's SVM solves with the CPU backend against the
+// GPU backend (kernel rows on the GPU).
+struct RowsApi {
+  fn_rcreate create;
+  fn_rcompute compute;
+  fn_rblock block;
+  fn_rfree free;
+};
+
+int check_rows(const Options& o, const RowsApi& api, const kl::Mat& X, const kl::Mat& Z,
+               kl::Rng& rng) {
+  char err[512] = {0};
+  int status = 0;
+  std::printf("kernel rows:\n");
+  const int n = static_cast<int>(X.rows()), d = static_cast<int>(X.cols()),
+            m = static_cast<int>(Z.rows());
+  {
+    // arguments refused before any device work
+    kl_cuda_rows* h = nullptr;
+    const double one = 1.0;
+    if (api.create(&one, 1, 1, 1, 7, 1.0, 1.0, 1.0, 0.0, &h, err, sizeof(err)) == 0 || h ||
+        !err[0]) {
+      std::printf("FAIL: an unknown kernel type was not rejected\n");
+      return 1;
+    }
+    if (api.create(&one, 1, 1, 1, 3, 1.0, 2.5, 1.0, 0.0, &h, err, sizeof(err)) == 0 || h ||
+        !err[0]) {
+      std::printf("FAIL: a polynomial degree of 2.5 was not rejected\n");
+      return 1;
+    }
+  }
+  const char* names[4] = {"gaussian", "laplacian", "linear", "polynomial"};
+  for (int t = 0; t < 4; ++t) {
+    kl::KernelSpec spec;
+    spec.type = static_cast<kl::KernelType>(t);
+    spec.gamma = t == 1 ? std::sqrt(o.gamma) : o.gamma;
+    spec.degree = 3;
+    spec.scale = 1.0 / d;
+    spec.offset = 1.0;
+    const kl::KernelPtr kern = kl::make_standard_kernel(spec);
+    kl_cuda_rows* h = nullptr;
+    err[0] = '\0';
+    auto t0 = std::chrono::steady_clock::now();
+    if (api.create(X.data(), n, d, n, t, spec.gamma, spec.degree, spec.scale, spec.offset, &h,
+                   err, sizeof(err)) != 0 || !h) {
+      std::printf("FAIL: kl_cuda_rows_create (%s): %s\n", names[t], err);
+      return 1;
+    }
+    const double t_up = seconds_since(t0);
+    // rows: the first, the last and some at random, one call each (as the solver's cache asks)
+    // and all in one call
+    std::vector<int> idx = {0, n - 1};
+    for (int r = 0; r < 30; ++r) idx.push_back(static_cast<int>(rng.uniform() * n) % n);
+    const int cnt = static_cast<int>(idx.size());
+    std::vector<float> gpu_rows(static_cast<std::size_t>(cnt) * n, std::nanf("")),
+        gpu_batch(static_cast<std::size_t>(cnt) * n, std::nanf("")),
+        cpu_rows(static_cast<std::size_t>(cnt) * n);
+    t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < cnt && status == 0; ++r)
+      if (api.compute(h, &idx[r], 1, gpu_rows.data() + static_cast<std::size_t>(r) * n, n, err,
+                      sizeof(err)) != 0) {
+        std::printf("FAIL: kl_cuda_rows_compute (%s): %s\n", names[t], err);
+        status = 1;
+      }
+    const double t_gpu = seconds_since(t0) / cnt;
+    if (status == 0 && api.compute(h, idx.data(), cnt, gpu_batch.data(), n, err, sizeof(err)) != 0) {
+      std::printf("FAIL: kl_cuda_rows_compute (%s, %d rows at once): %s\n", names[t], cnt, err);
+      status = 1;
+    }
+    std::unique_ptr<kl::KernelRows> cpu = kern->rows(X);
+    t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < cnt; ++r)
+      cpu->row(idx[r], cpu_rows.data() + static_cast<std::size_t>(r) * n, o.threads);
+    const double t_cpu = seconds_since(t0) / cnt;
+    double dr = 0, db = 0, scale = 1e-300;
+    long bad = 0;
+    for (std::size_t k = 0; k < cpu_rows.size(); ++k) {
+      if (!std::isfinite(gpu_rows[k]) || !std::isfinite(gpu_batch[k])) {
+        ++bad;
+        continue;
+      }
+      scale = std::max(scale, std::fabs(static_cast<double>(cpu_rows[k])));
+      dr = std::max(dr, std::fabs(static_cast<double>(gpu_rows[k]) - cpu_rows[k]));
+      db = std::max(db, std::fabs(static_cast<double>(gpu_batch[k]) - gpu_rows[k]));
+    }
+    {
+      // a bad index is refused
+      const int out_of_range = n;
+      float dummy[1];
+      if (api.compute(h, &out_of_range, 1, dummy, n, err, sizeof(err)) == 0 || !err[0]) {
+        std::printf("FAIL: a row index out of range was not rejected\n");
+        status = 1;
+      }
+    }
+    // a block against new points (Z), in double, written into a larger matrix
+    const int ldk = m + 3;
+    kl::Mat Kg = kl::Mat::Constant(ldk, n, std::numeric_limits<double>::quiet_NaN());
+    t0 = std::chrono::steady_clock::now();
+    if (api.block(h, Z.data(), m, m, Kg.data(), ldk, err, sizeof(err)) != 0) {
+      std::printf("FAIL: kl_cuda_rows_block (%s): %s\n", names[t], err);
+      status = 1;
+    }
+    const double t_block = seconds_since(t0);
+    kl::Mat Kc(m, n);
+    t0 = std::chrono::steady_clock::now();
+    kl::kernel_matrix(spec, Z, X, Kc, o.threads);
+    const double t_cblock = seconds_since(t0);
+    long badb = 0;
+    const double dk = max_abs_diff(kl::Mat(Kg.topRows(m)), Kc, &badb) /
+                      std::max(Kc.cwiseAbs().maxCoeff(), 1e-300);
+    const bool below = Kg.bottomRows(3).array().isNaN().all();
+    api.free(h);
+    // rows: one float rounding of values that agree to double rounding (a last-bit difference
+    // of the products can move the rounding by one float ulp)
+    std::printf("  %-10s upload %.3f s; row %.2e s (CPU %.2e s, %d threads); rows within %.2e "
+                "of %.3g (batch %.1e); block %d x %d %.3f s (CPU %.3f s) within %.2e relative%s\n",
+                names[t], t_up, t_gpu, t_cpu, o.threads, dr, scale, db, m, n, t_block, t_cblock,
+                dk, below ? "" : ", ROWS BELOW THE BLOCK WRITTEN");
+    if (bad || badb || !(dr <= 2.5e-7 * scale) || db != 0 || !(dk <= 1e-10) || !below) {
+      std::printf("FAIL: %s kernel rows or block differ from the CPU's\n", names[t]);
+      status = 1;
+    }
+  }
+
+  // --- End to end: the core's SVM solves, kernel rows from the CPU and from the GPU backend.
+  {
+    kl::Backend* gpu = core_gpu_backend(o.lib);
+    if (!gpu) return 1;
+    // the CPU stand-in counts the rows it computes (the CUDA library has no such counter)
+    using fn_count = long long (*)();
+    void* self = dlopen(o.lib.c_str(), RTLD_NOW | RTLD_NOLOAD);
+    const fn_count counted =
+        self ? reinterpret_cast<fn_count>(dlsym(self, "kl_cuda_mock_rows_computed")) : nullptr;
+    const long long counted0 = counted ? counted() : 0;
+    const int ns = static_cast<int>(std::min<long>(o.svm_n, n));
+    const kl::Mat Xs = X.topRows(ns);
+    std::vector<int> y(ns);
+    std::vector<double> z(ns);
+    for (int i = 0; i < ns; ++i) {
+      const double s = Xs(i, 0) + Xs(i, 1 % d) + 0.2 * (rng.uniform() - 0.5);
+      y[i] = s < 0.8 ? 0 : (s < 1.2 ? 1 : 2);
+      z[i] = std::sin(4.0 * Xs(i, 0)) + 0.5 * Xs(i, 2 % d) + 0.1 * (rng.uniform() - 0.5);
+    }
+    kl::KernelSpec spec = kl::gaussian_spec(o.gamma * 4);
+    const kl::KernelPtr kern = kl::make_standard_kernel(spec);
+    kl::SvmParams par;
+    par.cost = 10;
+    par.threads = o.threads;
+    par.cache_mb = 100;  // small enough that rows are computed again
+    auto t0 = std::chrono::steady_clock::now();
+    kl::TrainingKernel Kc(kern, Xs, &kl::cpu_backend());
+    const std::vector<kl::BinaryMachine> mc =
+        kl::svm_classify(Kc, y, 3, {1.0, 1.0, 1.0}, par, {}, kl::Callbacks());
+    const double tc = seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    kl::TrainingKernel Kg(kern, Xs, gpu);
+    const std::vector<kl::BinaryMachine> mg =
+        kl::svm_classify(Kg, y, 3, {1.0, 1.0, 1.0}, par, {}, kl::Callbacks());
+    const double tg = seconds_since(t0);
+    // decision values of the new points Z, pair by pair
+    kl::Mat Kz(m, ns);
+    kl::kernel_matrix(spec, Z, Xs, Kz, o.threads);
+    auto decision = [&](const kl::BinaryMachine& mach, int i) {
+      double f = -mach.rho;
+      for (std::size_t s2 = 0; s2 < mach.sv.size(); ++s2) f += mach.coef[s2] * Kz(i, mach.sv[s2]);
+      return f;
+    };
+    long sv_c = 0, sv_g = 0, sv_diff = 0, rows_c = 0, rows_g = 0, sign_diff = 0;
+    double dmax = 0;
+    for (std::size_t p = 0; p < mc.size(); ++p) {
+      sv_c += static_cast<long>(mc[p].sv.size());
+      sv_g += static_cast<long>(mg[p].sv.size());
+      rows_c += mc[p].kernel_rows;
+      rows_g += mg[p].kernel_rows;
+      std::vector<int> sa = mc[p].sv, sb = mg[p].sv, sd;
+      std::set_symmetric_difference(sa.begin(), sa.end(), sb.begin(), sb.end(),
+                                    std::back_inserter(sd));
+      sv_diff += static_cast<long>(sd.size());
+      for (int i = 0; i < m; ++i) {
+        const double fc = decision(mc[p], i), fg = decision(mg[p], i);
+        dmax = std::max(dmax, std::fabs(fc - fg));
+        sign_diff += (fc > 0) != (fg > 0);
+      }
+    }
+    // the solver stops when its optimality gap is below tol (1e-3): decisions within a few tol
+    std::printf("  svm_classify (3 classes, %d rows, on the GPU: %s): CPU %.3f s, GPU backend "
+                "%.3f s; support vectors %ld and %ld (%ld differ); kernel rows computed %ld and "
+                "%ld; decisions at %d new points within %.2e, signs differ %ld times\n",
+                ns, ns >= 2048 ? "yes" : "no, fewer than 2048 rows", tc, tg, sv_c, sv_g, sv_diff,
+                rows_c, rows_g, m, dmax, sign_diff);
+    if (!(dmax <= 1e-2) || sign_diff > std::max<long>(1, m / 500) ||
+        sv_diff > std::max<long>(2, sv_c / 100)) {
+      std::printf("FAIL: svm_classify differs between the backends\n");
+      status = 1;
+    }
+    // epsilon-regression on the same rows
+    par.epsilon = 0.05;
+    t0 = std::chrono::steady_clock::now();
+    const kl::BinaryMachine rc = kl::svm_regress(Kc, z, par, {}, kl::Callbacks());
+    const double trc = seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    const kl::BinaryMachine rg = kl::svm_regress(Kg, z, par, {}, kl::Callbacks());
+    const double trg = seconds_since(t0);
+    double rmax = 0;
+    for (int i = 0; i < m; ++i) rmax = std::max(rmax, std::fabs(decision(rc, i) - decision(rg, i)));
+    std::printf("  svm_regress (%d rows): CPU %.3f s, GPU backend %.3f s; support vectors %zu and "
+                "%zu; predictions at %d new points within %.2e\n", ns, trc, trg, rc.sv.size(),
+                rg.sv.size(), m, rmax);
+    if (!(rmax <= 1e-2)) {
+      std::printf("FAIL: svm_regress differs between the backends\n");
+      status = 1;
+    }
+    if (counted) {
+      const long long dev_rows = counted() - counted0;
+      std::printf("  rows computed by the stand-in library in these solves: %lld\n", dev_rows);
+      if (ns >= 2048 && dev_rows <= 0) {
+        std::printf("FAIL: the GPU backend did not use the device rows\n");
+        status = 1;
+      }
+    }
+  }
+  if (status == 0) std::printf("OK (kernel rows)\n");
+  return status;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -891,7 +1140,13 @@ int main(int argc, char** argv) {
   if (version() != KL_CUDA_API_VERSION)
     return no_gpu(o.lib + " has interface version " + std::to_string(version()) + ", expected " +
                   std::to_string(KL_CUDA_API_VERSION));
-  if (!init || !gauss || !release || !gemm || !chol || !gram || !fcreate || !fsolve || !ffree)
+  RowsApi rows_api;
+  rows_api.create = reinterpret_cast<fn_rcreate>(dlsym(h, "kl_cuda_rows_create"));
+  rows_api.compute = reinterpret_cast<fn_rcompute>(dlsym(h, "kl_cuda_rows_compute"));
+  rows_api.block = reinterpret_cast<fn_rblock>(dlsym(h, "kl_cuda_rows_block"));
+  rows_api.free = reinterpret_cast<fn_rfree>(dlsym(h, "kl_cuda_rows_free"));
+  if (!init || !gauss || !release || !gemm || !chol || !gram || !fcreate || !fsolve || !ffree ||
+      !rows_api.create || !rows_api.compute || !rows_api.block || !rows_api.free)
     return no_gpu(o.lib + " lacks expected symbols");
 
   char err[512] = {0};
@@ -930,6 +1185,7 @@ int main(int argc, char** argv) {
   if (o.op == "chol" || o.op == "all") status = std::max(status, check_chol(o, chol, rng));
   if (o.op == "cls" || o.op == "all")
     status = std::max(status, check_cls(o, gram, fcreate, fsolve, ffree, rng));
+  if (o.op == "rows" || o.op == "all") status = std::max(status, check_rows(o, rows_api, X, Z, rng));
   release();
   std::printf(status == 0 ? "ALL OK\n" : "FAILED\n");
   return status;

@@ -21,11 +21,15 @@ enum GpuOp : unsigned {
   kGpuGemm = 2u,          // the matrix products gemm_nt / gemm_tn
   kGpuCholesky = 4u,      // cholesky_solve and device_cholesky (cuSOLVER potrf / potrs)
   kGpuGram = 8u,          // gram_f32 (cuBLAS SSYRK)
+  kGpuKernelRows = 16u,   // kernel_rows (the SVM solver's kernel rows, the training points
+                          // held on the GPU) and the kernel matrices of the Laplacian, linear
+                          // and polynomial kernels
 };
 // The operations the GPU runs unless told otherwise: those whose GPU timings and parity with
 // the CPU have been recorded (bench/results/cuda_*.txt). The others are opt-in.
 constexpr unsigned kGpuOpsDefault = kGpuKernelMatrix | kGpuGemm;
-constexpr unsigned kGpuOpsAll = kGpuKernelMatrix | kGpuGemm | kGpuCholesky | kGpuGram;
+constexpr unsigned kGpuOpsAll =
+    kGpuKernelMatrix | kGpuGemm | kGpuCholesky | kGpuGram | kGpuKernelRows;
 
 // A Cholesky factor L L' kept on the GPU for repeated solves.
 class DeviceCholesky {
@@ -78,6 +82,13 @@ class Backend {
   // or double precision, and keeps the factor there. Not handled (the caller factors on the
   // CPU) by the CPU backend, or when the operation is off or the matrix small.
   virtual DeviceFactor device_cholesky(CMatRef, double, double, bool) { return DeviceFactor(); }
+  // The kernel bound to the rows of X (n x d) for the SVM solver's row cache, with its rows
+  // computed by this backend; nullptr when the caller is to use kernel.rows(X) (the CPU
+  // backend always; the GPU backend when the operation is off, the kernel is not a standard
+  // one, the problem is small or the points do not fit on the device). Subsets of the result
+  // stay on the GPU while they are large enough; a GPU failure in the middle of a solve
+  // switches the remaining rows to the CPU.
+  virtual std::unique_ptr<KernelRows> kernel_rows(const Kernel&, CMatRef) { return nullptr; }
   // The GpuOp flags of the operations to run on the GPU from now on (GPU backend only).
   virtual void set_gpu_ops(unsigned) {}
   virtual unsigned gpu_ops() const { return 0u; }

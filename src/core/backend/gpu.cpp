@@ -32,6 +32,11 @@ using fn_fcreate = int (*)(const double*, int, int, double, double, int, kl_cuda
                            int*, char*, int);
 using fn_fsolve = int (*)(kl_cuda_factor*, double*, int, int, char*, int);
 using fn_ffree = void (*)(kl_cuda_factor*);
+using fn_rcreate = int (*)(const double*, int, int, int, int, double, double, double, double,
+                           kl_cuda_rows**, char*, int);
+using fn_rcompute = int (*)(kl_cuda_rows*, const int*, int, float*, long long, char*, int);
+using fn_rblock = int (*)(kl_cuda_rows*, const double*, int, int, double*, int, char*, int);
+using fn_rfree = void (*)(kl_cuda_rows*);
 
 // The entry points of the GPU library.
 struct GpuApi {
@@ -42,9 +47,14 @@ struct GpuApi {
   fn_fcreate fcreate = nullptr;
   fn_fsolve fsolve = nullptr;
   fn_ffree ffree = nullptr;
+  fn_rcreate rcreate = nullptr;
+  fn_rcompute rcompute = nullptr;
+  fn_rblock rblock = nullptr;
+  fn_rfree rfree = nullptr;
   fn_release release = nullptr;
   bool complete() const {
-    return gauss && gemm && chol && gram && fcreate && fsolve && ffree && release;
+    return gauss && gemm && chol && gram && fcreate && fsolve && ffree && rcreate && rcompute &&
+           rblock && rfree && release;
   }
 };
 
@@ -59,6 +69,133 @@ constexpr Eigen::Index kGpuCholeskyMinRows = 2048;
 // Gram matrices with fewer columns or multiply-adds than these stay on the CPU.
 constexpr Eigen::Index kGpuGramMinCols = 512;
 constexpr double kGpuGramMinFlops = 1e10;
+// SVM problems with fewer training rows than this compute their kernel rows on the CPU (a row
+// costs about n d multiply-adds there; on the GPU mostly the copy of 4 n bytes and the
+// latency of a few calls: the break-even is still to be measured on a GPU).
+constexpr Eigen::Index kGpuRowsMinRows = 2048;
+
+// The kernel type code of kl_cuda_rows_create for a standard kernel.
+int rows_type(const KernelSpec& s) {
+  switch (s.type) {
+    case KernelType::Gaussian: return 0;
+    case KernelType::Laplacian: return 1;
+    case KernelType::Linear: return 2;
+    case KernelType::Polynomial: return 3;
+  }
+  return -1;
+}
+
+// The GPU library keeps one stream and one cuBLAS handle: its calls from concurrent solves
+// (the pairs of a one-vs-one problem) take turns.
+std::mutex& device_call_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+// Points held by the GPU library (kl_cuda_rows), freed with the object.
+class DevicePoints {
+ public:
+  DevicePoints(const GpuApi& api, kl_cuda_rows* h) : api_(api), h_(h) {}
+  ~DevicePoints() {
+    std::lock_guard<std::mutex> lock(device_call_mutex());
+    api_.rfree(h_);
+  }
+  DevicePoints(const DevicePoints&) = delete;
+  DevicePoints& operator=(const DevicePoints&) = delete;
+  // Uploads the rows of X for the kernel `spec`; nullptr (with the reason in *why) on failure.
+  static std::unique_ptr<DevicePoints> create(const GpuApi& api, const KernelSpec& spec,
+                                              CMatRef X, std::string* why) {
+    if (!fits_int(X.rows()) || !fits_int(X.cols()) || !fits_int(X.outerStride()) ||
+        X.rows() < 1 || X.cols() < 1) {
+      if (why) *why = "points too many or too few for the GPU routine";
+      return nullptr;
+    }
+    char err[512] = {0};
+    kl_cuda_rows* h = nullptr;
+    std::lock_guard<std::mutex> lock(device_call_mutex());
+    const int rc = api.rcreate(X.data(), static_cast<int>(X.rows()), static_cast<int>(X.cols()),
+                               static_cast<int>(std::max<Eigen::Index>(X.outerStride(), X.rows())),
+                               rows_type(spec), spec.gamma, spec.degree, spec.scale, spec.offset,
+                               &h, err, sizeof(err));
+    if (rc != 0 || !h) {
+      if (why) *why = err;
+      return nullptr;
+    }
+    return std::unique_ptr<DevicePoints>(new DevicePoints(api, h));
+  }
+  // out (count rows of n floats, row r at out + r * ldo) = the kernel rows of points idx.
+  bool rows(const int* idx, int count, float* out, long long ldo, std::string* why) const {
+    char err[512] = {0};
+    std::lock_guard<std::mutex> lock(device_call_mutex());
+    if (api_.rcompute(h_, idx, count, out, ldo, err, sizeof(err)) == 0) return true;
+    if (why) *why = err;
+    return false;
+  }
+  // K (m x n) = k(Z_i, x_q).
+  bool block(CMatRef Z, MatRef K, std::string* why) const {
+    if (!fits_int(Z.rows()) || !fits_int(Z.outerStride()) || !fits_int(K.outerStride())) {
+      if (why) *why = "matrix too large for the GPU routine";
+      return false;
+    }
+    char err[512] = {0};
+    const int ld = static_cast<int>(std::max<Eigen::Index>(Z.outerStride(), std::max<Eigen::Index>(Z.rows(), 1)));
+    const int ldk = static_cast<int>(std::max<Eigen::Index>(K.outerStride(), std::max<Eigen::Index>(K.rows(), 1)));
+    std::lock_guard<std::mutex> lock(device_call_mutex());
+    if (api_.rblock(h_, Z.data(), static_cast<int>(Z.rows()), ld, K.data(), ldk, err,
+                    sizeof(err)) == 0)
+      return true;
+    if (why) *why = err;
+    return false;
+  }
+
+ private:
+  GpuApi api_;
+  kl_cuda_rows* h_;
+};
+
+// The rows of a standard kernel over training points held on the GPU: each row the solver's
+// cache misses is computed there (double-precision products, one rounding to float); diagonal,
+// single values and blocks come from the CPU rows of the same points. Subsets (the pairs of a
+// one-vs-one problem) upload their points again while they have at least `min_rows` rows. When
+// a GPU call fails the object switches to the CPU rows for good (the results agree up to the
+// rounding of the products).
+class GpuKernelRows final : public KernelRows {
+ public:
+  GpuKernelRows(const GpuApi& api, const KernelSpec& spec, Mat X, std::unique_ptr<KernelRows> cpu,
+                std::unique_ptr<DevicePoints> dev, Eigen::Index min_rows)
+      : api_(api), spec_(spec), X_(std::move(X)), cpu_(std::move(cpu)), dev_(std::move(dev)),
+        min_rows_(min_rows) {}
+  int size() const override { return cpu_->size(); }
+  double diag(int p) const override { return cpu_->diag(p); }
+  double value(int i, int j) const override { return cpu_->value(i, j); }
+  void row(int p, float* out, int threads) const override {
+    if (dev_ && dev_->rows(&p, 1, out, static_cast<long long>(std::max(size(), 1)), nullptr)) return;
+    dev_.reset();  // from now on the CPU
+    cpu_->row(p, out, threads);
+  }
+  void block(const std::vector<int>& rows, const std::vector<int>& cols, MatRef out,
+             int threads) const override {
+    cpu_->block(rows, cols, out, threads);
+  }
+  std::unique_ptr<KernelRows> subset(const std::vector<int>& rows) const override {
+    std::unique_ptr<KernelRows> cpu = cpu_->subset(rows);
+    if (!dev_ || static_cast<Eigen::Index>(rows.size()) < min_rows_) return cpu;
+    Mat Xs(static_cast<Eigen::Index>(rows.size()), X_.cols());
+    for (std::size_t i = 0; i < rows.size(); ++i) Xs.row(static_cast<Eigen::Index>(i)) = X_.row(rows[i]);
+    std::unique_ptr<DevicePoints> dev = DevicePoints::create(api_, spec_, Xs, nullptr);
+    if (!dev) return cpu;
+    return std::unique_ptr<KernelRows>(
+        new GpuKernelRows(api_, spec_, std::move(Xs), std::move(cpu), std::move(dev), min_rows_));
+  }
+
+ private:
+  GpuApi api_;
+  KernelSpec spec_;
+  Mat X_;
+  std::unique_ptr<KernelRows> cpu_;
+  mutable std::unique_ptr<DevicePoints> dev_;
+  Eigen::Index min_rows_;
+};
 
 // A factor held by the GPU library.
 class GpuCholesky final : public DeviceCholesky {
@@ -102,10 +239,13 @@ class GpuBackend final : public Backend {
   void set_gpu_ops(unsigned ops) override { ops_ = ops & kGpuOpsAll; }
   unsigned gpu_ops() const override { return ops_; }
 
-  // The GPU routine covers the Gaussian kernel; the others run on the CPU.
+  // The Gaussian kernel with kernel_matrix on (kl_cuda_gaussian_kernel), the other standard
+  // kernels with kernel_rows on (kl_cuda_rows_block); the rest runs on the CPU.
   bool computes(const Kernel& kernel) const override {
     const KernelSpec* s = kernel.standard();
-    return (ops_ & kGpuKernelMatrix) && s && s->type == KernelType::Gaussian;
+    if (!s) return false;
+    if (s->type == KernelType::Gaussian) return (ops_ & kGpuKernelMatrix) != 0;
+    return (ops_ & kGpuKernelRows) != 0;
   }
 
   void kernel_matrix(const Kernel& kernel, CMatRef X, CMatRef Z, MatRef K, int threads,
@@ -115,6 +255,23 @@ class GpuBackend final : public Backend {
       return;
     }
     const KernelSpec& spec = *kernel.standard();
+    if (spec.type != KernelType::Gaussian) {
+      if (Z.cols() != X.cols()) throw Error("X and Z must have the same number of columns");
+      if (K.rows() != X.rows() || K.cols() != Z.rows()) throw Error("K has the wrong shape");
+      if (X.rows() == 0 || Z.rows() == 0) return;
+      // K(X, Z): the points Z on the device, X as the new points; a matrix without columns
+      // (or one the device cannot hold) stays on the CPU
+      std::string why;
+      std::unique_ptr<DevicePoints> dev =
+          X.cols() > 0 ? DevicePoints::create(api_, spec, Z, &why) : nullptr;
+      if (!dev) {
+        cpu_backend().kernel_matrix(kernel, X, Z, K, threads, cb);
+        return;
+      }
+      if (!dev->block(X, K, &why)) throw Error("CUDA kernel matrix failed: " + why);
+      cb.check();
+      return;
+    }
     const Eigen::Index n = X.rows(), m = Z.rows(), d = X.cols();
     if (Z.cols() != d) throw Error("X and Z must have the same number of columns");
     if (K.rows() != n || K.cols() != m) throw Error("K has the wrong shape");
@@ -197,6 +354,16 @@ class GpuBackend final : public Backend {
                              static_cast<int>(G.outerStride()), err, sizeof(err));
     // nothing is written to G before the last copy: a failure leaves the CPU to do it
     return rc == 0;
+  }
+
+  std::unique_ptr<KernelRows> kernel_rows(const Kernel& kernel, CMatRef X) override {
+    const KernelSpec* s = kernel.standard();
+    if (!(ops_ & kGpuKernelRows) || !s || X.rows() < kGpuRowsMinRows || X.cols() < 1)
+      return nullptr;
+    std::unique_ptr<DevicePoints> dev = DevicePoints::create(api_, *s, X, nullptr);
+    if (!dev) return nullptr;  // (no device memory, say) the CPU computes the rows
+    return std::unique_ptr<KernelRows>(new GpuKernelRows(api_, *s, Mat(X), kernel.rows(X),
+                                                         std::move(dev), kGpuRowsMinRows));
   }
 
   DeviceFactor device_cholesky(CMatRef S, double scale, double shift, bool single) override {
@@ -292,6 +459,10 @@ Backend* gpu_backend(const std::string& path, std::string* why) {
       api.fcreate = reinterpret_cast<fn_fcreate>(dlsym(h, "kl_cuda_factor_create"));
       api.fsolve = reinterpret_cast<fn_fsolve>(dlsym(h, "kl_cuda_factor_solve"));
       api.ffree = reinterpret_cast<fn_ffree>(dlsym(h, "kl_cuda_factor_free"));
+      api.rcreate = reinterpret_cast<fn_rcreate>(dlsym(h, "kl_cuda_rows_create"));
+      api.rcompute = reinterpret_cast<fn_rcompute>(dlsym(h, "kl_cuda_rows_compute"));
+      api.rblock = reinterpret_cast<fn_rblock>(dlsym(h, "kl_cuda_rows_block"));
+      api.rfree = reinterpret_cast<fn_rfree>(dlsym(h, "kl_cuda_rows_free"));
       if (!version) {
         s.why = "the GPU library lacks expected symbols";
       } else if (version() != KL_CUDA_API_VERSION) {

@@ -1,5 +1,7 @@
 #include "machines/rows.hpp"
 
+#include "backend/backend.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -62,11 +64,12 @@ class RowsView final : public KernelRows {
 
 }  // namespace
 
-TrainingKernel::TrainingKernel(KernelPtr kernel, CMatRef X)
+TrainingKernel::TrainingKernel(KernelPtr kernel, CMatRef X, Backend* backend)
     : kernel_(std::move(kernel)), n_(static_cast<int>(X.rows())) {
   if (!kernel_) throw Error("no kernel");
   kernel_->check_dim(X.cols(), "the training data");
-  all_ = kernel_->rows(X);
+  if (backend) all_ = backend->kernel_rows(*kernel_, X);
+  if (!all_) all_ = kernel_->rows(X);
 }
 
 TrainingKernel::TrainingKernel(const double* K, int n) : K_(K), n_(n) {

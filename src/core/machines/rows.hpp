@@ -10,12 +10,15 @@
 
 namespace kl {
 
+class Backend;
+
 // Kernel over the n rows of the training data: a kernel object bound to the rows, or a
 // precomputed n x n matrix. Subsets give the KernelRows of a subproblem.
 class TrainingKernel {
  public:
-  // X: n x d (column-major, as R stores it), copied as the kernel needs.
-  TrainingKernel(KernelPtr kernel, CMatRef X);
+  // X: n x d (column-major, as R stores it), copied as the kernel needs. With a backend, the
+  // rows come from backend->kernel_rows() when it offers them (the GPU), else from the kernel.
+  TrainingKernel(KernelPtr kernel, CMatRef X, Backend* backend = nullptr);
   // K: n x n symmetric, column-major; not copied, must outlive this object.
   TrainingKernel(const double* K, int n);
   // Any kernel over the n training rows (such as one computed from a precomputed matrix).

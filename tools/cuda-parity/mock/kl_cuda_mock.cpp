@@ -227,4 +227,97 @@ KL_EXPORT int kl_cuda_factor_solve(kl_cuda_factor* f, double* B, int nrhs, int l
 
 KL_EXPORT void kl_cuda_factor_free(kl_cuda_factor* f) { delete f; }
 
+struct kl_cuda_rows {
+  int type = 0, degree = 1;
+  double gamma = 1, scale = 1, offset = 0;
+  Mat X;  // n x d
+  Eigen::VectorXd xn;
+  double k(const double* a, std::ptrdiff_t inca, double an, int j) const {
+    double dot = 0;
+    for (Eigen::Index c = 0; c < X.cols(); ++c) dot += a[c * inca] * X(j, c);
+    if (type == 2) return dot;
+    if (type == 3) {
+      double r = 1, b = scale * dot + offset;
+      for (int e = degree; e > 0; e >>= 1) {
+        if (e & 1) r *= b;
+        b *= b;
+      }
+      return r;
+    }
+    double d2 = an + xn[j] - 2 * dot;
+    if (d2 < 0) d2 = 0;
+    return std::exp(-gamma * (type == 1 ? std::sqrt(d2) : d2));
+  }
+};
+
+KL_EXPORT int kl_cuda_rows_create(const double* X, int n, int d, int ldx, int type, double gamma,
+                                  double degree, double scale, double offset, kl_cuda_rows** out,
+                                  char* err, int err_len) {
+  clear(err, err_len);
+  if (!out) return 1;
+  *out = nullptr;
+  if (n < 1 || d < 1 || ldx < n || !X || type < 0 || type > 3 ||
+      (type == 3 && !(degree >= 1 && degree == std::floor(degree)))) {
+    set_err(err, err_len, "bad arguments");
+    return 1;
+  }
+  auto* h = new (std::nothrow) kl_cuda_rows;
+  if (!h) return 1;
+  h->type = type;
+  h->degree = type == 3 ? static_cast<int>(degree) : 1;
+  h->gamma = gamma;
+  h->scale = scale;
+  h->offset = offset;
+  h->X = Eigen::Map<const Mat, 0, Stride>(X, n, d, Stride(ldx));
+  h->xn = h->X.rowwise().squaredNorm();
+  *out = h;
+  return 0;
+}
+
+// Rows computed by kl_cuda_rows_compute since the library was loaded (the mock only: lets the
+// parity program see that the core's GPU backend used the device rows).
+long long g_rows_computed = 0;
+KL_EXPORT long long kl_cuda_mock_rows_computed(void) { return g_rows_computed; }
+
+KL_EXPORT int kl_cuda_rows_compute(kl_cuda_rows* h, const int* idx, int count, float* out,
+                                   long long ldo, char* err, int err_len) {
+  clear(err, err_len);
+  if (!h) return 1;
+  g_rows_computed += count;
+  const int n = static_cast<int>(h->X.rows());
+  if (count < 0 || ldo < n) {
+    set_err(err, err_len, "bad dimensions");
+    return 1;
+  }
+  for (int r = 0; r < count; ++r) {
+    if (idx[r] < 0 || idx[r] >= n) {
+      set_err(err, err_len, "row index %d out of range (n = %d)", idx[r], n);
+      return 1;
+    }
+    const int p = idx[r];
+    for (int q = 0; q < n; ++q)
+      out[r * ldo + q] = static_cast<float>(h->k(h->X.data() + p, n, h->xn[p], q));
+  }
+  return 0;
+}
+
+KL_EXPORT int kl_cuda_rows_block(kl_cuda_rows* h, const double* Z, int m, int ldz, double* K,
+                                 int ldk, char* err, int err_len) {
+  clear(err, err_len);
+  if (!h) return 1;
+  const int n = static_cast<int>(h->X.rows()), d = static_cast<int>(h->X.cols());
+  if (m < 0 || ldz < m || ldk < m) {
+    set_err(err, err_len, "bad dimensions");
+    return 1;
+  }
+  for (int i = 0; i < m; ++i) {
+    double zn = 0;
+    for (int c = 0; c < d; ++c) zn += Z[i + static_cast<std::size_t>(c) * ldz] * Z[i + static_cast<std::size_t>(c) * ldz];
+    for (int j = 0; j < n; ++j) K[i + static_cast<std::size_t>(j) * ldk] = h->k(Z + i, ldz, zn, j);
+  }
+  return 0;
+}
+
+KL_EXPORT void kl_cuda_rows_free(kl_cuda_rows* h) { delete h; }
+
 KL_EXPORT void kl_cuda_release(void) {}

@@ -1,0 +1,186 @@
+// The GPU backend's dispatch, without a GPU: the core loads the CPU stand-in for the GPU
+// library (tools/cuda-parity/mock, built next to this program) through the same dlopen() path
+// as the real one, and the tests check which operations it hands to the library, that the
+// results equal the CPU's, and the fallbacks. Nothing here checks the CUDA code itself (that
+// is tools/cuda-parity on a machine with a GPU).
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "harness.hpp"
+#include "helpers.hpp"
+#include "kernels/standard.hpp"
+#include "machines/rows.hpp"
+#include "machines/svm.hpp"
+
+namespace {
+
+std::string mock_path() {
+  char buf[4096];
+  const ssize_t len = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  std::string p = len > 0 ? std::string(buf, static_cast<std::size_t>(len)) : std::string("./x");
+  return p.substr(0, p.rfind('/')) + "/kernlearn_cuda_mock.so";
+}
+
+kl::Backend* mock_backend(unsigned ops) {
+  std::string why;
+  kl::Backend* b = kl::gpu_backend(mock_path(), &why);
+  if (!b) {
+    ::ct::fail(__FILE__, __LINE__, "the stand-in GPU library did not load: " + why);
+    return nullptr;
+  }
+  b->set_gpu_ops(ops);
+  return b;
+}
+
+kl::Mat uniform(int n, int d, kl::Rng& rng) {
+  kl::Mat X(n, d);
+  for (int j = 0; j < d; ++j)
+    for (int i = 0; i < n; ++i) X(i, j) = rng.uniform();
+  return X;
+}
+
+std::vector<kl::KernelSpec> standard_specs(int d) {
+  std::vector<kl::KernelSpec> out;
+  for (int t = 0; t < 4; ++t) {
+    kl::KernelSpec s;
+    s.type = static_cast<kl::KernelType>(t);
+    s.gamma = t == 1 ? 0.7 : 2.0 / d;
+    s.degree = 3;
+    s.scale = 1.0 / d;
+    s.offset = 0.5;
+    out.push_back(s);
+  }
+  return out;
+}
+
+// Rows the stand-in library has computed so far (its own counter).
+long long mock_rows_computed() {
+  void* h = dlopen(mock_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
+  using fn = long long (*)();
+  fn f = h ? reinterpret_cast<fn>(dlsym(h, "kl_cuda_mock_rows_computed")) : nullptr;
+  return f ? f() : -1;
+}
+
+}  // namespace
+
+TEST_CASE("gpu backend: kernel rows of the four standard kernels through the library, equal to "
+          "the CPU's; subsets; small problems and other kernels stay on the CPU") {
+  kl::Backend* gpu = mock_backend(kl::kGpuKernelRows);
+  if (!gpu) return;
+  CHECK(gpu->is_gpu());
+  kl::Rng rng(ct::seed2(41, 1));
+  const int n = 2300, d = 7;
+  const kl::Mat X = uniform(n, d, rng);
+  for (const kl::KernelSpec& spec : standard_specs(d)) {
+    const kl::KernelPtr k = kl::make_standard_kernel(spec);
+    std::unique_ptr<kl::KernelRows> g = gpu->kernel_rows(*k, X);
+    CHECK(g != nullptr);
+    if (!g) continue;
+    std::unique_ptr<kl::KernelRows> c = k->rows(X);
+    CHECK_EQ(g->size(), n);
+    std::vector<float> rg(n), rc(n);
+    double worst = 0, scale = 0;
+    for (int p : {0, 1, 977, n - 1}) {
+      g->row(p, rg.data(), 2);
+      c->row(p, rc.data(), 2);
+      for (int q = 0; q < n; ++q) {
+        worst = std::max(worst, std::fabs(static_cast<double>(rg[q]) - rc[q]));
+        scale = std::max(scale, std::fabs(static_cast<double>(rc[q])));
+      }
+      CHECK_EQ(g->diag(p), c->diag(p));
+    }
+    // one float rounding of values equal up to double rounding
+    CHECK_LE(worst, 2.5e-7 * scale);
+    // a subset large enough stays on the device, a small one goes to the CPU rows; both are
+    // the kernel on the subset's points
+    std::vector<int> big, small = {5, 3, 2000};
+    for (int i = 0; i < n; i += 1) if (i % 11 != 0) big.push_back(i);
+    for (const std::vector<int>* rows : {&big, &small}) {
+      std::unique_ptr<kl::KernelRows> s = g->subset(*rows);
+      const int m = static_cast<int>(rows->size());
+      CHECK_EQ(s->size(), m);
+      std::vector<float> r(m);
+      s->row(1, r.data(), 1);
+      double w = 0;
+      for (int q = 0; q < m; ++q)
+        w = std::max(w, std::fabs(r[q] - k->value(X.row((*rows)[1]).data(), n,
+                                                  X.row((*rows)[q]).data(), n, d)));
+      CHECK_LE(w, 3e-7 * std::max(scale, 1.0));
+    }
+  }
+  // fewer than 2048 rows: the CPU's rows
+  const kl::KernelPtr gk = kl::make_standard_kernel(kl::gaussian_spec(0.5));
+  CHECK(gpu->kernel_rows(*gk, kl::Mat(X.topRows(2047))) == nullptr);
+  CHECK(gpu->kernel_rows(*gk, kl::Mat(X.topRows(2048))) != nullptr);
+  // the operation off: the CPU's rows
+  gpu->set_gpu_ops(kl::kGpuOpsDefault);
+  CHECK(gpu->kernel_rows(*gk, X) == nullptr);
+  CHECK(kl::cpu_backend().kernel_rows(*gk, X) == nullptr);
+}
+
+TEST_CASE("gpu backend: kernel matrices of the Laplacian, linear and polynomial kernels with "
+          "the kernel_rows operation, equal to the CPU's") {
+  kl::Backend* gpu = mock_backend(kl::kGpuKernelRows);
+  if (!gpu) return;
+  kl::Rng rng(ct::seed2(41, 2));
+  const kl::Mat X = uniform(37, 5, rng), Z = uniform(53, 5, rng);
+  for (const kl::KernelSpec& spec : standard_specs(5)) {
+    const kl::KernelPtr k = kl::make_standard_kernel(spec);
+    // the Gaussian kernel belongs to the kernel_matrix operation, off here
+    CHECK_EQ(gpu->computes(*k), spec.type != kl::KernelType::Gaussian);
+    kl::Mat Kg(37, 53), Kc(37, 53);
+    gpu->kernel_matrix(*k, X, Z, Kg, 2, kl::Callbacks());
+    kl::cpu_backend().kernel_matrix(*k, X, Z, Kc, 2, kl::Callbacks());
+    CHECK_EQUAL(Kg, Kc, 1e-12 * std::max(1.0, Kc.cwiseAbs().maxCoeff()));
+    // into a block of a larger matrix
+    kl::Mat big = kl::Mat::Constant(40, 55, -7.0);
+    gpu->kernel_matrix(*k, X, Z, big.block(2, 1, 37, 53), 2, kl::Callbacks());
+    CHECK_EQUAL(kl::Mat(big.block(2, 1, 37, 53)), Kc, 1e-12 * std::max(1.0, Kc.cwiseAbs().maxCoeff()));
+    CHECK_EQ(big(0, 0), -7.0);
+    CHECK_EQ(big(39, 54), -7.0);
+  }
+  gpu->set_gpu_ops(kl::kGpuOpsDefault);
+}
+
+TEST_CASE("gpu backend: SVM solves with the kernel rows on the device equal those on the CPU") {
+  kl::Backend* gpu = mock_backend(kl::kGpuKernelRows);
+  if (!gpu) return;
+  kl::Rng rng(ct::seed2(41, 3));
+  const int n = 2600, d = 4;
+  const kl::Mat X = uniform(n, d, rng);
+  std::vector<int> y(n);
+  std::vector<double> z(n);
+  for (int i = 0; i < n; ++i) {
+    y[i] = X(i, 0) + X(i, 1) > 1.0 ? 1 : 0;
+    z[i] = std::sin(4 * X(i, 0)) + 0.1 * rng.uniform();
+  }
+  const kl::KernelPtr k = kl::make_standard_kernel(kl::gaussian_spec(2.0));
+  kl::SvmParams par;
+  par.cost = 5;
+  par.threads = 2;
+  par.cache_mb = 4;  // rows are evicted and computed again
+  const kl::TrainingKernel Kc(k, X), Kg(k, X, gpu);
+  const long long before = mock_rows_computed();
+  const kl::BinaryMachine mc = kl::svm_classify(Kc, y, 2, {1, 1}, par, {}, kl::Callbacks())[0];
+  CHECK_EQ(mock_rows_computed(), before);
+  const kl::BinaryMachine mg = kl::svm_classify(Kg, y, 2, {1, 1}, par, {}, kl::Callbacks())[0];
+  // every row the solver computed came from the library
+  CHECK_EQ(mock_rows_computed() - before, static_cast<long long>(mg.kernel_rows));
+  // the stand-in computes the same floats as the CPU: the same solve
+  CHECK(mc.sv == mg.sv);
+  CHECK_EQ(mc.iter, mg.iter);
+  CHECK_EQUAL(kl::Vec(Eigen::Map<const kl::Vec>(mg.coef.data(), mg.coef.size())),
+              kl::Vec(Eigen::Map<const kl::Vec>(mc.coef.data(), mc.coef.size())), 1e-12);
+  CHECK_EQUAL(mg.rho, mc.rho, 1e-12);
+  CHECK_GT(mg.kernel_rows, 0);
+  const kl::BinaryMachine rc = kl::svm_regress(Kc, z, par, {}, kl::Callbacks());
+  const kl::BinaryMachine rg = kl::svm_regress(Kg, z, par, {}, kl::Callbacks());
+  CHECK(rc.sv == rg.sv);
+  CHECK_EQUAL(rg.rho, rc.rho, 1e-12);
+  gpu->set_gpu_ops(kl::kGpuOpsDefault);
+}
