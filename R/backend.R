@@ -23,10 +23,12 @@
 #' \code{"gram"} (with cuBLAS: the Gram matrix of that head's single-precision
 #' features, for 512 features or more) and \code{"kernel_rows"} (the kernel
 #' rows of the SVM solver of \code{\link{kernel_svm}}, for the four standard
-#' kernels, the training points held on the GPU for the whole solve and each row
-#' the solver's cache misses computed there; problems of 2048 rows or more; also
-#' the kernel matrices, hence the predictions, of the Laplacian, linear and
-#' polynomial kernels). The default,
+#' kernels and the hierarchical Gaussian kernels of \code{\link{hgk}} (trees of
+#' at most 64 nodes; its hinge-loss SVMs), the training points held on the GPU
+#' for the whole solve and each row the solver's cache misses computed there;
+#' problems of 2048 rows or more; also the kernel matrices, hence the
+#' predictions, of the Laplacian, linear, polynomial and hierarchical Gaussian
+#' kernels). The default,
 #' \code{c("kernel_matrix", "gemm")}, holds the operations whose GPU results and
 #' timings have been checked against the CPU; \code{"cholesky"}, \code{"gram"}
 #' and \code{"kernel_rows"} are to be switched on explicitly until then. Problems too small

@@ -214,6 +214,55 @@ __global__ void gather_rows(const double* __restrict__ X, int n, int d,
     Q[static_cast<std::size_t>(k) * count + r] = X[static_cast<std::size_t>(k) * n + p];
 }
 
+// A hierarchical Gaussian kernel on the device (kl_cuda_rows_create_tree): nodes in order,
+// children before parents, the root last.
+struct TreeParams {
+  int nnodes;
+  const int* leaf;      // nnodes flags
+  const int* offsets;   // nnodes + 1
+  const int* members;   // input columns (leaves) or child nodes (inner nodes)
+  const double* weights;
+  const double* scales;
+};
+
+// The tree's kernel between the point a (coordinates a[i * lda]) and b (b[i * ldb]).
+__device__ double tree_value(const TreeParams& t, const double* a, std::size_t lda,
+                             const double* b, std::size_t ldb) {
+  double om[KL_CUDA_MAX_TREE_NODES];  // 1 - K_v of the nodes below the root
+  double e = 0.0;
+  for (int v = 0; v < t.nnodes; ++v) {
+    double acc = 0.0;
+    const bool leaf = t.leaf[v] != 0;
+    for (int k = t.offsets[v]; k < t.offsets[v + 1]; ++k) {
+      const double w = t.weights[k];
+      const int m = t.members[k];
+      if (leaf) {
+        const double df = a[static_cast<std::size_t>(m) * lda] - b[static_cast<std::size_t>(m) * ldb];
+        acc += w * w * df * df;
+      } else {
+        acc += w * w * om[m];
+      }
+    }
+    e = t.scales[v] * acc;
+    if (v + 1 < t.nnodes) om[v] = -expm1(-e);
+  }
+  return exp(-e);
+}
+
+// out[i + j * rows] = k(A_i, B_j) for the points A (rows x d, leading dimension lda) and
+// B (cols x d, leading dimension ldb).
+template <class T>
+__global__ void tree_block(const double* __restrict__ A, int rows, int lda,
+                           const double* __restrict__ B, int cols, int ldb, TreeParams t,
+                           T* __restrict__ out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= rows) return;
+  for (int j = blockIdx.y * blockDim.y + threadIdx.y; j < cols; j += gridDim.y * blockDim.y)
+    out[static_cast<std::size_t>(j) * rows + i] =
+        static_cast<T>(tree_value(t, A + i, static_cast<std::size_t>(lda), B + j,
+                                  static_cast<std::size_t>(ldb)));
+}
+
 // Grid for the column loops above: one thread per row, columns strided over at most 65535
 // blocks.
 dim3 grid_2d(long rows, long cols, dim3 block) {
@@ -477,6 +526,10 @@ struct kl_cuda_rows {
   double* xn = nullptr;   // n squared norms
   void* scratch = nullptr;  // grows as needed by kl_cuda_rows_compute
   std::size_t scratch_bytes = 0;
+  bool tree = false;        // the hierarchical Gaussian kernel (t) instead of k
+  TreeParams t{};
+  int* tree_int = nullptr;  // device copies of the tree: leaf flags, offsets, members
+  double* tree_dbl = nullptr;  // weights, scales
 };
 
 namespace {
@@ -1073,6 +1126,8 @@ KL_EXPORT void kl_cuda_rows_free(kl_cuda_rows* h) {
   if (h->X) cudaFree(h->X);
   if (h->xn) cudaFree(h->xn);
   if (h->scratch) cudaFree(h->scratch);
+  if (h->tree_int) cudaFree(h->tree_int);
+  if (h->tree_dbl) cudaFree(h->tree_dbl);
   delete h;
 }
 
@@ -1148,6 +1203,93 @@ KL_EXPORT int kl_cuda_rows_create(const double* X, int n, int d, int ldx, int ty
   return 0;
 }
 
+KL_EXPORT int kl_cuda_rows_create_tree(const double* X, int n, int d, int ldx, int nnodes,
+                                       const int* leaf, const int* offsets, const int* members,
+                                       const double* weights, const double* scales,
+                                       kl_cuda_rows** out, char* err, int err_len) {
+  if (err && err_len > 0) err[0] = '\0';
+  if (!out) {
+    set_err(err, err_len, "null output pointer");
+    return 1;
+  }
+  *out = nullptr;
+  if (nnodes < 1 || nnodes > KL_CUDA_MAX_TREE_NODES) {
+    set_err(err, err_len, "the tree has %d nodes (1 to %d are supported)", nnodes,
+            KL_CUDA_MAX_TREE_NODES);
+    return 1;
+  }
+  if (!leaf || !offsets || !members || !weights || !scales) {
+    set_err(err, err_len, "null tree pointer");
+    return 1;
+  }
+  if (offsets[0] != 0) {
+    set_err(err, err_len, "the first offset must be 0");
+    return 1;
+  }
+  for (int v = 0; v < nnodes; ++v) {
+    if (offsets[v + 1] < offsets[v]) {
+      set_err(err, err_len, "the offsets of node %d decrease", v);
+      return 1;
+    }
+    for (int k = offsets[v]; k < offsets[v + 1]; ++k) {
+      const int m = members[k];
+      if (leaf[v] ? (m < 0 || m >= d) : (m < 0 || m >= v)) {
+        set_err(err, err_len, "member %d of node %d is out of range", m, v);
+        return 1;
+      }
+    }
+  }
+  // the points, with the Gaussian type as a placeholder for the norms
+  kl_cuda_rows* h = nullptr;
+  if (kl_cuda_rows_create(X, n, d, ldx, 0, 1.0, 1.0, 1.0, 0.0, &h, err, err_len) != 0) return 1;
+  struct Owner {
+    kl_cuda_rows* h;
+    ~Owner() { kl_cuda_rows_free(h); }
+  } owner{h};
+  const int M = offsets[nnodes];
+  const std::size_t ni = static_cast<std::size_t>(nnodes) + static_cast<std::size_t>(nnodes) + 1 +
+                         static_cast<std::size_t>(M);
+  const std::size_t nd = static_cast<std::size_t>(M) + static_cast<std::size_t>(nnodes);
+  std::vector<int> hi(ni);
+  std::vector<double> hd(nd);
+  for (int v = 0; v < nnodes; ++v) hi[v] = leaf[v] ? 1 : 0;
+  for (int v = 0; v <= nnodes; ++v) hi[nnodes + v] = offsets[v];
+  for (int k = 0; k < M; ++k) hi[2 * nnodes + 1 + k] = members[k];
+  for (int k = 0; k < M; ++k) hd[k] = weights[k];
+  for (int v = 0; v < nnodes; ++v) hd[M + v] = scales[v];
+  {
+    void* p = nullptr;
+    cudaError_t e = cudaMalloc(&p, ni * sizeof(int));
+    if (e == cudaSuccess) h->tree_int = static_cast<int*>(p);
+    if (e == cudaSuccess) {
+      e = cudaMalloc(&p, nd * sizeof(double));
+      if (e == cudaSuccess) h->tree_dbl = static_cast<double*>(p);
+    }
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      set_err(err, err_len, "cannot allocate GPU memory for the tree (%s)", cudaGetErrorName(e));
+      return 1;
+    }
+  }
+  KL_CUDA_TRY(cudaMemcpyAsync(h->tree_int, hi.data(), ni * sizeof(int), cudaMemcpyHostToDevice,
+                              g.stream),
+              "cannot copy the tree to the GPU");
+  KL_CUDA_TRY(cudaMemcpyAsync(h->tree_dbl, hd.data(), nd * sizeof(double), cudaMemcpyHostToDevice,
+                              g.stream),
+              "cannot copy the tree to the GPU");
+  KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "copying the tree failed");
+  h->tree = true;
+  h->t.nnodes = nnodes;
+  h->t.leaf = h->tree_int;
+  h->t.offsets = h->tree_int + nnodes;
+  h->t.members = h->tree_int + 2 * nnodes + 1;
+  h->t.weights = h->tree_dbl;
+  h->t.scales = h->tree_dbl + M;
+  owner.h = nullptr;
+  *out = h;
+  return 0;
+}
+
 KL_EXPORT int kl_cuda_rows_compute(kl_cuda_rows* h, const int* idx, int count, float* out,
                                    long long ldo, char* err, int err_len) {
   if (err && err_len > 0) err[0] = '\0';
@@ -1212,11 +1354,15 @@ KL_EXPORT int kl_cuda_rows_compute(kl_cuda_rows* h, const int* idx, int count, f
     const dim3 tg(32, 8);
     gather_rows<<<grid_2d(c, d, tg), tg, 0, g.stream>>>(h->X, n, d, h->xn, di, c, Q, qn);
     KL_CUDA_TRY(cudaGetLastError(), "cannot launch the row gather");
-    // G (n x c) = X Q'
-    KL_BLAS_TRY(cublasDgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_T, n, c, d, &one, h->X, n, Q, c, &zero,
-                            G, n),
-                "cuBLAS DGEMM failed");
-    kernel_finish<float><<<grid_2d(n, c, tg), tg, 0, g.stream>>>(G, n, c, h->xn, qn, h->k, F);
+    if (h->tree) {
+      tree_block<float><<<grid_2d(n, c, tg), tg, 0, g.stream>>>(h->X, n, n, Q, c, c, h->t, F);
+    } else {
+      // G (n x c) = X Q'
+      KL_BLAS_TRY(cublasDgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_T, n, c, d, &one, h->X, n, Q, c,
+                              &zero, G, n),
+                  "cuBLAS DGEMM failed");
+      kernel_finish<float><<<grid_2d(n, c, tg), tg, 0, g.stream>>>(G, n, c, h->xn, qn, h->k, F);
+    }
     KL_CUDA_TRY(cudaGetLastError(), "cannot launch the kernel rows");
     KL_CUDA_TRY(cudaMemcpy2DAsync(out + static_cast<std::size_t>(r0) * static_cast<std::size_t>(ldo),
                                   static_cast<std::size_t>(ldo) * sizeof(float), F,
@@ -1266,13 +1412,17 @@ KL_EXPORT int kl_cuda_rows_block(kl_cuda_rows* h, const double* Z, int m, int ld
     if (upload_block(Zt, Z, static_cast<std::size_t>(ldz), r0, 0, r, D, "the new points", err,
                      err_len) != 0)
       return 1;
-    row_sqnorms<<<(ri + 255) / 256, 256, 0, g.stream>>>(Zt, ri, d, ri, zn);
-    KL_CUDA_TRY(cudaGetLastError(), "cannot launch the norms");
-    // G (r x n) = Zt X'
-    KL_BLAS_TRY(cublasDgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_T, ri, n, d, &one, Zt, ri, h->X, n,
-                            &zero, G, ri),
-                "cuBLAS DGEMM failed");
-    kernel_finish<double><<<grid_2d(ri, n, tg), tg, 0, g.stream>>>(G, ri, n, zn, h->xn, h->k, G);
+    if (h->tree) {
+      tree_block<double><<<grid_2d(ri, n, tg), tg, 0, g.stream>>>(Zt, ri, ri, h->X, n, n, h->t, G);
+    } else {
+      row_sqnorms<<<(ri + 255) / 256, 256, 0, g.stream>>>(Zt, ri, d, ri, zn);
+      KL_CUDA_TRY(cudaGetLastError(), "cannot launch the norms");
+      // G (r x n) = Zt X'
+      KL_BLAS_TRY(cublasDgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_T, ri, n, d, &one, Zt, ri, h->X, n,
+                              &zero, G, ri),
+                  "cuBLAS DGEMM failed");
+      kernel_finish<double><<<grid_2d(ri, n, tg), tg, 0, g.stream>>>(G, ri, n, zn, h->xn, h->k, G);
+    }
     KL_CUDA_TRY(cudaGetLastError(), "cannot launch the kernel block");
     KL_CUDA_TRY(cudaMemcpy2DAsync(K + r0, static_cast<std::size_t>(ldk) * sizeof(double), G,
                                   r * sizeof(double), r * sizeof(double), N,

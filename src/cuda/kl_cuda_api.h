@@ -86,6 +86,19 @@ int kl_cuda_rows_create(const double* X, int n, int d, int ldx, int type, double
                         double degree, double scale, double offset, kl_cuda_rows** out,
                         char* err, int err_len);
 
+/* The same for the hierarchical Gaussian kernel, a tree of nnodes nodes (at most
+ * KL_CUDA_MAX_TREE_NODES) in an order where children come before their parent, the root last:
+ * node v has the members members[offsets[v] .. offsets[v + 1] - 1] with the weights of the same
+ * positions and the width scales[v];
+ *   leaf (leaf[v] != 0, members are input columns): K_v = exp(-s_v sum_i w_i^2 (x_i - z_i)^2),
+ *   inner (members are child nodes):                K_v = exp(-s_v sum_c w_c^2 (1 - K_c)).
+ * The kernel is the root's K. Its rows and blocks are computed pair by pair in double precision
+ * (1 - K_c as -expm1). */
+#define KL_CUDA_MAX_TREE_NODES 64
+int kl_cuda_rows_create_tree(const double* X, int n, int d, int ldx, int nnodes, const int* leaf,
+                             const int* offsets, const int* members, const double* weights,
+                             const double* scales, kl_cuda_rows** out, char* err, int err_len);
+
 /* Kernel rows of the held points themselves, in single precision: for r < count, the n floats
  * starting at out + r * ldo (ldo >= n) are k(x_idx[r], x_q), q = 0..n-1 (idx 0-based). The
  * products are in double precision; each value is rounded to float once. */

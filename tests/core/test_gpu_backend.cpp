@@ -13,6 +13,7 @@
 #include "backend/backend.hpp"
 #include "harness.hpp"
 #include "helpers.hpp"
+#include "kernels/hierarchical.hpp"
 #include "kernels/standard.hpp"
 #include "machines/rows.hpp"
 #include "machines/svm.hpp"
@@ -66,6 +67,36 @@ long long mock_rows_computed() {
   return f ? f() : -1;
 }
 
+// Hierarchical Gaussian kernels on d = 7 columns: depth 2 (three leaves, one overlapping) and
+// depth 3 (two inner nodes under the root).
+std::vector<kl::KernelPtr> tree_kernels() {
+  auto leaf = [](std::vector<int> cols, double w, double s) {
+    kl::HgkNode v;
+    v.leaf = true;
+    v.members = cols;
+    v.weights.assign(cols.size(), w);
+    for (std::size_t i = 0; i < cols.size(); ++i) v.weights[i] = w * (1.0 + 0.1 * i);
+    v.scale = s;
+    return v;
+  };
+  auto inner = [](std::vector<int> ch, double w, double s) {
+    kl::HgkNode v;
+    v.leaf = false;
+    v.members = ch;
+    v.weights.assign(ch.size(), w);
+    v.scale = s;
+    return v;
+  };
+  std::vector<kl::KernelPtr> out;
+  out.push_back(kl::make_hierarchical_gaussian_kernel(
+      {leaf({0, 1, 2}, 1.1, 1.0), leaf({3, 4}, 0.8, 1.0), leaf({4, 5, 6}, 1.3, 1.0),
+       inner({0, 1, 2}, 0.7, 2.5)}, 7));
+  out.push_back(kl::make_hierarchical_gaussian_kernel(
+      {leaf({0, 1}, 1.0, 1.0), leaf({2, 3}, 0.9, 1.0), leaf({4, 5, 6}, 1.2, 1.0),
+       inner({0, 1}, 0.8, 1.0), inner({2}, 1.1, 1.0), inner({3, 4}, 0.6, 3.0)}, 7));
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("gpu backend: kernel rows of the four standard kernels through the library, equal to "
@@ -112,6 +143,27 @@ TEST_CASE("gpu backend: kernel rows of the four standard kernels through the lib
                                                   X.row((*rows)[q]).data(), n, d)));
       CHECK_LE(w, 3e-7 * std::max(scale, 1.0));
     }
+  }
+  // the hierarchical Gaussian kernel: its tree goes to the library
+  for (const kl::KernelPtr& k : tree_kernels()) {
+    CHECK(k->hierarchical() != nullptr);
+    std::unique_ptr<kl::KernelRows> g = gpu->kernel_rows(*k, X);
+    CHECK(g != nullptr);
+    if (!g) continue;
+    std::vector<float> r(n);
+    double worst = 0;
+    for (int p : {0, 1234, n - 1}) {
+      g->row(p, r.data(), 2);
+      for (int q = 0; q < n; ++q)
+        worst = std::max(worst, std::fabs(r[q] - k->value(X.row(p).data(), n, X.row(q).data(),
+                                                          n, d)));
+    }
+    CHECK_LE(worst, 1.2e-7);
+    // kernel matrices through the held points
+    kl::Mat Kg(9, 11), Kc(9, 11);
+    gpu->kernel_matrix(*k, X.topRows(9), X.bottomRows(11), Kg, 2, kl::Callbacks());
+    k->block(X.topRows(9), X.bottomRows(11), Kc, 2, kl::Callbacks());
+    CHECK_EQUAL(Kg, Kc, 1e-14);
   }
   // fewer than 2048 rows: the CPU's rows
   const kl::KernelPtr gk = kl::make_standard_kernel(kl::gaussian_spec(0.5));

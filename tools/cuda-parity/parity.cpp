@@ -20,7 +20,8 @@
 //           the CPU backend against the GPU backend (Gram matrix and factor on the GPU);
 //   rows:   kernel rows of points held on the device (kl_cuda_rows_compute, single precision)
 //           and blocks against new points (kl_cuda_rows_block) for the four standard kernels
-//           against the CPU core's rows and kernel matrices; and, end to end, the core's SVM
+//           and a depth-2 hierarchical Gaussian kernel (kl_cuda_rows_create_tree) against the
+//           CPU core's rows and kernel blocks; and, end to end, the core's SVM
 //           solves (one-vs-one with three classes, epsilon-regression) with the CPU backend
 //           against the GPU backend (the solver's kernel rows on the GPU);
 // with kernlearn_cuda.so loaded with dlopen, as the package does. It prints the largest
@@ -47,6 +48,7 @@
 #include "backend/backend.hpp"
 #include "base/common.hpp"
 #include "base/rng.hpp"
+#include "kernels/hierarchical.hpp"
 #include "kernels/standard.hpp"
 #include "linalg/chol.hpp"
 #include "linalg/simd.hpp"
@@ -76,6 +78,8 @@ using fn_rcreate = int (*)(const double*, int, int, int, int, double, double, do
 using fn_rcompute = int (*)(kl_cuda_rows*, const int*, int, float*, long long, char*, int);
 using fn_rblock = int (*)(kl_cuda_rows*, const double*, int, int, double*, int, char*, int);
 using fn_rfree = void (*)(kl_cuda_rows*);
+using fn_rtree = int (*)(const double*, int, int, int, int, const int*, const int*, const int*,
+                         const double*, const double*, kl_cuda_rows**, char*, int);
 
 struct Options {
   long n = 5000, m = 2000, d = 784;
@@ -135,7 +139,8 @@ bool parse_args(int argc, char** argv, Options* o) {
                   "        squares fit with the CPU and the GPU backend\n"
                   "rows    kernel rows of points held on the device (kl_cuda_rows_compute) and\n"
                   "        kernel blocks against new points (kl_cuda_rows_block) for the Gaussian,\n"
-                  "        Laplacian, linear and polynomial kernels, and the core's SVM solves\n"
+                  "        Laplacian, linear and polynomial kernels and a hierarchical Gaussian\n"
+                  "        kernel (kl_cuda_rows_create_tree), and the core's SVM solves\n"
                   "        (three classes, regression) with the CPU and the GPU backend\n");
       std::exit(0);
     }
@@ -878,6 +883,7 @@ int check_cls(const Options& o, fn_gram gram, fn_fcreate fcreate, fn_fsolve fsol
 // core's rows and kernel matrices; then the core's SVM solves with the CPU backend against the
 // GPU backend (kernel rows on the GPU).
 struct RowsApi {
+  fn_rtree tree;
   fn_rcreate create;
   fn_rcompute compute;
   fn_rblock block;
@@ -906,20 +912,57 @@ int check_rows(const Options& o, const RowsApi& api, const kl::Mat& X, const kl:
       return 1;
     }
   }
-  const char* names[4] = {"gaussian", "laplacian", "linear", "polynomial"};
-  for (int t = 0; t < 4; ++t) {
+  // a depth-2 hierarchical Gaussian kernel: four leaves over a random permutation of the
+  // columns (overlapping when d < 8), weights around 1, the root's width gamma d / 4
+  std::vector<kl::HgkNode> tree;
+  {
+    std::vector<int> perm(d);
+    for (int j = 0; j < d; ++j) perm[j] = j;
+    for (int j = d - 1; j > 0; --j) std::swap(perm[j], perm[static_cast<int>(rng.uniform() * (j + 1)) % (j + 1)]);
+    const int leaves = 4, per = std::max(1, (d + leaves - 1) / leaves);
+    kl::HgkNode root;
+    root.leaf = false;
+    root.scale = o.gamma * d / 4.0;
+    for (int v = 0; v < leaves; ++v) {
+      kl::HgkNode leaf;
+      for (int k = 0; k < per; ++k) {
+        leaf.members.push_back(perm[(v * per + k) % d]);
+        leaf.weights.push_back(0.8 + 0.4 * rng.uniform());
+      }
+      tree.push_back(leaf);
+      root.members.push_back(v);
+      root.weights.push_back(0.8 + 0.4 * rng.uniform());
+    }
+    tree.push_back(root);
+  }
+  std::vector<int> t_leaf, t_off = {0}, t_mem;
+  std::vector<double> t_w, t_s;
+  for (const kl::HgkNode& v : tree) {
+    t_leaf.push_back(v.leaf ? 1 : 0);
+    t_mem.insert(t_mem.end(), v.members.begin(), v.members.end());
+    t_w.insert(t_w.end(), v.weights.begin(), v.weights.end());
+    t_s.push_back(v.scale);
+    t_off.push_back(static_cast<int>(t_mem.size()));
+  }
+  const char* names[5] = {"gaussian", "laplacian", "linear", "polynomial", "tree"};
+  for (int t = 0; t < 5; ++t) {
     kl::KernelSpec spec;
-    spec.type = static_cast<kl::KernelType>(t);
+    spec.type = static_cast<kl::KernelType>(t < 4 ? t : 0);
     spec.gamma = t == 1 ? std::sqrt(o.gamma) : o.gamma;
     spec.degree = 3;
     spec.scale = 1.0 / d;
     spec.offset = 1.0;
-    const kl::KernelPtr kern = kl::make_standard_kernel(spec);
+    const kl::KernelPtr kern = t < 4 ? kl::make_standard_kernel(spec)
+                                     : kl::make_hierarchical_gaussian_kernel(tree, d);
     kl_cuda_rows* h = nullptr;
     err[0] = '\0';
     auto t0 = std::chrono::steady_clock::now();
-    if (api.create(X.data(), n, d, n, t, spec.gamma, spec.degree, spec.scale, spec.offset, &h,
-                   err, sizeof(err)) != 0 || !h) {
+    const int rc =
+        t < 4 ? api.create(X.data(), n, d, n, t, spec.gamma, spec.degree, spec.scale, spec.offset,
+                           &h, err, sizeof(err))
+              : api.tree(X.data(), n, d, n, static_cast<int>(tree.size()), t_leaf.data(),
+                         t_off.data(), t_mem.data(), t_w.data(), t_s.data(), &h, err, sizeof(err));
+    if (rc != 0 || !h) {
       std::printf("FAIL: kl_cuda_rows_create (%s): %s\n", names[t], err);
       return 1;
     }
@@ -980,7 +1023,7 @@ int check_rows(const Options& o, const RowsApi& api, const kl::Mat& X, const kl:
     const double t_block = seconds_since(t0);
     kl::Mat Kc(m, n);
     t0 = std::chrono::steady_clock::now();
-    kl::kernel_matrix(spec, Z, X, Kc, o.threads);
+    kern->block(Z, X, Kc, o.threads, kl::Callbacks());
     const double t_cblock = seconds_since(t0);
     long badb = 0;
     const double dk = max_abs_diff(kl::Mat(Kg.topRows(m)), Kc, &badb) /
@@ -1145,8 +1188,9 @@ int main(int argc, char** argv) {
   rows_api.compute = reinterpret_cast<fn_rcompute>(dlsym(h, "kl_cuda_rows_compute"));
   rows_api.block = reinterpret_cast<fn_rblock>(dlsym(h, "kl_cuda_rows_block"));
   rows_api.free = reinterpret_cast<fn_rfree>(dlsym(h, "kl_cuda_rows_free"));
+  rows_api.tree = reinterpret_cast<fn_rtree>(dlsym(h, "kl_cuda_rows_create_tree"));
   if (!init || !gauss || !release || !gemm || !chol || !gram || !fcreate || !fsolve || !ffree ||
-      !rows_api.create || !rows_api.compute || !rows_api.block || !rows_api.free)
+      !rows_api.create || !rows_api.compute || !rows_api.block || !rows_api.free || !rows_api.tree)
     return no_gpu(o.lib + " lacks expected symbols");
 
   char err[512] = {0};

@@ -3,6 +3,8 @@
 // nullptr and a one-line reason, and uses the CPU backend.
 #include "backend/backend.hpp"
 
+#include "kernels/hierarchical.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -37,6 +39,8 @@ using fn_rcreate = int (*)(const double*, int, int, int, int, double, double, do
 using fn_rcompute = int (*)(kl_cuda_rows*, const int*, int, float*, long long, char*, int);
 using fn_rblock = int (*)(kl_cuda_rows*, const double*, int, int, double*, int, char*, int);
 using fn_rfree = void (*)(kl_cuda_rows*);
+using fn_rtree = int (*)(const double*, int, int, int, int, const int*, const int*, const int*,
+                         const double*, const double*, kl_cuda_rows**, char*, int);
 
 // The entry points of the GPU library.
 struct GpuApi {
@@ -51,10 +55,11 @@ struct GpuApi {
   fn_rcompute rcompute = nullptr;
   fn_rblock rblock = nullptr;
   fn_rfree rfree = nullptr;
+  fn_rtree rtree = nullptr;
   fn_release release = nullptr;
   bool complete() const {
     return gauss && gemm && chol && gram && fcreate && fsolve && ffree && rcreate && rcompute &&
-           rblock && rfree && release;
+           rblock && rfree && rtree && release;
   }
 };
 
@@ -92,6 +97,36 @@ std::mutex& device_call_mutex() {
   return mu;
 }
 
+// A kernel the GPU library computes from held points: a standard kernel, or the hierarchical
+// Gaussian kernel's tree (flattened as kl_cuda_rows_create_tree takes it).
+struct DeviceKernel {
+  bool tree = false;
+  KernelSpec spec;
+  std::vector<int> leaf, offsets, members;
+  std::vector<double> weights, scales;
+  // The description of `kernel`, or false when the library has no routine for it.
+  static bool of(const Kernel& kernel, DeviceKernel* out) {
+    if (const KernelSpec* s = kernel.standard()) {
+      out->tree = false;
+      out->spec = *s;
+      return true;
+    }
+    const std::vector<HgkNode>* nodes = kernel.hierarchical();
+    if (!nodes || nodes->empty() || nodes->size() > KL_CUDA_MAX_TREE_NODES) return false;
+    out->tree = true;
+    out->offsets.push_back(0);
+    for (const HgkNode& v : *nodes) {
+      if (v.members.size() != v.weights.size()) return false;
+      out->leaf.push_back(v.leaf ? 1 : 0);
+      out->members.insert(out->members.end(), v.members.begin(), v.members.end());
+      out->weights.insert(out->weights.end(), v.weights.begin(), v.weights.end());
+      out->scales.push_back(v.scale);
+      out->offsets.push_back(static_cast<int>(out->members.size()));
+    }
+    return true;
+  }
+};
+
 // Points held by the GPU library (kl_cuda_rows), freed with the object.
 class DevicePoints {
  public:
@@ -102,8 +137,8 @@ class DevicePoints {
   }
   DevicePoints(const DevicePoints&) = delete;
   DevicePoints& operator=(const DevicePoints&) = delete;
-  // Uploads the rows of X for the kernel `spec`; nullptr (with the reason in *why) on failure.
-  static std::unique_ptr<DevicePoints> create(const GpuApi& api, const KernelSpec& spec,
+  // Uploads the rows of X for the kernel `k`; nullptr (with the reason in *why) on failure.
+  static std::unique_ptr<DevicePoints> create(const GpuApi& api, const DeviceKernel& k,
                                               CMatRef X, std::string* why) {
     if (!fits_int(X.rows()) || !fits_int(X.cols()) || !fits_int(X.outerStride()) ||
         X.rows() < 1 || X.cols() < 1) {
@@ -113,10 +148,15 @@ class DevicePoints {
     char err[512] = {0};
     kl_cuda_rows* h = nullptr;
     std::lock_guard<std::mutex> lock(device_call_mutex());
-    const int rc = api.rcreate(X.data(), static_cast<int>(X.rows()), static_cast<int>(X.cols()),
-                               static_cast<int>(std::max<Eigen::Index>(X.outerStride(), X.rows())),
-                               rows_type(spec), spec.gamma, spec.degree, spec.scale, spec.offset,
-                               &h, err, sizeof(err));
+    const int n = static_cast<int>(X.rows()), d = static_cast<int>(X.cols()),
+              ld = static_cast<int>(std::max<Eigen::Index>(X.outerStride(), X.rows()));
+    const KernelSpec& spec = k.spec;
+    const int rc =
+        k.tree ? api.rtree(X.data(), n, d, ld, static_cast<int>(k.leaf.size()), k.leaf.data(),
+                           k.offsets.data(), k.members.data(), k.weights.data(), k.scales.data(),
+                           &h, err, sizeof(err))
+               : api.rcreate(X.data(), n, d, ld, rows_type(spec), spec.gamma, spec.degree,
+                             spec.scale, spec.offset, &h, err, sizeof(err));
     if (rc != 0 || !h) {
       if (why) *why = err;
       return nullptr;
@@ -161,10 +201,11 @@ class DevicePoints {
 // rounding of the products).
 class GpuKernelRows final : public KernelRows {
  public:
-  GpuKernelRows(const GpuApi& api, const KernelSpec& spec, Mat X, std::unique_ptr<KernelRows> cpu,
-                std::unique_ptr<DevicePoints> dev, Eigen::Index min_rows)
-      : api_(api), spec_(spec), X_(std::move(X)), cpu_(std::move(cpu)), dev_(std::move(dev)),
-        min_rows_(min_rows) {}
+  GpuKernelRows(const GpuApi& api, std::shared_ptr<const DeviceKernel> kernel, Mat X,
+                std::unique_ptr<KernelRows> cpu, std::unique_ptr<DevicePoints> dev,
+                Eigen::Index min_rows)
+      : api_(api), kernel_(std::move(kernel)), X_(std::move(X)), cpu_(std::move(cpu)),
+        dev_(std::move(dev)), min_rows_(min_rows) {}
   int size() const override { return cpu_->size(); }
   double diag(int p) const override { return cpu_->diag(p); }
   double value(int i, int j) const override { return cpu_->value(i, j); }
@@ -182,15 +223,15 @@ class GpuKernelRows final : public KernelRows {
     if (!dev_ || static_cast<Eigen::Index>(rows.size()) < min_rows_) return cpu;
     Mat Xs(static_cast<Eigen::Index>(rows.size()), X_.cols());
     for (std::size_t i = 0; i < rows.size(); ++i) Xs.row(static_cast<Eigen::Index>(i)) = X_.row(rows[i]);
-    std::unique_ptr<DevicePoints> dev = DevicePoints::create(api_, spec_, Xs, nullptr);
+    std::unique_ptr<DevicePoints> dev = DevicePoints::create(api_, *kernel_, Xs, nullptr);
     if (!dev) return cpu;
     return std::unique_ptr<KernelRows>(
-        new GpuKernelRows(api_, spec_, std::move(Xs), std::move(cpu), std::move(dev), min_rows_));
+        new GpuKernelRows(api_, kernel_, std::move(Xs), std::move(cpu), std::move(dev), min_rows_));
   }
 
  private:
   GpuApi api_;
-  KernelSpec spec_;
+  std::shared_ptr<const DeviceKernel> kernel_;
   Mat X_;
   std::unique_ptr<KernelRows> cpu_;
   mutable std::unique_ptr<DevicePoints> dev_;
@@ -243,9 +284,9 @@ class GpuBackend final : public Backend {
   // kernels with kernel_rows on (kl_cuda_rows_block); the rest runs on the CPU.
   bool computes(const Kernel& kernel) const override {
     const KernelSpec* s = kernel.standard();
-    if (!s) return false;
-    if (s->type == KernelType::Gaussian) return (ops_ & kGpuKernelMatrix) != 0;
-    return (ops_ & kGpuKernelRows) != 0;
+    if (s && s->type == KernelType::Gaussian) return (ops_ & kGpuKernelMatrix) != 0;
+    DeviceKernel k;
+    return (ops_ & kGpuKernelRows) != 0 && DeviceKernel::of(kernel, &k);
   }
 
   void kernel_matrix(const Kernel& kernel, CMatRef X, CMatRef Z, MatRef K, int threads,
@@ -254,8 +295,10 @@ class GpuBackend final : public Backend {
       cpu_backend().kernel_matrix(kernel, X, Z, K, threads, cb);
       return;
     }
-    const KernelSpec& spec = *kernel.standard();
-    if (spec.type != KernelType::Gaussian) {
+    const KernelSpec* sp = kernel.standard();
+    if (!sp || sp->type != KernelType::Gaussian) {
+      DeviceKernel dk;
+      DeviceKernel::of(kernel, &dk);
       if (Z.cols() != X.cols()) throw Error("X and Z must have the same number of columns");
       if (K.rows() != X.rows() || K.cols() != Z.rows()) throw Error("K has the wrong shape");
       if (X.rows() == 0 || Z.rows() == 0) return;
@@ -263,7 +306,7 @@ class GpuBackend final : public Backend {
       // (or one the device cannot hold) stays on the CPU
       std::string why;
       std::unique_ptr<DevicePoints> dev =
-          X.cols() > 0 ? DevicePoints::create(api_, spec, Z, &why) : nullptr;
+          X.cols() > 0 ? DevicePoints::create(api_, dk, Z, &why) : nullptr;
       if (!dev) {
         cpu_backend().kernel_matrix(kernel, X, Z, K, threads, cb);
         return;
@@ -272,6 +315,7 @@ class GpuBackend final : public Backend {
       cb.check();
       return;
     }
+    const KernelSpec& spec = *sp;
     const Eigen::Index n = X.rows(), m = Z.rows(), d = X.cols();
     if (Z.cols() != d) throw Error("X and Z must have the same number of columns");
     if (K.rows() != n || K.cols() != m) throw Error("K has the wrong shape");
@@ -357,13 +401,15 @@ class GpuBackend final : public Backend {
   }
 
   std::unique_ptr<KernelRows> kernel_rows(const Kernel& kernel, CMatRef X) override {
-    const KernelSpec* s = kernel.standard();
-    if (!(ops_ & kGpuKernelRows) || !s || X.rows() < kGpuRowsMinRows || X.cols() < 1)
+    auto dk = std::make_shared<DeviceKernel>();
+    if (!(ops_ & kGpuKernelRows) || X.rows() < kGpuRowsMinRows || X.cols() < 1 ||
+        !DeviceKernel::of(kernel, dk.get()))
       return nullptr;
-    std::unique_ptr<DevicePoints> dev = DevicePoints::create(api_, *s, X, nullptr);
+    std::unique_ptr<DevicePoints> dev = DevicePoints::create(api_, *dk, X, nullptr);
     if (!dev) return nullptr;  // (no device memory, say) the CPU computes the rows
-    return std::unique_ptr<KernelRows>(new GpuKernelRows(api_, *s, Mat(X), kernel.rows(X),
-                                                         std::move(dev), kGpuRowsMinRows));
+    return std::unique_ptr<KernelRows>(new GpuKernelRows(api_, std::move(dk), Mat(X),
+                                                         kernel.rows(X), std::move(dev),
+                                                         kGpuRowsMinRows));
   }
 
   DeviceFactor device_cholesky(CMatRef S, double scale, double shift, bool single) override {
@@ -463,6 +509,7 @@ Backend* gpu_backend(const std::string& path, std::string* why) {
       api.rcompute = reinterpret_cast<fn_rcompute>(dlsym(h, "kl_cuda_rows_compute"));
       api.rblock = reinterpret_cast<fn_rblock>(dlsym(h, "kl_cuda_rows_block"));
       api.rfree = reinterpret_cast<fn_rfree>(dlsym(h, "kl_cuda_rows_free"));
+      api.rtree = reinterpret_cast<fn_rtree>(dlsym(h, "kl_cuda_rows_create_tree"));
       if (!version) {
         s.why = "the GPU library lacks expected symbols";
       } else if (version() != KL_CUDA_API_VERSION) {

@@ -69,6 +69,7 @@ class HgkKernel final : public Kernel {
   int input_dim() const override { return d_; }
   int num_params() const override { return nparams_; }
   const std::vector<HgkNode>& nodes() const { return nodes_; }
+  const std::vector<HgkNode>* hierarchical() const override { return &nodes_; }
 
   void block(CMatRef X, CMatRef Z, MatRef K, int threads, const Callbacks& cb) const override {
     check_dim(X.cols(), "x");

@@ -23,6 +23,7 @@
 namespace kl {
 
 struct KernelSpec;
+struct HgkNode;
 
 // A kernel bound to a fixed set of points, local indices 0..size()-1.
 class KernelRows {
@@ -68,6 +69,9 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   // Non-null when the kernel is one of the standard four (so a backend with its own routine for
   // that kernel can take it over).
   virtual const KernelSpec* standard() const { return nullptr; }
+  // Non-null for the hierarchical Gaussian kernel: its nodes (kernels/hierarchical.hpp), for a
+  // backend with its own routine.
+  virtual const std::vector<HgkNode>* hierarchical() const { return nullptr; }
 
   // Throws a clear error when X has a number of columns the kernel is not defined on.
   void check_dim(Eigen::Index d, const char* what = "the data") const;

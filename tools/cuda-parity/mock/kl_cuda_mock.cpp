@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "../../../src/cuda/kl_cuda_api.h"
 
@@ -232,7 +233,31 @@ struct kl_cuda_rows {
   double gamma = 1, scale = 1, offset = 0;
   Mat X;  // n x d
   Eigen::VectorXd xn;
+  // type 4: a hierarchical Gaussian kernel
+  std::vector<int> leaf, offsets, members;
+  std::vector<double> weights, scales;
+  double tree(const double* a, std::ptrdiff_t inca, int j) const {
+    const int nn = static_cast<int>(leaf.size());
+    std::vector<double> om(nn);
+    double e = 0;
+    for (int v = 0; v < nn; ++v) {
+      double acc = 0;
+      for (int k = offsets[v]; k < offsets[v + 1]; ++k) {
+        const double w = weights[k];
+        if (leaf[v]) {
+          const double df = a[members[k] * inca] - X(j, members[k]);
+          acc += w * w * df * df;
+        } else {
+          acc += w * w * om[members[k]];
+        }
+      }
+      e = scales[v] * acc;
+      om[v] = -std::expm1(-e);
+    }
+    return std::exp(-e);
+  }
   double k(const double* a, std::ptrdiff_t inca, double an, int j) const {
+    if (type == 4) return tree(a, inca, j);
     double dot = 0;
     for (Eigen::Index c = 0; c < X.cols(); ++c) dot += a[c * inca] * X(j, c);
     if (type == 2) return dot;
@@ -278,6 +303,36 @@ KL_EXPORT int kl_cuda_rows_create(const double* X, int n, int d, int ldx, int ty
 // parity program see that the core's GPU backend used the device rows).
 long long g_rows_computed = 0;
 KL_EXPORT long long kl_cuda_mock_rows_computed(void) { return g_rows_computed; }
+
+KL_EXPORT int kl_cuda_rows_create_tree(const double* X, int n, int d, int ldx, int nnodes,
+                                       const int* leaf, const int* offsets, const int* members,
+                                       const double* weights, const double* scales,
+                                       kl_cuda_rows** out, char* err, int err_len) {
+  clear(err, err_len);
+  if (!out) return 1;
+  *out = nullptr;
+  if (nnodes < 1 || nnodes > KL_CUDA_MAX_TREE_NODES || !leaf || !offsets || !members ||
+      !weights || !scales || offsets[0] != 0) {
+    set_err(err, err_len, "bad tree");
+    return 1;
+  }
+  for (int v = 0; v < nnodes; ++v)
+    for (int k = offsets[v]; k < offsets[v + 1]; ++k)
+      if (leaf[v] ? (members[k] < 0 || members[k] >= d) : (members[k] < 0 || members[k] >= v)) {
+        set_err(err, err_len, "member %d of node %d is out of range", members[k], v);
+        return 1;
+      }
+  kl_cuda_rows* h = nullptr;
+  if (kl_cuda_rows_create(X, n, d, ldx, 0, 1, 1, 1, 0, &h, err, err_len) != 0) return 1;
+  h->type = 4;
+  h->leaf.assign(leaf, leaf + nnodes);
+  h->offsets.assign(offsets, offsets + nnodes + 1);
+  h->members.assign(members, members + offsets[nnodes]);
+  h->weights.assign(weights, weights + offsets[nnodes]);
+  h->scales.assign(scales, scales + nnodes);
+  *out = h;
+  return 0;
+}
 
 KL_EXPORT int kl_cuda_rows_compute(kl_cuda_rows* h, const int* idx, int count, float* out,
                                    long long ldo, char* err, int err_len) {
