@@ -93,6 +93,10 @@ struct Options {
   std::string lib;
   std::string op = "all";  // kernel, gemm, chol, cls, rows or all
   long svm_n = 0;           // rows of the end-to-end SVM solves (default: n)
+  std::string svm_data;     // op svm: a text file of rows (features, then the label)
+  long svm_class = -1;      // op svm: that label against the rest (default: all classes)
+  double svm_gamma = 1.0, svm_cost = 10.0;  // op svm: on inputs scaled to [0, 1]
+  bool svm_cpu = true;      // op svm: also the CPU solve
   long cls_n = 6000, cls_p = 2100;  // rows and features of the cls check
   long chol_n = 0;          // rows of the factorisation (default: n)
   double lambda = -1.0;     // ridge of the factorised matrix (default: 1e-3 n)
@@ -104,6 +108,8 @@ void usage(const char* prog) {
                "          [--threads T] [--device I] [--reps R] [--seed S] [--tol E] [--lib PATH]\n"
                "          [--op kernel|gemm|chol|cls|rows|all] [--gemm-tile T] [--chol-n N]\n"
                "          [--lambda L] [--cls-n N] [--cls-p P] [--svm-n N] [--list-ops]\n"
+               "          [--op svm --svm-data FILE [--svm-class L] [--svm-gamma G]\n"
+               "           [--svm-cost C] [--svm-cpu yes|no]]\n"
                "defaults: n 5000, m 2000, d 784, gamma 1/d, tolerance 1e-10 (kernel entries;\n"
                "products: 1e-12 relative to their largest entry; Cholesky: the factors and\n"
                "solutions within 1e-9 relative, residuals below 1e-12), op all, chol-n n,\n"
@@ -141,7 +147,9 @@ bool parse_args(int argc, char** argv, Options* o) {
                   "        kernel blocks against new points (kl_cuda_rows_block) for the Gaussian,\n"
                   "        Laplacian, linear and polynomial kernels and a hierarchical Gaussian\n"
                   "        kernel (kl_cuda_rows_create_tree), and the core's SVM solves\n"
-                  "        (three classes, regression) with the CPU and the GPU backend\n");
+                  "        (three classes, regression) with the CPU and the GPU backend\n"
+                  "svm     (only when asked: --op svm --svm-data FILE) the core's SVM solve on\n"
+                  "        the rows of a data file with the CPU backend and the GPU backend\n");
       std::exit(0);
     }
     if (i + 1 >= argc) {
@@ -169,13 +177,25 @@ bool parse_args(int argc, char** argv, Options* o) {
     else if (a == "--op") {
       o->op = v;
       ok = o->op == "kernel" || o->op == "gemm" || o->op == "chol" || o->op == "cls" ||
-           o->op == "rows" || o->op == "all";
+           o->op == "rows" || o->op == "svm" || o->op == "all";
     } else if (a == "--cls-n") {
       ok = parse_long(v, 1, &o->cls_n);
     } else if (a == "--cls-p") {
       ok = parse_long(v, 1, &o->cls_p);
     } else if (a == "--svm-n") {
       ok = parse_long(v, 1, &o->svm_n);
+    } else if (a == "--svm-data") {
+      o->svm_data = v;
+    } else if (a == "--svm-class") {
+      ok = parse_long(v, -1000000000L, &o->svm_class);
+    } else if (a == "--svm-cpu") {
+      ok = std::string(v) == "yes" || std::string(v) == "no";
+      o->svm_cpu = std::string(v) == "yes";
+    } else if (a == "--svm-gamma" || a == "--svm-cost") {
+      char* end = nullptr;
+      const double g = std::strtod(v, &end);
+      ok = end != v && *end == '\0' && std::isfinite(g) && g > 0;
+      (a == "--svm-gamma" ? o->svm_gamma : o->svm_cost) = g;
     } else if (a == "--chol-n") {
       ok = parse_long(v, 1, &o->chol_n);
     } else if (a == "--lambda") {
@@ -1142,6 +1162,165 @@ int check_rows(const Options& o, const RowsApi& api, const kl::Mat& X, const kl:
   if (status == 0) std::printf("OK (kernel rows)\n");
   return status;
 }
+// A text file of rows: numbers separated by commas or white space, the label last. X gets the
+// features, labels the last column.
+bool read_rows(const std::string& path, kl::Mat* X, std::vector<double>* labels) {
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) {
+    std::printf("FAIL: cannot open %s\n", path.c_str());
+    return false;
+  }
+  std::vector<double> vals;
+  long cols = -1, rows = 0;
+  std::string line;
+  char buf[1 << 16];
+  bool ok = true;
+  while (ok && std::fgets(buf, sizeof(buf), f)) {
+    line = buf;
+    std::vector<double> row;
+    const char* p = line.c_str();
+    while (*p) {
+      while (*p == ',' || *p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') ++p;
+      if (!*p) break;
+      char* end = nullptr;
+      const double v = std::strtod(p, &end);
+      if (end == p) {
+        std::printf("FAIL: %s, line %ld: not a number\n", path.c_str(), rows + 1);
+        ok = false;
+        break;
+      }
+      row.push_back(v);
+      p = end;
+    }
+    if (!ok || row.empty()) continue;
+    if (cols < 0) cols = static_cast<long>(row.size());
+    if (static_cast<long>(row.size()) != cols || cols < 2) {
+      std::printf("FAIL: %s, line %ld: %zu fields, expected %ld (at least 2)\n", path.c_str(),
+                  rows + 1, row.size(), cols);
+      ok = false;
+      break;
+    }
+    vals.insert(vals.end(), row.begin(), row.end());
+    ++rows;
+  }
+  std::fclose(f);
+  if (!ok) return false;
+  if (rows < 4) {
+    std::printf("FAIL: %s has %ld rows\n", path.c_str(), rows);
+    return false;
+  }
+  X->resize(rows, cols - 1);
+  labels->resize(rows);
+  for (long i = 0; i < rows; ++i) {
+    for (long j = 0; j + 1 < cols; ++j) (*X)(i, j) = vals[i * cols + j];
+    (*labels)[i] = vals[i * cols + cols - 1];
+  }
+  return true;
+}
+
+// The core's SVM solve on the rows of a data file (features scaled to [0, 1] by their range):
+// svm_n rows at random for training and m others for the decision values, one label against
+// the rest or all classes one-vs-one, with the GPU backend (kernel rows on the GPU) and, unless
+// --svm-cpu no, the CPU backend; the support vectors and decision values compared.
+int check_svm_data(const Options& o) {
+  std::printf("SVM solve on %s:\n", o.svm_data.c_str());
+  kl::Mat A;
+  std::vector<double> lab;
+  if (!read_rows(o.svm_data, &A, &lab)) return 1;
+  const long N = A.rows(), d = A.cols();
+  for (long j = 0; j < d; ++j) {
+    const double lo = A.col(j).minCoeff(), hi = A.col(j).maxCoeff();
+    if (hi > lo) A.col(j) = (A.col(j).array() - lo) / (hi - lo);
+    else A.col(j).setZero();
+  }
+  std::vector<double> levels = lab;
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  // rows at random (the seed), training then test
+  kl::Rng rng(o.seed);
+  std::vector<long> perm(N);
+  for (long i = 0; i < N; ++i) perm[i] = i;
+  for (long i = N - 1; i > 0; --i) std::swap(perm[i], perm[static_cast<long>(rng.uniform() * (i + 1)) % (i + 1)]);
+  const long ntr = std::min(o.svm_n, N - 1), nte = std::min(o.m, N - ntr);
+  kl::Mat Xtr(ntr, d), Xte(nte, d);
+  std::vector<int> y(ntr);
+  const bool binary = o.svm_class != -1 || levels.size() == 2;
+  int k = binary ? 2 : static_cast<int>(levels.size());
+  for (long i = 0; i < ntr; ++i) {
+    Xtr.row(i) = A.row(perm[i]);
+    const double l = lab[perm[i]];
+    y[i] = o.svm_class != -1 ? (l == static_cast<double>(o.svm_class) ? 1 : 0)
+                             : static_cast<int>(std::lower_bound(levels.begin(), levels.end(), l) - levels.begin());
+  }
+  for (long i = 0; i < nte; ++i) Xte.row(i) = A.row(perm[ntr + i]);
+  std::vector<int> seen(k, 0);
+  for (int c : y) seen[c] = 1;
+  for (int c = 0; c < k; ++c)
+    if (!seen[c]) {
+      std::printf("FAIL: class %d has no training rows\n", c);
+      return 1;
+    }
+  const kl::KernelPtr kern = kl::make_standard_kernel(kl::gaussian_spec(o.svm_gamma));
+  kl::SvmParams par;
+  par.cost = o.svm_cost;
+  par.threads = o.threads;
+  std::printf("  %ld training rows, %ld test rows, %ld columns, %s, gamma %g, cost %g, cache "
+              "%.0f MB, %d CPU threads\n", ntr, nte, d,
+              binary ? (o.svm_class != -1 ? "one label against the rest" : "two classes")
+                     : "one-vs-one", o.svm_gamma, o.svm_cost, par.cache_mb, o.threads);
+  kl::Backend* gpu = core_gpu_backend(o.lib);
+  if (!gpu) return 1;
+  std::vector<double> w(k, 1.0);
+  auto t0 = std::chrono::steady_clock::now();
+  kl::TrainingKernel Kg(kern, Xtr, gpu);
+  const std::vector<kl::BinaryMachine> mg = kl::svm_classify(Kg, y, k, w, par, {}, kl::Callbacks());
+  const double tg = seconds_since(t0);
+  long svg = 0, rowsg = 0, iterg = 0;
+  for (const auto& mm : mg) {
+    svg += static_cast<long>(mm.sv.size());
+    rowsg += mm.kernel_rows;
+    iterg += mm.iter;
+  }
+  std::printf("  GPU backend: %.3f s; %ld support vectors, %ld iterations, %ld kernel rows "
+              "computed\n", tg, svg, iterg, rowsg);
+  if (!o.svm_cpu) return 0;
+  t0 = std::chrono::steady_clock::now();
+  kl::TrainingKernel Kc(kern, Xtr, &kl::cpu_backend());
+  const std::vector<kl::BinaryMachine> mc = kl::svm_classify(Kc, y, k, w, par, {}, kl::Callbacks());
+  const double tc = seconds_since(t0);
+  long svc = 0, rowsc = 0, iterc = 0, sv_diff = 0, sign_diff = 0;
+  double dmax = 0;
+  kl::Mat Kz(nte, ntr);
+  kl::kernel_matrix(kl::gaussian_spec(o.svm_gamma), Xte, Xtr, Kz, o.threads);
+  for (std::size_t p = 0; p < mc.size(); ++p) {
+    svc += static_cast<long>(mc[p].sv.size());
+    rowsc += mc[p].kernel_rows;
+    iterc += mc[p].iter;
+    std::vector<int> sd;
+    std::set_symmetric_difference(mc[p].sv.begin(), mc[p].sv.end(), mg[p].sv.begin(),
+                                  mg[p].sv.end(), std::back_inserter(sd));
+    sv_diff += static_cast<long>(sd.size());
+    for (long i = 0; i < nte; ++i) {
+      double fc = -mc[p].rho, fg = -mg[p].rho;
+      for (std::size_t q = 0; q < mc[p].sv.size(); ++q) fc += mc[p].coef[q] * Kz(i, mc[p].sv[q]);
+      for (std::size_t q = 0; q < mg[p].sv.size(); ++q) fg += mg[p].coef[q] * Kz(i, mg[p].sv[q]);
+      dmax = std::max(dmax, std::fabs(fc - fg));
+      sign_diff += (fc > 0) != (fg > 0);
+    }
+  }
+  std::printf("  CPU backend: %.3f s; %ld support vectors, %ld iterations, %ld kernel rows "
+              "computed\n", tc, svc, iterc, rowsc);
+  std::printf("  GPU speed-up %.2fx; support vectors differing %ld; decisions at the test rows "
+              "within %.2e, signs differ %ld times of %ld\n", tc / tg, sv_diff, dmax, sign_diff,
+              nte * static_cast<long>(mc.size()));
+  if (!(dmax <= 1e-2) || sign_diff > std::max<long>(1, nte / 500) ||
+      sv_diff > std::max<long>(2, svc / 100)) {
+    std::printf("FAIL: the SVM solves differ between the backends\n");
+    return 1;
+  }
+  std::printf("OK (SVM solve)\n");
+  return 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1230,6 +1409,14 @@ int main(int argc, char** argv) {
   if (o.op == "cls" || o.op == "all")
     status = std::max(status, check_cls(o, gram, fcreate, fsolve, ffree, rng));
   if (o.op == "rows" || o.op == "all") status = std::max(status, check_rows(o, rows_api, X, Z, rng));
+  if (o.op == "svm") {
+    if (o.svm_data.empty()) {
+      std::printf("--op svm needs --svm-data FILE\n");
+      status = 3;
+    } else {
+      status = std::max(status, check_svm_data(o));
+    }
+  }
   release();
   std::printf(status == 0 ? "ALL OK\n" : "FAILED\n");
   return status;
