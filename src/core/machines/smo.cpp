@@ -4,6 +4,7 @@
 #include "base/tasks.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -163,7 +164,11 @@ class Smo {
     return b;
   }
 
-  // Runs f(part, lo, hi) over `np` fixed contiguous parts of the active list.
+  // Runs f(part, lo, hi) over `np` fixed contiguous parts of the active list, in parallel or
+  // one after the other (the parts, hence the results, are the same). Which of the two is
+  // chosen by timing: a probe of kProbeCalls calls alternates them and the faster is used
+  // until the next probe. A parallel pass costs a fork and join per call; on a machine whose
+  // cores are all busy the join can wait a scheduler time slice, far longer than the pass.
   template <class F>
   void over_parts(int np, F&& f) const {
     const int m = static_cast<int>(active_.size());
@@ -171,15 +176,46 @@ class Smo {
       f(0, 0, m);
       return;
     }
+    if (probe_ == 0 && calls_ >= next_probe_) {
+      probe_time_[0] = probe_time_[1] = 0.0;
+      probe_ = 1;
+    }
+    ++calls_;
+    const int which = probe_ > 0 ? probe_ % 2 : (parallel_ ? 1 : 0);
+    const auto t0 = probe_ > 0 ? std::chrono::steady_clock::now()
+                               : std::chrono::steady_clock::time_point();
+    if (which == 0) {
+      for (int t = 0; t < np; ++t) {
+        const long long lo = static_cast<long long>(m) * t / np;
+        const long long hi = static_cast<long long>(m) * (t + 1) / np;
+        f(t, static_cast<int>(lo), static_cast<int>(hi));
+      }
+    } else {
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(np) schedule(static, 1)
 #endif
-    for (int t = 0; t < np; ++t) {
-      const long long lo = static_cast<long long>(m) * t / np;
-      const long long hi = static_cast<long long>(m) * (t + 1) / np;
-      f(t, static_cast<int>(lo), static_cast<int>(hi));
+      for (int t = 0; t < np; ++t) {
+        const long long lo = static_cast<long long>(m) * t / np;
+        const long long hi = static_cast<long long>(m) * (t + 1) / np;
+        f(t, static_cast<int>(lo), static_cast<int>(hi));
+      }
+    }
+    if (probe_ > 0) {
+      probe_time_[which] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (++probe_ > kProbeCalls) {
+        parallel_ = probe_time_[1] < probe_time_[0];
+        probe_ = 0;
+        next_probe_ = calls_ + kProbeEvery;
+      }
     }
   }
+  static constexpr int kProbeCalls = 24;      // calls per probe, half of them in parallel
+  static constexpr long kProbeEvery = 3000;   // calls between probes
+  mutable int probe_ = 0;
+  mutable long calls_ = 0, next_probe_ = 0;
+  mutable double probe_time_[2] = {0.0, 0.0};
+  mutable bool parallel_ = true;
 
   // Second-order working set selection. Returns true when the current point is optimal.
   bool select(int* out_i, int* out_j) {
