@@ -3,7 +3,6 @@
 #include "backend/backend.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -93,7 +92,7 @@ std::unique_ptr<KernelRows> TrainingKernel::subset(const std::vector<int>& rows)
 
 
 RowCache::RowCache(const KernelRows& src, double megabytes, int threads)
-    : src_(src), n_(src.size()), threads_(clamp_threads(threads)) {
+    : src_(src), n_(src.size()), threads_(clamp_threads(threads)), row_threads_(threads_) {
   const double bytes_per_row = 4.0 * std::max(n_, 1);
   double rows = std::floor(megabytes * 1048576.0 / bytes_per_row);
   if (!(rows >= 2)) rows = 2;
@@ -120,35 +119,6 @@ void RowCache::push_back(int p) {
   tail_ = p;
 }
 
-namespace {
-constexpr int kProbeRows = 16;       // rows per probe, half with one thread
-constexpr long kProbeEvery = 2000;   // rows between probes
-}  // namespace
-
-void RowCache::compute_row(int p, float* out) {
-  if (threads_ <= 1) {
-    src_.row(p, out, 1);
-    return;
-  }
-  if (probe_ == 0 && computed_ >= next_probe_) {
-    probe_time_[0] = probe_time_[1] = 0.0;
-    probe_ = 1;
-  }
-  if (probe_ == 0) {
-    src_.row(p, out, row_threads_);
-    return;
-  }
-  const int which = probe_ % 2;  // 1: threads_, 0: one thread
-  const auto t0 = std::chrono::steady_clock::now();
-  src_.row(p, out, which ? threads_ : 1);
-  probe_time_[which] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (++probe_ > kProbeRows) {
-    row_threads_ = probe_time_[1] < probe_time_[0] ? threads_ : 1;
-    probe_ = 0;
-    next_probe_ = computed_ + kProbeEvery;
-  }
-}
-
 const float* RowCache::get(int p) {
   int s = slot_of_[p];
   if (s >= 0) {
@@ -168,7 +138,7 @@ const float* RowCache::get(int p) {
     slot_of_[victim] = -1;
   }
   float* row = slots_[s].get();
-  compute_row(p, row);
+  src_.row(p, row, row_threads_);
   ++computed_;
   // finite: no exponent field all ones (a vectorisable maximum over the bits)
   std::uint32_t top = 0;

@@ -2,6 +2,7 @@
 // object over the rows, or a precomputed n x n matrix) and the LRU cache of its rows.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -52,12 +53,12 @@ class RowCache {
   int size() const { return n_; }
   int threads() const { return threads_; }
   long computed() const { return computed_; }
+  // Threads for the rows computed from now on (1 to threads(); the rows are the same).
+  void set_row_threads(int t) { row_threads_ = std::max(1, std::min(t, threads_)); }
 
  private:
   void unlink(int p);
   void push_back(int p);
-  // Computes row p into out with the thread count that has been faster lately (see get()).
-  void compute_row(int p, float* out);
   const KernelRows& src_;
   int n_, threads_;
   std::size_t capacity_;  // rows
@@ -67,14 +68,7 @@ class RowCache {
   std::vector<int> prev_, next_;
   int head_ = -1, tail_ = -1;  // least / most recently used
   long computed_ = 0;
-  // Threads per row, chosen by timing: a probe of kProbeRows rows alternates one thread and
-  // threads_ (the rows are the same either way) and the faster count is used until the next
-  // probe. A parallel row costs a fork and join; on a machine whose cores are all busy the
-  // join can wait a scheduler time slice, far longer than the row itself.
-  int row_threads_ = 1;
-  int probe_ = 0;         // rows of the current probe done (0: not probing)
-  long next_probe_ = 0;   // computed_ at which the next probe starts
-  double probe_time_[2] = {0.0, 0.0};  // one thread, threads_
+  int row_threads_;  // threads per row (set_row_threads)
 };
 
 }  // namespace kl

@@ -47,6 +47,7 @@ class Smo {
 
     SolverResult res;
     long long iter = 0;
+    set_parallel(true);
     const long long max_iter =
         opt_.max_iter > 0 ? opt_.max_iter : std::max<long long>(10000000LL, 100LL * L_);
     int counter = std::min(L_, 1000) + 1;
@@ -68,6 +69,7 @@ class Smo {
         break;
       }
       ++iter;
+      pace(iter);
       update(i, j);
     }
     res.iter = iter;
@@ -164,58 +166,66 @@ class Smo {
     return b;
   }
 
-  // Runs f(part, lo, hi) over `np` fixed contiguous parts of the active list, in parallel or
-  // one after the other (the parts, hence the results, are the same). Which of the two is
-  // chosen by timing: a probe of kProbeCalls calls alternates them and the faster is used
-  // until the next probe. A parallel pass costs a fork and join per call; on a machine whose
-  // cores are all busy the join can wait a scheduler time slice, far longer than the pass.
+  // Runs f(part, lo, hi) over `np` fixed contiguous parts of the active list, in parallel or,
+  // when timing chose so (pace()), one after the other: the parts, hence the results, are the
+  // same.
   template <class F>
   void over_parts(int np, F&& f) const {
     const int m = static_cast<int>(active_.size());
-    if (np <= 1) {
-      f(0, 0, m);
-      return;
-    }
-    if (probe_ == 0 && calls_ >= next_probe_) {
-      probe_time_[0] = probe_time_[1] = 0.0;
-      probe_ = 1;
-    }
-    ++calls_;
-    const int which = probe_ > 0 ? probe_ % 2 : (parallel_ ? 1 : 0);
-    const auto t0 = probe_ > 0 ? std::chrono::steady_clock::now()
-                               : std::chrono::steady_clock::time_point();
-    if (which == 0) {
-      for (int t = 0; t < np; ++t) {
-        const long long lo = static_cast<long long>(m) * t / np;
-        const long long hi = static_cast<long long>(m) * (t + 1) / np;
+    if (np <= 1 || !parallel_) {
+      for (int t = 0; t < std::max(np, 1); ++t) {
+        const long long lo = static_cast<long long>(m) * t / std::max(np, 1);
+        const long long hi = static_cast<long long>(m) * (t + 1) / std::max(np, 1);
         f(t, static_cast<int>(lo), static_cast<int>(hi));
       }
-    } else {
+      return;
+    }
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(np) schedule(static, 1)
 #endif
-      for (int t = 0; t < np; ++t) {
-        const long long lo = static_cast<long long>(m) * t / np;
-        const long long hi = static_cast<long long>(m) * (t + 1) / np;
-        f(t, static_cast<int>(lo), static_cast<int>(hi));
-      }
-    }
-    if (probe_ > 0) {
-      probe_time_[which] +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (++probe_ > kProbeCalls) {
-        parallel_ = probe_time_[1] < probe_time_[0];
-        probe_ = 0;
-        next_probe_ = calls_ + kProbeEvery;
-      }
+    for (int t = 0; t < np; ++t) {
+      const long long lo = static_cast<long long>(m) * t / np;
+      const long long hi = static_cast<long long>(m) * (t + 1) / np;
+      f(t, static_cast<int>(lo), static_cast<int>(hi));
     }
   }
-  static constexpr int kProbeCalls = 24;      // calls per probe, half of them in parallel
-  static constexpr long kProbeEvery = 3000;   // calls between probes
-  mutable int probe_ = 0;
-  mutable long calls_ = 0, next_probe_ = 0;
-  mutable double probe_time_[2] = {0.0, 0.0};
-  mutable bool parallel_ = true;
+
+  // Threads or not, chosen by timing whole iterations. Parallel passes and parallel kernel
+  // rows cost a fork and join each; on a machine whose cores are all busy the joins can wait
+  // for scheduler time slices and spinning threads take time from the others, so that more
+  // threads can be much slower than one. After a warm-up with threads, a probe runs
+  // kProbeWindow iterations with one thread and as many with threads_; the faster goes on
+  // for kRunWindow iterations, then the next probe.
+  void pace(long long iter) {
+    if (threads_ <= 1 || iter < window_end_) return;
+    const auto now = std::chrono::steady_clock::now();
+    const double t = std::chrono::duration<double>(now - window_start_).count();
+    if (phase_ == 0) {
+      set_parallel(false);
+      phase_ = 1;
+      window_end_ = iter + kProbeWindow;
+    } else if (phase_ == 1) {
+      serial_time_ = t;
+      set_parallel(true);
+      phase_ = 2;
+      window_end_ = iter + kProbeWindow;
+    } else {
+      set_parallel(t < serial_time_);
+      phase_ = 0;
+      window_end_ = iter + kRunWindow;
+    }
+    window_start_ = now;
+  }
+  void set_parallel(bool on) {
+    parallel_ = on;
+    c_.set_row_threads(on ? threads_ : 1);
+  }
+  static constexpr long long kProbeWindow = 150, kRunWindow = 3000;
+  bool parallel_ = true;
+  int phase_ = 0;                  // 0: running; 1, 2: probing one thread, threads_
+  long long window_end_ = 300;     // the first probe after a warm-up with threads
+  double serial_time_ = 0.0;
+  std::chrono::steady_clock::time_point window_start_;
 
   // Second-order working set selection. Returns true when the current point is optimal.
   bool select(int* out_i, int* out_j) {
