@@ -193,38 +193,44 @@ class Smo {
   // Threads or not, chosen by timing whole iterations. Parallel passes and parallel kernel
   // rows cost a fork and join each; on a machine whose cores are all busy the joins can wait
   // for scheduler time slices and spinning threads take time from the others, so that more
-  // threads can be much slower than one. After a warm-up with threads, a probe runs
-  // kProbeWindow iterations with one thread and as many with threads_; the faster goes on
-  // for kRunWindow iterations, then the next probe.
+  // threads can be much slower than one. After a warm-up with threads, a probe runs one thread
+  // and then threads_, each for at least kProbeIters iterations and kProbeSeconds (several
+  // time slices), and the faster per iteration goes on for kRunIters iterations, then the next
+  // probe.
   void pace(long long iter) {
     if (threads_ <= 1 || iter < window_end_) return;
     const auto now = std::chrono::steady_clock::now();
     const double t = std::chrono::duration<double>(now - window_start_).count();
+    if (phase_ != 0 && t < kProbeSeconds) return;  // the window goes on
+    const double per_iter = t / static_cast<double>(std::max<long long>(iter - window_iter_, 1));
     if (phase_ == 0) {
       set_parallel(false);
       phase_ = 1;
-      window_end_ = iter + kProbeWindow;
+      window_end_ = iter + kProbeIters;
     } else if (phase_ == 1) {
-      serial_time_ = t;
+      serial_time_ = per_iter;
       set_parallel(true);
       phase_ = 2;
-      window_end_ = iter + kProbeWindow;
+      window_end_ = iter + kProbeIters;
     } else {
-      set_parallel(t < serial_time_);
+      set_parallel(per_iter < serial_time_);
       phase_ = 0;
-      window_end_ = iter + kRunWindow;
+      window_end_ = iter + kRunIters;
     }
     window_start_ = now;
+    window_iter_ = iter;
   }
   void set_parallel(bool on) {
     parallel_ = on;
     c_.set_row_threads(on ? threads_ : 1);
   }
-  static constexpr long long kProbeWindow = 150, kRunWindow = 3000;
+  static constexpr long long kProbeIters = 100, kRunIters = 3000;
+  static constexpr double kProbeSeconds = 0.05;
   bool parallel_ = true;
   int phase_ = 0;                  // 0: running; 1, 2: probing one thread, threads_
   long long window_end_ = 300;     // the first probe after a warm-up with threads
-  double serial_time_ = 0.0;
+  long long window_iter_ = 0;
+  double serial_time_ = 0.0;       // per iteration
   std::chrono::steady_clock::time_point window_start_;
 
   // Second-order working set selection. Returns true when the current point is optimal.
