@@ -172,16 +172,9 @@ class Smo {
   template <class F>
   void over_parts(int np, F&& f) const {
     const int m = static_cast<int>(active_.size());
-    if (np <= 1 || !parallel_) {
-      for (int t = 0; t < std::max(np, 1); ++t) {
-        const long long lo = static_cast<long long>(m) * t / std::max(np, 1);
-        const long long hi = static_cast<long long>(m) * (t + 1) / std::max(np, 1);
-        f(t, static_cast<int>(lo), static_cast<int>(hi));
-      }
-      return;
-    }
+    np = std::max(np, 1);
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(np) schedule(static, 1)
+#pragma omp parallel for num_threads(np) schedule(static, 1) if (np > 1 && parallel_)
 #endif
     for (int t = 0; t < np; ++t) {
       const long long lo = static_cast<long long>(m) * t / np;
