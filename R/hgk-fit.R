@@ -123,7 +123,7 @@
   }
   cand <- cands[[best$cand]]
   ctx$losses <- best$loss
-  refit_cv <- NULL
+  refit_cv <- svm_cv <- NULL
   if (final == "average") {
     models <- lapply(fold_models[[best$cand]], .hgk_keep_loss, loss = best$loss)
   } else {
@@ -131,7 +131,9 @@
                           learn = cand$learned)
     rc <- .hgk_refit_grid(ctx, m, folds, lambda, caller)
     refit_cv <- rc$table
-    m <- .hgk_final_model(ctx, m, seq_len(n), rc$gamma, rc$lambda)
+    hs <- if ("hinge" %in% ctx$losses) .hgk_hinge_grid(ctx, m, rc, folds, caller)
+    if (!is.null(hs)) svm_cv <- hs$table
+    m <- .hgk_final_model(ctx, m, seq_len(n), rc$gamma, rc$lambda, svm = hs)
     models <- list(m)
   }
   seconds <- proc.time()[["elapsed"]] - t0
@@ -141,7 +143,7 @@
          folds = folds, probability = probability,
          architecture = cand[c("label", "depth", "nodes", "saturation", "learned")],
          start_kernel = cand$kernel, cv = cv, selection = if (need_cv) sel$selection,
-         refit_cv = refit_cv, models = models, control = control, split = split,
+         refit_cv = refit_cv, svm_cv = svm_cv, models = models, control = control, split = split,
          adapted = adapted, n = n, seconds = seconds),
     class = c("hgk", "kl_model"))
   fit$relevance <- .hgk_relevance(fit)
@@ -354,7 +356,9 @@
 # The model's predictors on its rows at (gamma, lambda) for the losses in ctx$losses: the
 # least-squares fit of Algorithm 1 when these are its own, else refitted; kernel_svm for the
 # hinge loss.
-.hgk_final_model <- function(ctx, m, rows, gamma, lambda) {
+# svm: NULL (the C-SVM's cost from lambda, its width the least-squares one) or
+# list(gamma, cost) chosen for it (.hgk_hinge_grid).
+.hgk_final_model <- function(ctx, m, rows, gamma, lambda, svm = NULL) {
   if (gamma != m$gamma || lambda != m$lambda) {
     m$kernel$gamma <- gamma
     sol <- .kl_core("hgk()", cpp_kernel_ridge_fit, ctx$x[rows, , drop = FALSE],
@@ -370,7 +374,10 @@
                 levels = ctx$levels,
                 spec = list(kind = "matrix", columns = ctx$features, features = ctx$features,
                             min = rep(0, ctx$d), scale = rep(1, ctx$d)))
-    m$svm <- .kernel_svm_fit(inp, m$kernel, cost = 1 / (2 * length(rows) * m$lambda),
+    k <- m$kernel
+    if (!is.null(svm)) k$gamma <- svm$gamma
+    cost <- if (is.null(svm)) 1 / (2 * length(rows) * m$lambda) else svm$cost
+    m$svm <- .kernel_svm_fit(inp, k, cost = cost,
                              gamma = NULL, epsilon = 0.1, type = NULL, class.weights = NULL,
                              probability = ctx$probability, prob_folds = 5L, tol = 1e-3,
                              shrinking = TRUE, cache = 100, max_iter = NULL, warm_start = NULL,
@@ -441,7 +448,8 @@
     }
   }
   b <- which(err == min(err), arr.ind = TRUE)[1L, ]
-  list(gamma = gammas[b[1L]], lambda = lambdas[b[2L]],
+  list(gamma = gammas[b[1L]], lambda = lambdas[b[2L]], gammas = gammas, lambdas = lambdas,
+       foldid = foldid,
        table = data.frame(gamma = rep(gammas, length(lambdas)),
                           lambda = rep(lambdas, each = length(gammas)), error = as.vector(err)))
 }
@@ -449,6 +457,28 @@
 # The effective weight of each input on the kernel: the square root of the curvature of the
 # root's argument along that coordinate at x = z (gamma w_i^2 at depth 1; at depth 2,
 # gamma sum_j u_j^2 w_ji^2; and so on down the tree), averaged (in squares) over the models.
+# final = "refit" with the hinge loss: the C-SVM on the learned weights gets its own width and
+# cost by cross-validated misclassification on the folds of the least-squares grid, as
+# kl_tune() tunes kernel_svm() (one warm-started path over the costs per fold and width).
+# Widths: those of the least-squares grid; costs: its penalties as C = 1 / (2 m lambda) for the
+# m rows of a fold's fit, then rescaled to all n rows by m / n (the same lambda), so the refit
+# has the validated penalty. With the default grids a best value at an end extends that grid
+# (kl_tune()'s extend); grids the user gave are kept. NULL when the grid is one point.
+.hgk_hinge_grid <- function(ctx, m, rc, folds, caller) {
+  if (length(rc$gammas) * length(rc$lambdas) < 2L) return(NULL)
+  n <- nrow(ctx$x)
+  m1 <- n - max(tabulate(rc$foldid))
+  costs <- sort(1 / (2 * m1 * rc$lambdas))
+  given <- !is.null(ctx$opts$gammas) || !is.null(ctx$opts$lambdas)
+  tu <- kl_tune(kernel_svm, ctx$x, ctx$y, grid = list(gamma = rc$gammas, cost = costs),
+                foldid = rc$foldid, kernel = m$kernel, scale = "none", threads = ctx$threads,
+                refit = FALSE, extend = if (given) 0L else 2L)
+  b <- tu$best
+  tab <- tu$results
+  attr(tab, "foldid") <- tu$foldid
+  list(gamma = b$gamma, cost = b$cost * m1 / n, table = tab)
+}
+
 .hgk_relevance <- function(fit) {
   d <- ncol(fit$x)
   curv <- function(k) {

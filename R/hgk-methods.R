@@ -139,8 +139,12 @@ print.hgk <- function(x, ...) {
     cat(sprintf("; CV error %s\n", format(signif(e, 4))))
   } else {
     m <- x$models[[1L]]
-    cat(sprintf("  predictor: refit on all rows, gamma %s, lambda %s (by %d-fold CV)\n",
-                format(signif(m$gamma, 4)), format(signif(m$lambda, 4)), x$folds))
+    if (x$loss == "hinge" && !is.null(m$svm))
+      cat(sprintf("  predictor: C-SVM refit on all rows, gamma %s, cost %s (by %d-fold CV)\n",
+                  format(signif(m$svm$kernel$gamma, 4)), format(signif(m$svm$cost, 4)), x$folds))
+    else
+      cat(sprintf("  predictor: refit on all rows, gamma %s, lambda %s (by %d-fold CV)\n",
+                  format(signif(m$gamma, 4)), format(signif(m$lambda, 4)), x$folds))
   }
   r <- sort(x$relevance, decreasing = TRUE)
   cat("  most relevant inputs: ", paste(sprintf("%s %s", names(utils::head(r, 5L)),

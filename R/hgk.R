@@ -75,7 +75,14 @@
 #' \eqn{(\gamma, \lambda)} are chosen by \code{folds}-fold cross-validation
 #' of the least-squares SVM (over \eqn{\gamma} in \eqn{\{1/2, 1, 2\}} times
 #' the learned width, or the given \code{gamma} values, and the
-#' \eqn{\lambda} grid), and the model is fitted on all rows. With
+#' \eqn{\lambda} grid), and the model is fitted on all rows. A C-SVM (the
+#' hinge loss) gets its own width and cost on the learned weights, by the
+#' misclassification rate in the same folds, as \code{\link{kl_tune}} tunes
+#' \code{\link{kernel_svm}} (widths as above, costs
+#' \eqn{1 / (2 m \lambda)}{1 / (2 m lambda)} over the \eqn{\lambda} grid for
+#' the \eqn{m} rows of a fold, a default grid extended past a winning end);
+#' the refit keeps the chosen \eqn{\lambda}, i.e. cost
+#' \eqn{1 / (2 n \lambda)}{1 / (2 n lambda)} on all \eqn{n} rows. With
 #' \code{final = "average"} (the paper's choice) the prediction is the average
 #' of the decision functions of the \code{folds} models fitted in the
 #' cross-validation of the chosen architecture, each learned on the rows
@@ -99,7 +106,8 @@
 #' least-squares SVM on \eqn{n} rows solves
 #' \eqn{(K + n\lambda I)\alpha = y - b}, so it equals
 #' \code{kernel_ridge(lambda = n * lambda)}; the hinge loss uses
-#' \code{kernel_svm(cost = 1 / (2 * n * lambda))}.
+#' \code{kernel_svm(cost = 1 / (2 * n * lambda))} (in the learning and the
+#' fold models; the refit's C-SVM validates its own, see above).
 #'
 #' @param x A formula with \code{data}, or a numeric matrix or data.frame of
 #'   predictors.
@@ -164,7 +172,10 @@
 #'   \code{trace} and \code{info}), \code{architecture}, the cross-validation
 #'   table \code{cv} (one row per candidate kernel and loss), \code{selection}
 #'   (the comparison with the Gaussian start: \code{choice}, both errors and
-#'   the \code{reason}), \code{relevance} (see \code{\link{plot.hgk}}), the scaled
+#'   the \code{reason}), \code{refit_cv} (the least-squares refit's
+#'   cross-validation over width and penalty) and \code{svm_cv} (the C-SVM's
+#'   over width and cost, \code{\link{kl_tune}}'s \code{results}; hinge loss
+#'   only), \code{relevance} (see \code{\link{plot.hgk}}), the scaled
 #'   training inputs \code{x} and the response \code{y}, and what \code{predict}
 #'   needs.
 #' @references Steinwart, I., Thomann, P. and Schmid, N. (2016). Learning with

@@ -121,6 +121,50 @@ test_that("maxit = 0, one (gamma, lambda), refit: kernel_ridge / kernel_svm, Gau
   expect_s3_class(fit$models[[1]]$svm, "kernel_svm")
 })
 
+test_that("the refit's C-SVM validates its own width and cost on the learned kernel", {
+  cd <- cls_data(n = 150, seed = 145)
+  set.seed(146)
+  fit <- hgk(cd$x, cd$y, depth = 1, final = "refit", loss = "hinge", folds = 3,
+             control = hgk_control(maxit = 3, split = c(0.3, 0.3)), baseline = FALSE)
+  tab <- fit$svm_cv
+  m <- fit$models[[1]]
+  expect_true(all(c("gamma", "cost", "mean", "extended") %in% names(tab)))
+  # the widths of the least-squares grid, the costs of its penalties for the 100 rows of a fold
+  expect_setequal(unique(tab$gamma[!tab$extended]), unique(fit$refit_cv$gamma))
+  expect_equal(sort(unique(tab$cost[!tab$extended])), sort(1 / (2 * 100 * unique(fit$refit_cv$lambda))))
+  # the best point, its cost rescaled to all 150 rows (the same lambda)
+  b <- tab[which.min(tab$mean), ]
+  expect_equal(m$svm$cost, b$cost * 100 / 150)
+  expect_equal(m$svm$kernel$gamma, b$gamma)
+  for (el in c("weights", "nodes", "node_weights")) expect_equal(m$svm$kernel[[el]], m$kernel[[el]])
+  # its CV error recomputed with plain kernel_svm fits on the same folds (up to a row per fold:
+  # the path's warm-started solves stop at the solver's tolerance, as these do)
+  foldid <- attr(tab, "foldid")
+  expect_length(foldid, 150L)
+  miss <- vapply(1:3, function(f) {
+    tr <- foldid != f
+    ks <- kernel_svm(fit$x[tr, ], cd$y[tr], kernel = m$svm$kernel, cost = b$cost, scale = "none")
+    mean(predict(ks, fit$x[!tr, ]) != cd$y[!tr])
+  }, 0)
+  expect_lt(abs(mean(miss) - b$mean), 1.01 / 50)
+  # the refit is that C-SVM on all rows
+  ks <- kernel_svm(fit$x, cd$y, kernel = m$svm$kernel, cost = m$svm$cost, scale = "none")
+  xn <- matrix(runif(40 * 4), 40, 4)
+  expect_equal(predict(fit, xn, type = "decision"),
+               predict(ks, sweep(sweep(xn, 2, apply(cd$x, 2, min)), 2,
+                                 apply(cd$x, 2, function(v) diff(range(v))), "/"),
+                       type = "decision"), tolerance = 1e-6)
+  expect_output(print(fit), "C-SVM refit on all rows, gamma [0-9.e-]+, cost [0-9.e-]+ \\(by 3-fold CV\\)")
+  # grids the user gives are not extended; least squares alone has no C-SVM table
+  fit <- hgk(cd$x, cd$y, depth = 1, final = "refit", loss = "hinge", folds = 3,
+             lambda = c(1e-3, 1e-2), control = hgk_control(maxit = 0), baseline = FALSE)
+  expect_false(any(fit$svm_cv$extended))
+  expect_setequal(unique(fit$svm_cv$cost), 1 / (2 * 100 * c(1e-3, 1e-2)))
+  fit <- hgk(cd$x, cd$y, depth = 1, final = "refit", loss = "ls", folds = 3,
+             control = hgk_control(maxit = 0), baseline = FALSE)
+  expect_null(fit$svm_cv)
+})
+
 test_that("maxit = 0, final = \"average\": the mean of LS-SVMs fitted outside each fold", {
   g <- 3; l <- 2e-3
   cd <- cls_data(n = 150, seed = 65)
