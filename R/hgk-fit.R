@@ -458,8 +458,12 @@
 # root's argument along that coordinate at x = z (gamma w_i^2 at depth 1; at depth 2,
 # gamma sum_j u_j^2 w_ji^2; and so on down the tree), averaged (in squares) over the models.
 # final = "refit" with the hinge loss: the C-SVM on the learned weights gets its own width and
-# cost by cross-validated misclassification on the folds of the least-squares grid, as
-# kl_tune() tunes kernel_svm() (one warm-started path over the costs per fold and width).
+# cost by cross-validation on the folds of the least-squares grid, as kl_tune() tunes
+# kernel_svm() (one warm-started path over the costs per fold and width). The criterion: for
+# two classes the squared error of its decision values clipped to [-1, 1] against the +-1
+# targets (the paper's criterion; misclassification rates of neighbouring costs often differ by
+# a row or two, and the smaller cost then leaves decision values inside the margin), for more
+# classes, whose decision values are pairwise, the misclassification rate.
 # Widths: those of the least-squares grid; costs: its penalties as C = 1 / (2 m lambda) for the
 # m rows of a fold's fit, then rescaled to all n rows by m / n (the same lambda), so the refit
 # has the validated penalty. With the default grids a best value at an end extends that grid
@@ -470,13 +474,25 @@
   m1 <- n - max(tabulate(rc$foldid))
   costs <- sort(1 / (2 * m1 * rc$lambdas))
   given <- !is.null(ctx$opts$gammas) || !is.null(ctx$opts$lambdas)
+  two <- length(ctx$levels) == 2L
+  metric <- if (two) .hgk_svm_ls_metric(ctx$levels)
   tu <- kl_tune(kernel_svm, ctx$x, ctx$y, grid = list(gamma = rc$gammas, cost = costs),
-                foldid = rc$foldid, kernel = m$kernel, scale = "none", threads = ctx$threads,
-                refit = FALSE, extend = if (given) 0L else 2L)
+                foldid = rc$foldid, metric = metric, kernel = m$kernel, scale = "none",
+                threads = ctx$threads, refit = FALSE, extend = if (given) 0L else 2L)
   b <- tu$best
   tab <- tu$results
   attr(tab, "foldid") <- tu$foldid
+  attr(tab, "criterion") <- if (two) "mean squared error of decisions clipped to [-1, 1]"
+                            else "misclassification rate"
   list(gamma = b$gamma, cost = b$cost * m1 / n, table = tab)
+}
+
+# kl_tune() metric on kernel_svm's decision values for two classes (positive: the second level).
+.hgk_svm_ls_metric <- function(levels) {
+  structure(function(truth, pred) {
+    t <- ifelse(truth == levels[2L], 1, -1)
+    mean((pmin(pmax(as.vector(pred), -1), 1) - t)^2)
+  }, type = "decision")
 }
 
 .hgk_relevance <- function(fit) {

@@ -76,9 +76,12 @@
 #' of the least-squares SVM (over \eqn{\gamma} in \eqn{\{1/2, 1, 2\}} times
 #' the learned width, or the given \code{gamma} values, and the
 #' \eqn{\lambda} grid), and the model is fitted on all rows. A C-SVM (the
-#' hinge loss) gets its own width and cost on the learned weights, by the
-#' misclassification rate in the same folds, as \code{\link{kl_tune}} tunes
-#' \code{\link{kernel_svm}} (widths as above, costs
+#' hinge loss) gets its own width and cost on the learned weights by
+#' cross-validation in the same folds, as \code{\link{kl_tune}} tunes
+#' \code{\link{kernel_svm}}: for two classes by the squared error of its
+#' decision values clipped to \eqn{[-1, 1]} (the misclassification rates of
+#' neighbouring costs often differ by a row or two), for more classes by the
+#' misclassification rate (widths as above, costs
 #' \eqn{1 / (2 m \lambda)}{1 / (2 m lambda)} over the \eqn{\lambda} grid for
 #' the \eqn{m} rows of a fold, a default grid extended past a winning end);
 #' the refit keeps the chosen \eqn{\lambda}, i.e. cost

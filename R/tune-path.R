@@ -23,14 +23,15 @@
 }
 
 # What every path needs: a grid over cost (positive numbers) and the parameters `grid_ok`,
-# named arguments in `dots_ok`, and predicted classes or responses as the metric's input.
-.kl_path_suits <- function(spec, g, metric, grid_ok, dots_ok) {
+# named arguments in `dots_ok`, and a metric on predictions of the types `types`.
+.kl_path_suits <- function(spec, g, metric, grid_ok, dots_ok,
+                           types = c("class", "response")) {
   nm <- names(g$table)
   if (!("cost" %in% nm) || !all(nm %in% grid_ok)) return(FALSE)
   dn <- names(spec$dots)
   if (length(spec$dots) && (is.null(dn) || any(!nzchar(dn)))) return(FALSE)
   if (!all(dn %in% dots_ok)) return(FALSE)
-  if (!(metric$pred_type %in% c("class", "response"))) return(FALSE)
+  if (!(metric$pred_type %in% types)) return(FALSE)
   costs <- vapply(g$points, function(p) {
     v <- p$cost
     if (is.numeric(v) && length(v) == 1L && is.finite(v) && v > 0) v else NA_real_

@@ -9,7 +9,8 @@
 # is kernel_svm: its "kl_tune_path" attribute, R/tune-path.R).
 .svm_fast_eligible <- function(learner, spec, g, metric) {
   if (!is.null(spec$dots$kernel) && identical(spec$dots$kernel, "precomputed")) return(FALSE)
-  .kl_path_suits(spec, g, metric, c("cost", "gamma", "kernel"), .svm_fast_args)
+  .kl_path_suits(spec, g, metric, c("cost", "gamma", "kernel"), .svm_fast_args,
+                 types = c("class", "response", "decision"))
 }
 
 # One (fold, kernel) cost path: decision values of the held-out rows for every cost. Runs on a
@@ -120,8 +121,13 @@
     cst <- vapply(points[grp], function(p) as.numeric(p$cost), numeric(1))
     for (j in seq_along(grp)) {
       dec <- decs[[match(cst[j], path)]]
-      pr <- if (fy$cls) factor(spec$levels[.kl_core(caller, cpp_ovo_vote, as.matrix(dec),
-                                                    fy$kk)], levels = spec$levels)
+      # what predict() gives: classes by the pairs' votes; decision values as a vector for
+      # two classes and regression, else a matrix with a column per pair
+      pr <- if (fy$cls && metric$pred_type == "class")
+              factor(spec$levels[.kl_core(caller, cpp_ovo_vote, as.matrix(dec), fy$kk)],
+                     levels = spec$levels)
+            else if (fy$cls && fy$kk > 2L)
+              `colnames<-`(as.matrix(dec), .svm_pair_names(spec$levels))
             else as.vector(dec)
       i <- grp[j]
       val <- metric$fun(spec$y[fy$test], pr)

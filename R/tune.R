@@ -25,7 +25,8 @@
 #' see \code{\link{kl_cv}}. Ties are broken by the first grid point.
 #'
 #' For \code{\link{kernel_svm}} grids over \code{cost} (and \code{gamma} or
-#' \code{kernel}) with a class or response metric, each fold and kernel is one
+#' \code{kernel}) with a metric on classes, responses or decision values
+#' (not probabilities), each fold and kernel is one
 #' cost path: the costs in increasing order, each solve warm-started from the
 #' last, and the held-out rows predicted from the support vectors. The paths
 #' are the tasks then: they run on the \pkg{future} plan as the general fits

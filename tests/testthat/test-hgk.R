@@ -137,16 +137,19 @@ test_that("the refit's C-SVM validates its own width and cost on the learned ker
   expect_equal(m$svm$cost, b$cost * 100 / 150)
   expect_equal(m$svm$kernel$gamma, b$gamma)
   for (el in c("weights", "nodes", "node_weights")) expect_equal(m$svm$kernel[[el]], m$kernel[[el]])
-  # its CV error recomputed with plain kernel_svm fits on the same folds (up to a row per fold:
-  # the path's warm-started solves stop at the solver's tolerance, as these do)
+  # two classes: the criterion is the squared error of the decision values clipped to [-1, 1];
+  # recomputed with plain kernel_svm fits on the same folds (equal up to the solver's
+  # tolerance: the path's solves are warm-started)
+  expect_match(attr(tab, "criterion"), "clipped")
   foldid <- attr(tab, "foldid")
   expect_length(foldid, 150L)
-  miss <- vapply(1:3, function(f) {
+  lse <- vapply(1:3, function(f) {
     tr <- foldid != f
     ks <- kernel_svm(fit$x[tr, ], cd$y[tr], kernel = m$svm$kernel, cost = b$cost, scale = "none")
-    mean(predict(ks, fit$x[!tr, ]) != cd$y[!tr])
+    dec <- predict(ks, fit$x[!tr, ], type = "decision")
+    mean((pmin(pmax(dec, -1), 1) - ifelse(cd$y[!tr] == "b", 1, -1))^2)
   }, 0)
-  expect_lt(abs(mean(miss) - b$mean), 1.01 / 50)
+  expect_equal(mean(lse), b$mean, tolerance = 0.01)
   # the refit is that C-SVM on all rows
   ks <- kernel_svm(fit$x, cd$y, kernel = m$svm$kernel, cost = m$svm$cost, scale = "none")
   xn <- matrix(runif(40 * 4), 40, 4)
@@ -155,6 +158,13 @@ test_that("the refit's C-SVM validates its own width and cost on the learned ker
                                  apply(cd$x, 2, function(v) diff(range(v))), "/"),
                        type = "decision"), tolerance = 1e-6)
   expect_output(print(fit), "C-SVM refit on all rows, gamma [0-9.e-]+, cost [0-9.e-]+ \\(by 3-fold CV\\)")
+  # three classes: the misclassification rate
+  c3 <- cls_data(n = 150, seed = 147, classes = 3)
+  f3 <- hgk(c3$x, c3$y, depth = 1, final = "refit", loss = "hinge", folds = 3,
+            control = hgk_control(maxit = 0, split = c(0.3, 0.3)), baseline = FALSE)
+  expect_identical(attr(f3$svm_cv, "criterion"), "misclassification rate")
+  b3 <- f3$svm_cv[which.min(f3$svm_cv$mean), ]
+  expect_equal(f3$models[[1]]$svm$cost, b3$cost * 100 / 150)
   # grids the user gives are not extended; least squares alone has no C-SVM table
   fit <- hgk(cd$x, cd$y, depth = 1, final = "refit", loss = "hinge", folds = 3,
              lambda = c(1e-3, 1e-2), control = hgk_control(maxit = 0), baseline = FALSE)

@@ -283,6 +283,42 @@ test_that("kl_tune's cost path agrees with fitting every grid point", {
   rs <- kl_tune(function(formula, data, ...) kernel_svm(formula, data, ...), z ~ ., data = df,
                 grid = list(cost = c(1, 10), gamma = c(1, 4)), folds = 3, seed = 2)
   expect_equal(rf$results$mean, rs$results$mean, tolerance = 1e-3)
+  # metrics on decision values: a vector for two classes, a column per pair for more
+  y2 <- droplevels(factor(ifelse(y %in% lv[1:3], lv[1], lv[2])))
+  ls2 <- structure(function(truth, pred) {
+    stopifnot(is.null(dim(pred)))
+    mean((pmin(pmax(pred, -1), 1) - ifelse(truth == levels(truth)[2], 1, -1))^2)
+  }, type = "decision")
+  g2 <- list(cost = c(0.5, 4), gamma = c(2, 16))
+  calls <- new.env()
+  calls$general <- 0L
+  suppressMessages(trace(".klcv_run",
+                         bquote(assign("general", get("general", .(calls)) + 1L, envir = .(calls))),
+                         print = FALSE, where = asNamespace("kernlearn")))
+  on.exit(suppressMessages(untrace(".klcv_run", where = asNamespace("kernlearn"))), add = TRUE)
+  fd <- kl_tune(kernel_svm, x, y2, grid = g2, folds = 3, seed = 3, metric = ls2, refit = FALSE,
+                extend = 0)
+  expect_identical(calls$general, 0L)  # the cost path ran
+  sd <- kl_tune(function(x, y, ...) kernel_svm(x, y, ...), x, y2, grid = g2, folds = 3,
+                seed = 3, metric = ls2, refit = FALSE, extend = 0)
+  expect_equal(fd$results$mean, sd$results$mean, tolerance = 0.02)
+  pairs <- structure(function(truth, pred) {
+    stopifnot(identical(colnames(pred), colnames(predict(kernel_svm(x[1:60, ], y[1:60]),
+                                                                 x[1:2, ], type = "decision"))))
+    lv <- levels(truth)
+    # the share of rows whose own class wins its pair against the first other level
+    mean(vapply(seq_along(truth), function(i) {
+      a <- as.integer(truth[i]); b <- if (a == 1L) 2L else 1L
+      col <- paste0(lv[max(a, b)], "/", lv[min(a, b)])
+      (pred[i, col] > 0) == (a > b)
+    }, TRUE))
+  }, type = "decision")
+  fm <- kl_tune(kernel_svm, x, y, grid = g2, folds = 3, seed = 4, metric = pairs,
+                refit = FALSE, maximize = TRUE, extend = 0)
+  expect_identical(calls$general, 1L)  # the cost path again (sd above took the general one)
+  sm <- kl_tune(function(x, y, ...) kernel_svm(x, y, ...), x, y, grid = g2, folds = 3,
+                seed = 4, metric = pairs, refit = FALSE, maximize = TRUE, extend = 0)
+  expect_lt(max(abs(fm$fold_metrics - sm$fold_metrics)), 0.03)
   # arguments the cost path cannot take send the grid to the general path
   g <- list(table = data.frame(cost = 1), points = list(list(cost = 1)))
   spec <- list(dots = list(linear_kernel()))
@@ -290,6 +326,7 @@ test_that("kl_tune's cost path agrees with fitting every grid point", {
   spec$dots <- list(kernel = linear_kernel())
   expect_true(.svm_fast_eligible(kernel_svm, spec, g, list(pred_type = "class")))
   expect_false(.svm_fast_eligible(kernel_svm, spec, g, list(pred_type = "prob")))
+  expect_true(.svm_fast_eligible(kernel_svm, spec, g, list(pred_type = "decision")))
   expect_error(kl_tune(kernel_svm, x, y, grid = list(cost = c(1, 4)), folds = 3,
                        shrinking = "no"), "TRUE or FALSE")
   ws <- character()
