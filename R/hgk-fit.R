@@ -466,19 +466,19 @@
 # classes, whose decision values are pairwise, the misclassification rate.
 # Widths: those of the least-squares grid; costs: its penalties as C = 1 / (2 m lambda) for the
 # m rows of a fold's fit, then rescaled to all n rows by m / n (the same lambda), so the refit
-# has the validated penalty. With the default grids a best value at an end extends that grid
-# (kl_tune()'s extend); grids the user gave are kept. NULL when the grid is one point.
+# has the validated penalty. The grids are not extended past their ends (the cost grid spans
+# the paper's penalties; costs past it make slow solves that rarely validate better). NULL
+# when the grid is one point.
 .hgk_hinge_grid <- function(ctx, m, rc, folds, caller) {
   if (length(rc$gammas) * length(rc$lambdas) < 2L) return(NULL)
   n <- nrow(ctx$x)
   m1 <- n - max(tabulate(rc$foldid))
   costs <- sort(1 / (2 * m1 * rc$lambdas))
-  given <- !is.null(ctx$opts$gammas) || !is.null(ctx$opts$lambdas)
   two <- length(ctx$levels) == 2L
   metric <- if (two) .hgk_svm_ls_metric(ctx$levels)
   tu <- kl_tune(kernel_svm, ctx$x, ctx$y, grid = list(gamma = rc$gammas, cost = costs),
                 foldid = rc$foldid, metric = metric, kernel = m$kernel, scale = "none",
-                threads = ctx$threads, refit = FALSE, extend = if (given) 0L else 2L)
+                threads = ctx$threads, refit = FALSE, extend = 0L)
   b <- tu$best
   tab <- tu$results
   attr(tab, "foldid") <- tu$foldid

@@ -83,7 +83,7 @@
 #' neighbouring costs often differ by a row or two), for more classes by the
 #' misclassification rate (widths as above, costs
 #' \eqn{1 / (2 m \lambda)}{1 / (2 m lambda)} over the \eqn{\lambda} grid for
-#' the \eqn{m} rows of a fold, a default grid extended past a winning end);
+#' the \eqn{m} rows of a fold);
 #' the refit keeps the chosen \eqn{\lambda}, i.e. cost
 #' \eqn{1 / (2 n \lambda)}{1 / (2 n lambda)} on all \eqn{n} rows. With
 #' \code{final = "average"} (the paper's choice) the prediction is the average

@@ -130,8 +130,9 @@ test_that("the refit's C-SVM validates its own width and cost on the learned ker
   m <- fit$models[[1]]
   expect_true(all(c("gamma", "cost", "mean", "extended") %in% names(tab)))
   # the widths of the least-squares grid, the costs of its penalties for the 100 rows of a fold
-  expect_setequal(unique(tab$gamma[!tab$extended]), unique(fit$refit_cv$gamma))
-  expect_equal(sort(unique(tab$cost[!tab$extended])), sort(1 / (2 * 100 * unique(fit$refit_cv$lambda))))
+  expect_false(any(tab$extended))
+  expect_setequal(unique(tab$gamma), unique(fit$refit_cv$gamma))
+  expect_equal(sort(unique(tab$cost)), sort(1 / (2 * 100 * unique(fit$refit_cv$lambda))))
   # the best point, its cost rescaled to all 150 rows (the same lambda)
   b <- tab[which.min(tab$mean), ]
   expect_equal(m$svm$cost, b$cost * 100 / 150)
@@ -165,7 +166,7 @@ test_that("the refit's C-SVM validates its own width and cost on the learned ker
   expect_identical(attr(f3$svm_cv, "criterion"), "misclassification rate")
   b3 <- f3$svm_cv[which.min(f3$svm_cv$mean), ]
   expect_equal(f3$models[[1]]$svm$cost, b3$cost * 100 / 150)
-  # grids the user gives are not extended; least squares alone has no C-SVM table
+  # the grids are not extended past their ends; least squares alone has no C-SVM table
   fit <- hgk(cd$x, cd$y, depth = 1, final = "refit", loss = "hinge", folds = 3,
              lambda = c(1e-3, 1e-2), control = hgk_control(maxit = 0), baseline = FALSE)
   expect_false(any(fit$svm_cv$extended))
