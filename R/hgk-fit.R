@@ -131,7 +131,7 @@
                           learn = cand$learned)
     rc <- .hgk_refit_grid(ctx, m, folds, lambda, caller)
     refit_cv <- rc$table
-    hs <- if ("hinge" %in% ctx$losses) .hgk_hinge_grid(ctx, m, rc, folds, caller)
+    hs <- if ("hinge" %in% ctx$losses) .hgk_hinge_grid(ctx, m, rc)
     if (!is.null(hs)) svm_cv <- hs$table
     m <- .hgk_final_model(ctx, m, seq_len(n), rc$gamma, rc$lambda, svm = hs)
     models <- list(m)
@@ -454,9 +454,6 @@
                           lambda = rep(lambdas, each = length(gammas)), error = as.vector(err)))
 }
 
-# The effective weight of each input on the kernel: the square root of the curvature of the
-# root's argument along that coordinate at x = z (gamma w_i^2 at depth 1; at depth 2,
-# gamma sum_j u_j^2 w_ji^2; and so on down the tree), averaged (in squares) over the models.
 # final = "refit" with the hinge loss: the C-SVM on the learned weights gets its own width and
 # cost by cross-validation on the folds of the least-squares grid, as kl_tune() tunes
 # kernel_svm() (one warm-started path over the costs per fold and width). The criterion: for
@@ -469,7 +466,7 @@
 # has the validated penalty. The grids are not extended past their ends (the cost grid spans
 # the paper's penalties; costs past it make slow solves that rarely validate better). NULL
 # when the grid is one point.
-.hgk_hinge_grid <- function(ctx, m, rc, folds, caller) {
+.hgk_hinge_grid <- function(ctx, m, rc) {
   if (length(rc$gammas) * length(rc$lambdas) < 2L) return(NULL)
   n <- nrow(ctx$x)
   m1 <- n - max(tabulate(rc$foldid))
@@ -495,6 +492,9 @@
   }, type = "decision")
 }
 
+# The effective weight of each input on the kernel: the square root of the curvature of the
+# root's argument along that coordinate at x = z (gamma w_i^2 at depth 1; at depth 2,
+# gamma sum_j u_j^2 w_ji^2; and so on down the tree), averaged (in squares) over the models.
 .hgk_relevance <- function(fit) {
   d <- ncol(fit$x)
   curv <- function(k) {
