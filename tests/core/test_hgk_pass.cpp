@@ -126,6 +126,14 @@ TEST_CASE("hgk pass: a row factor from the row's own sums, and the triangle of a
   t.kernel(5)->block(x, z, C, 2, kl::Callbacks());
   CHECK_EQUAL(B, K, 1e-14);
   CHECK_EQUAL(C, t.gram(x, z), 1e-14);
+  // the lower triangle alone (what the factorisation reads): the strict upper one untouched
+  kl::Mat Lo = kl::Mat::Constant(150, 150, -7.0);
+  kl::hgk_pass_lower(nodes, 5, x, Lo, 2, kl::Callbacks());
+  kl::Mat lower_want = K;
+  lower_want.triangularView<Eigen::StrictlyUpper>().setConstant(-7.0);
+  CHECK_EQUAL(Lo, lower_want, 1e-14);
+  kl::Mat wrong(150, 149);
+  CHECK_THROWS(kl::hgk_pass_lower(nodes, 5, x, wrong, 2, kl::Callbacks()), kl::Error, "wrong shape");
 }
 
 TEST_CASE("hgk pass: results do not depend on the thread count; far pairs give 0") {

@@ -194,6 +194,21 @@ TEST_CASE("linalg: the blocked Cholesky solve agrees with an LU solve and across
   CHECK_LT(ct::max_abs(X1 - X2.col(0)) / ct::max_abs(X2.col(0)), 1e-5);
 }
 
+TEST_CASE("linalg: mirror_lower copies the lower triangle of the leading block, any thread count") {
+  kl::Rng rng(ct::seed2(12, 7));
+  for (Eigen::Index p : {1, 63, 64, 65, 300}) {
+    const kl::Mat G0 = ct::rnorm(rng, p + 3, p + 2);
+    kl::Mat want = G0;
+    want.topLeftCorner(p, p).triangularView<Eigen::StrictlyUpper>() =
+        G0.topLeftCorner(p, p).transpose();
+    for (int threads : {1, 2}) {
+      kl::Mat G = G0;
+      kl::mirror_lower(G.data(), G.rows(), p, threads);
+      CHECK_IDENTICAL(G, want);
+    }
+  }
+}
+
 TEST_CASE("linalg: the backend's Cholesky solve (CPU) factors, solves and refuses indefinite") {
   kl::Rng rng(ct::seed2(12, 3));
   const kl::Mat M = ct::rnorm(rng, 700, 600);

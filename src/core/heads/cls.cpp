@@ -91,34 +91,12 @@ Vec column_sums(const Src& s, int threads) {
   return out;
 }
 
-// The strict upper triangle of the leading p x p block of G set from its lower triangle, in
-// square blocks (read and written within the cache), in parallel over block columns.
-void mirror_lower(Mat& G, Eigen::Index p, int threads) {
-  const Eigen::Index b = 64;
-  const long nb = static_cast<long>((p + b - 1) / b);
-  double* g = G.data();
-  const Eigen::Index ld = G.rows();
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (nb > 1)
-#else
-  (void)threads;
-#endif
-  for (long jb = nb - 1; jb >= 0; --jb) {  // the long block columns first
-    const Eigen::Index j0 = jb * b, j1 = std::min(p, j0 + b);
-    for (Eigen::Index i0 = 0; i0 < j1; i0 += b) {
-      const Eigen::Index i1 = std::min(j1, i0 + b);
-      for (Eigen::Index j = j0; j < j1; ++j)
-        for (Eigen::Index i = i0; i < std::min(i1, j); ++i) g[i + j * ld] = g[j + i * ld];
-    }
-  }
-}
-
 // The rest of [X 1]'[X 1] once the lower triangle of X'X is in G's leading block: its upper
 // triangle, and the intercept's row and column (the column sums, in double).
 template <class Src>
 void finish_gram(const Src& s, Mat& G, int threads) {
   const Eigen::Index p = s.cols();
-  mirror_lower(G, p, threads);
+  mirror_lower(G.data(), G.rows(), p, threads);
   const Vec colsum = column_sums(s, threads);
   G.col(p).head(p) = colsum;
   G.row(p).head(p) = colsum.transpose();

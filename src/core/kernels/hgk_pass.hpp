@@ -66,4 +66,11 @@ Eigen::Index hgk_pass_block_start(Eigen::Index nx, int block);
 void hgk_pass(const std::vector<HgkNode>& nodes, int d, CMatRef X, CMatRef Z,
               const HgkPassJob& job, int threads, const Callbacks& cb);
 
+// The lower triangle of K(X, X), diagonal included, by one triangle pass (row a of the pass is
+// column a below the diagonal; every write contiguous). The strict upper triangle of K is not
+// written: enough for cholesky_lower(), which reads the lower one only. Requires
+// hgk_pass_available(nodes); K is nx x nx.
+void hgk_pass_lower(const std::vector<HgkNode>& nodes, int d, CMatRef X, MatRef K, int threads,
+                    const Callbacks& cb);
+
 }  // namespace kl

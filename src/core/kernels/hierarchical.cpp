@@ -81,28 +81,22 @@ class HgkKernel final : public Kernel {
     }
     const bool sym = same_points(X, Z);
     if (pass_) {
-      // One fused sweep. K(X, X): the pairs below the diagonal, each row a giving column a's
-      // lower part, then the mirror image; K(X, Z): the rows of K(Z, X), i.e. the columns of K
-      // (the kernel is symmetric in its arguments), so every write is contiguous.
+      // One fused sweep. K(X, X): the lower triangle, then the mirror image; K(X, Z): the rows
+      // of K(Z, X), i.e. the columns of K (the kernel is symmetric in its arguments), so every
+      // write is contiguous.
+      if (sym) {
+        hgk_pass_lower(nodes_, d_, X, K, threads, cb);
+        mirror_lower(K.data(), K.outerStride(), K.rows(), threads);
+        return;
+      }
       HgkPassJob job;
       job.want_row = true;
-      job.triangle = sym;
       const Eigen::Index nx = X.rows();
       job.row_end = [&](Eigen::Index a, int, const double*, const double* krow) {
-        if (sym) {
-          K(a, a) = 1.0;
-          if (a + 1 < nx) K.col(a).tail(nx - a - 1) = Eigen::Map<const Vec>(krow + a + 1, nx - a - 1);
-        } else {
-          K.col(a) = Eigen::Map<const Vec>(krow, nx);
-        }
+        K.col(a) = Eigen::Map<const Vec>(krow, nx);
         return 1.0;
       };
-      if (sym) {
-        hgk_pass(nodes_, d_, X, X, job, threads, cb);
-        K.triangularView<Eigen::StrictlyUpper>() = K.transpose();
-      } else {
-        hgk_pass(nodes_, d_, Z, X, job, threads, cb);
-      }
+      hgk_pass(nodes_, d_, Z, X, job, threads, cb);
       return;
     }
     // K(X, X): the tiles that reach the upper triangle, then the mirror image.

@@ -40,7 +40,7 @@ LsSystem ls_factor_solve(Mat& K, CMatRef Y, double c, int threads, const Callbac
   Mat rhs(n, L + 1);
   rhs.leftCols(L) = Y;
   rhs.col(L).setOnes();
-  rhs = cholesky_solve(K, rhs);
+  rhs = cholesky_solve(K, rhs, threads);
   LsSystem sys;
   sys.v = rhs.col(L);
   sys.s = sys.v.sum();
@@ -149,7 +149,12 @@ void HgkObjective::factor(const CVecRef& theta) {
   pass_ = hgk_pass_available(nodes_);
   const Eigen::Index n1 = X1_.rows();
   L_.resize(n1, n1);
-  kernel_->block(X1_, X1_, L_, threads_, cb_);
+  // the factorisation reads the lower triangle only: through the pass, no mirror image (a
+  // depth-1 tree is the Gaussian kernel, whose block goes through matrix products)
+  if (pass_ && nodes_.size() > 1)
+    hgk_pass_lower(nodes_, fam_.input_dim(), X1_, L_, threads_, cb_);
+  else
+    kernel_->block(X1_, X1_, L_, threads_, cb_);
   LsSystem sys = ls_factor_solve(L_, Y1_, static_cast<double>(n1) * lambda_, threads_, cb_);
   v_ = std::move(sys.v);
   s_ = sys.s;
@@ -212,7 +217,7 @@ double HgkObjective::bilevel(const CVecRef& theta, Vec* grad) {
   }
   // E11 = 2/(n2 L) (M^-1 G - v (v'G - 1'Res) / s) alpha'
   const Eigen::RowVectorXd corr = (v_.transpose() * G - res_.colwise().sum()) / s_;
-  Mat B = cholesky_solve(L_, G);
+  Mat B = cholesky_solve(L_, G, threads_);
   B.noalias() -= v_ * corr;
   if (pass_) {
     // the pairs b > a once, with the adjoint E11_ab + E11_ba = 2/(n2 L) (B_a alpha_b' +

@@ -857,4 +857,22 @@ void gemm_parallel(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::ptr
   }
 }
 
+void mirror_lower(double* g, std::ptrdiff_t ld, std::ptrdiff_t p, int threads) {
+  const std::ptrdiff_t b = 64;
+  const long nb = static_cast<long>((p + b - 1) / b);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(clamp_threads(threads)) if (nb > 1)
+#else
+  (void)threads;
+#endif
+  for (long jb = nb - 1; jb >= 0; --jb) {  // the long block columns first
+    const std::ptrdiff_t j0 = jb * b, j1 = std::min(p, j0 + b);
+    for (std::ptrdiff_t i0 = 0; i0 < j1; i0 += b) {
+      const std::ptrdiff_t i1 = std::min(j1, i0 + b);
+      for (std::ptrdiff_t j = j0; j < j1; ++j)
+        for (std::ptrdiff_t i = i0; i < std::min(i1, j); ++i) g[i + j * ld] = g[j + i * ld];
+    }
+  }
+}
+
 }  // namespace kl

@@ -86,6 +86,11 @@ void cholesky_update(SimdLevel level, float* A, std::ptrdiff_t ld, std::ptrdiff_
                      std::ptrdiff_t c0, std::ptrdiff_t kb, std::ptrdiff_t r0, std::ptrdiff_t tile,
                      int threads, std::vector<float>& store);
 
+// The strict upper triangle of the leading p x p block of the column-major matrix G (leading
+// dimension ld) set from its lower triangle, in square blocks read and written within the
+// cache, in parallel over block columns.
+void mirror_lower(double* G, std::ptrdiff_t ld, std::ptrdiff_t p, int threads);
+
 // G += X'X on the lower triangle, for X (nrows x p) with X(k, j) = X[k * sr + j * sc], in
 // parallel over tiles of side `tile`; entries of G above the diagonal are left unspecified
 // (callers mirror the lower triangle). Through the widest vectorised kernel up to `level`, or
