@@ -85,7 +85,9 @@
                maxit = control$maxit, anneal_steps = control$anneal_steps,
                perturbation = control$perturbation, temperature = control$temperature,
                cooling = control$cooling, patience = control$patience,
-               reshuffles = control$reshuffles, gammas = gamma, lambdas = lambda)
+               reshuffles = control$reshuffles,
+               precision = if (is.null(control$precision)) "double" else control$precision,
+               gammas = gamma, lambdas = lambda)
   ctx <- list(x = x, Y = Y, y = inp$y, task = inp$task, levels = inp$levels, opts = opts,
               losses = losses, probability = probability, threads = threads, d = d,
               features = colnames(x))

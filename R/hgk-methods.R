@@ -125,7 +125,9 @@ print.hgk <- function(x, ...) {
   a <- x$architecture
   how <- if (!is.null(x$cv) && nrow(x$cv) > 1L)
     sprintf(" (chosen by %d-fold CV among %d)", x$folds, nrow(x$cv)) else ""
-  cat(sprintf("  kernel: %s%s, %s gradient\n", a$label, how, x$gradient))
+  single <- identical(x$control$precision, "single")
+  cat(sprintf("  kernel: %s%s, %s gradient%s\n", a$label, how, x$gradient,
+              if (single) " (single-precision passes)" else ""))
   if (!is.null(x$selection))
     cat(sprintf("  against the Gaussian start: %s\n", x$selection$reason))
   if (identical(x$loss_arg, "auto") && x$task == "classification")

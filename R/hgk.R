@@ -280,13 +280,28 @@ hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
 #' @param patience Steps without a better \eqn{D_3} error before
 #'   \eqn{D_1, D_2} are reshuffled.
 #' @param reshuffles Reshuffles at most; the next stall ends the run.
+#' @param precision \code{"double"} (the default) or \code{"single"}: the
+#'   arithmetic of the objective's passes over pairs of rows (the kernel
+#'   values, the validation residuals and the gradient's derivative sums).
+#'   \code{"single"} does that work on twice as many values per vector
+#'   instruction with a cheaper exponential: about 1.7 times as fast, with
+#'   relative errors near 1e-6 in the gradient and 1e-5 in the validation
+#'   residuals. The factorisation, the solves and every sum stay in double;
+#'   width and penalty selection, the early-stopping error and the final
+#'   predictor are unaffected. It changes the optimisation path, so results
+#'   differ from \code{"double"} in their last digits or, through a different
+#'   accepted step, more. Needs a processor with AVX2 and trees with at most
+#'   16 inputs per node, else the objective is computed in double.
 #' @return A list of class \code{"hgk_control"}.
 #' @examples
 #' hgk_control(maxit = 50, temperature = 0)
+#' hgk_control(precision = "single")
 #' @export
 hgk_control <- function(split = NULL, maxit = 30, anneal_steps = 5, perturbation = 0.5,
-                        temperature = 0.01, cooling = 0.9, patience = 5, reshuffles = 2) {
+                        temperature = 0.01, cooling = 0.9, patience = 5, reshuffles = 2,
+                        precision = c("double", "single")) {
   caller <- "hgk_control()"
+  precision <- .kl_choice(precision, c("double", "single"), "precision", caller)[1L]
   if (!is.null(split) && (!is.numeric(split) || length(split) != 2L || any(!is.finite(split)) ||
                           any(split <= 0) || sum(split) >= 1))
     stop(sprintf("%s: 'split' must be NULL or two positive fractions (D1, D2) with a sum below 1", caller),
@@ -309,6 +324,6 @@ hgk_control <- function(split = NULL, maxit = 30, anneal_steps = 5, perturbation
                  anneal_steps = whole(anneal_steps, "anneal_steps", 0L),
                  perturbation = as.numeric(perturbation), temperature = as.numeric(temperature),
                  cooling = as.numeric(cooling), patience = whole(patience, "patience", 1L),
-                 reshuffles = whole(reshuffles, "reshuffles", 0L)),
+                 reshuffles = whole(reshuffles, "reshuffles", 0L), precision = precision),
             class = "hgk_control")
 }

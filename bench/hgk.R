@@ -2,7 +2,7 @@
 # rests on and the Gaussian least-squares SVM baseline, in the same run.
 #
 # Usage: KERNLEARN_DATA_DIR=<data> Rscript bench/hgk.R [sections] [reps]
-#   sections: a comma list of objective, fit, protocol, final (default objective,fit)
+#   sections: a comma list of objective, fit, protocol, final, precision (default objective,fit)
 #   objective  n1 = n2 = 2500, d = 16 (uniform [0, 1]), depth 2 with 8 nodes over blocks of 2
 #              coordinates: R's chol() (whatever BLAS R has) and one kernel block, against one
 #              Cholesky of a 2500 x 2500 matrix by the core (the factorisation the bilevel
@@ -21,6 +21,10 @@
 #              depth 2 with 8 nodes) on 2000 training rows of bank32nh, magic and satimage, 3
 #              random splits each (4000 test rows): the paper's least-squares test error (targets
 #              +-1 or scaled to [-1, 1], decisions clipped) and the seconds of each fit.
+#   precision  hgk() with its defaults against hgk_control(precision = "single") (the objective's
+#              passes over pairs in single precision) on 2000 training rows of cpusmall, magic and
+#              satimage, 2 random splits each (4000 test rows): the seconds of each fit and the
+#              paper's least-squares test error, as for `final`.
 # Times are elapsed seconds, 2 threads, medians of `reps` runs (fit and protocol: one run).
 # Results: bench/results/hgk.csv (rows of earlier runs of other sections are kept).
 suppressPackageStartupMessages(library(kernlearn))
@@ -125,6 +129,28 @@ if ("protocol" %in% sections) {
                  ls_error(predict(refit, L$xt, type = "decision"), L$yt)))
 }
 
+# 2000 training and up to 4000 test rows of a dataset at random (seed 100 + s); targets for the
+# paper's least-squares error: +-1 (one column for two classes, one-vs-all for more), or the
+# response scaled to [-1, 1] with the training range.
+split_rows <- function(D, s) {
+  set.seed(100 + s)
+  i <- sample(nrow(D$x)); tr <- i[1:2000]; te <- i[2000 + seq_len(min(4000, nrow(D$x) - 2000))]
+  x <- D$x[tr, ]; xt <- D$x[te, ]
+  if (is.factor(D$y)) {
+    y <- droplevels(D$y[tr]); yt <- factor(D$y[te], levels = levels(y))
+    keep <- !is.na(yt); xt <- xt[keep, ]; yt <- yt[keep]
+    Yt <- if (nlevels(y) == 2L) matrix(ifelse(as.integer(yt) == 2L, 1, -1))
+          else { Y <- matrix(-1, length(yt), nlevels(y)); Y[cbind(seq_along(yt), as.integer(yt))] <- 1; Y }
+  } else {
+    yr <- range(D$y[tr]); y <- 2 * (D$y[tr] - yr[1]) / diff(yr) - 1
+    Yt <- matrix(2 * (D$y[te] - yr[1]) / diff(yr) - 1)
+  }
+  list(x = x, y = y, xt = xt, Yt = Yt)
+}
+clipped_error <- function(f, S) {
+  mean((pmin(pmax(as.matrix(predict(f, S$xt, type = "decision")), -1), 1) - S$Yt)^2)
+}
+
 if ("final" %in% sections) {
   dir <- Sys.getenv("KERNLEARN_DATA_DIR")
   if (!nzchar(dir)) stop("set KERNLEARN_DATA_DIR to the data directory")
@@ -132,22 +158,11 @@ if ("final" %in% sections) {
   for (ds in c("bank32nh", "magic", "satimage")) {
     D <- kl_dataset(ds, dir = dir, quiet = TRUE)
     for (s in 1:3) {
-      set.seed(100 + s)
-      i <- sample(nrow(D$x)); tr <- i[1:2000]; te <- i[2000 + seq_len(min(4000, nrow(D$x) - 2000))]
-      x <- D$x[tr, ]; xt <- D$x[te, ]
-      if (is.factor(D$y)) {
-        y <- droplevels(D$y[tr]); yt <- factor(D$y[te], levels = levels(y))
-        keep <- !is.na(yt); xt <- xt[keep, ]; yt <- yt[keep]
-        Yt <- if (nlevels(y) == 2L) matrix(ifelse(as.integer(yt) == 2L, 1, -1))
-              else { Y <- matrix(-1, length(yt), nlevels(y)); Y[cbind(seq_along(yt), as.integer(yt))] <- 1; Y }
-      } else {
-        yr <- range(D$y[tr]); y <- 2 * (D$y[tr] - yr[1]) / diff(yr) - 1
-        Yt <- matrix(2 * (D$y[te] - yr[1]) / diff(yr) - 1)
-      }
+      S <- split_rows(D, s)
       for (arch in list(list(depth = 1), list(nodes = 8))) for (fin in c("average", "refit")) {
         set.seed(7)
-        t <- system.time(f <- do.call(hgk, c(list(x, y, final = fin), arch)))[["elapsed"]]
-        e <- mean((pmin(pmax(as.matrix(predict(f, xt, type = "decision")), -1), 1) - Yt)^2)
+        t <- system.time(f <- do.call(hgk, c(list(S$x, S$y, final = fin), arch)))[["elapsed"]]
+        e <- clipped_error(f, S)
         res[[length(res) + 1L]] <- data.frame(dataset = ds, split = s, arch = f$architecture$label,
                                               final = fin, error = e, seconds = t)
         cat(sprintf("final  %-9s split %d %-18s %-7s error %.5f  %6.1f s\n", ds, s,
@@ -165,5 +180,38 @@ if ("final" %in% sections) {
     record("final", sprintf("%s, %s, final = %s (mean of 3 splits)", a$dataset[k], a$arch[k],
                             a$final[k]), tm, extra = sprintf("test LS error %.5f (x%.3f of average)",
                                                              a$error[k], a$error[k] / ref))
+  }
+}
+
+if ("precision" %in% sections) {
+  dir <- Sys.getenv("KERNLEARN_DATA_DIR")
+  if (!nzchar(dir)) stop("set KERNLEARN_DATA_DIR to the data directory")
+  res <- list()
+  for (ds in c("cpusmall", "magic", "satimage")) {
+    D <- kl_dataset(ds, dir = dir, quiet = TRUE)
+    for (s in 1:2) {
+      S <- split_rows(D, s)
+      for (prec in c("double", "single")) {
+        set.seed(7)
+        t <- system.time(f <- hgk(S$x, S$y, control = hgk_control(precision = prec)))[["elapsed"]]
+        e <- clipped_error(f, S)
+        res[[length(res) + 1L]] <- data.frame(dataset = ds, split = s, precision = prec,
+                                              arch = f$architecture$label, error = e, seconds = t)
+        cat(sprintf("precision  %-9s split %d %-6s %-18s error %.5f  %6.1f s\n", ds, s, prec,
+                    f$architecture$label, e, t))
+      }
+    }
+  }
+  r <- do.call(rbind, res)
+  a <- stats::aggregate(cbind(error, seconds) ~ dataset + precision, r, mean)
+  print(a, digits = 4)
+  for (k in seq_len(nrow(a))) {
+    sel <- r$dataset == a$dataset[k] & r$precision == a$precision[k]
+    dbl <- a$dataset == a$dataset[k] & a$precision == "double"
+    tm <- list(median = a$seconds[k], times = r$seconds[sel])
+    record("precision", sprintf("%s, hgk() defaults, precision = %s (mean of 2 splits)",
+                                a$dataset[k], a$precision[k]), tm, a$seconds[dbl], "double",
+           sprintf("test LS error %.5f (x%.3f of double); architectures %s", a$error[k],
+                   a$error[k] / a$error[dbl], paste(r$arch[sel], collapse = " / ")))
   }
 }

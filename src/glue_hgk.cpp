@@ -45,6 +45,8 @@ Rcpp::List cpp_hgk_learn(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<E
     opt.cooling = Rcpp::as<double>(options["cooling"]);
     opt.patience = Rcpp::as<int>(options["patience"]);
     opt.reshuffles = Rcpp::as<int>(options["reshuffles"]);
+    if (options.containsElementNamed("precision") && !Rf_isNull(options["precision"]))
+      opt.single = Rcpp::as<std::string>(options["precision"]) == "single";
     opt.gammas = doubles(options, "gammas");
     if (options.containsElementNamed("gamma_factors") && !Rf_isNull(options["gamma_factors"]))
       opt.gamma_factors = doubles(options, "gamma_factors");

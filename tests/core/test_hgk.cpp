@@ -123,9 +123,10 @@ struct Eval {
 };
 
 Eval bilevel(const ObjData& dd, const ct::HTree& k, const kl::Vec& theta, double g, double lam,
-             bool gradient, int threads = 1) {
+             bool gradient, int threads = 1, bool single = false) {
   const kl::HgkFamily fam(k.flatten(), 5);
-  kl::HgkObjective obj(fam, dd.x1, dd.y1, dd.x2, dd.y2, g, lam, threads, kl::Callbacks());
+  kl::HgkObjective obj(fam, dd.x1, dd.y1, dd.x2, dd.y2, g, lam, threads, kl::Callbacks(),
+                       single);
   Eval e;
   e.value = obj.bilevel(theta, gradient ? &e.gradient : nullptr);
   e.fit = obj.fit_at(theta);
@@ -133,9 +134,9 @@ Eval bilevel(const ObjData& dd, const ct::HTree& k, const kl::Vec& theta, double
 }
 
 Eval fixed(const ObjData& dd, const ct::HTree& k, const kl::Vec& theta, double g, double lam,
-           const kl::Mat& alpha, const kl::Vec& bias, bool gradient) {
+           const kl::Mat& alpha, const kl::Vec& bias, bool gradient, bool single = false) {
   const kl::HgkFamily fam(k.flatten(), 5);
-  kl::HgkObjective obj(fam, dd.x1, dd.y1, dd.x2, dd.y2, g, lam, 1, kl::Callbacks());
+  kl::HgkObjective obj(fam, dd.x1, dd.y1, dd.x2, dd.y2, g, lam, 1, kl::Callbacks(), single);
   Eval e;
   e.fit.alpha = alpha;
   e.fit.bias = bias;
@@ -317,6 +318,29 @@ TEST_CASE("hgk: the objective and its gradient do not depend on the thread count
   CHECK_EQUAL(a.fit.alpha, b.fit.alpha, 1e-13);
   CHECK_EQUAL(a.fit.bias, b.fit.bias, 1e-13);
   CHECK_EQUAL(a.gradient, b.gradient, 1e-13);
+}
+
+TEST_CASE("hgk: single-precision passes give the double objective and gradients to float "
+          "accuracy, L = 1, 3") {
+  if (!kl::hgk_pass_available(k_d3().flatten())) {
+    ct::note("no vectorised instruction set");
+    return;
+  }
+  for (int L : {1, 3}) {
+    const ObjData dd = obj_data(300, 200, 5, L, ct::seed2(51, 2 + L));
+    const kl::Vec theta = log_params(k_d3());
+    const Eval d = bilevel(dd, k_d3(), theta, 1.1, 0.01, true);
+    const Eval s = bilevel(dd, k_d3(), theta, 1.1, 0.01, true, 2, true);
+    CHECK_LT(std::fabs(s.value - d.value) / d.value, 1e-5);
+    CHECK_LT(ct::max_abs(s.gradient - d.gradient) / ct::max_abs(d.gradient), 1e-4);
+    CHECK_LT(ct::max_abs(s.fit.alpha - d.fit.alpha) / ct::max_abs(d.fit.alpha), 1e-4);
+    const Eval fd = fixed(dd, k_d3(), theta, 1.1, 0.01, d.fit.alpha, d.fit.bias, true);
+    const Eval fs = fixed(dd, k_d3(), theta, 1.1, 0.01, d.fit.alpha, d.fit.bias, true, true);
+    CHECK_LT(std::fabs(fs.value - fd.value) / fd.value, 1e-5);
+    CHECK_LT(ct::max_abs(fs.gradient - fd.gradient) / ct::max_abs(fd.gradient), 1e-4);
+    // and the double ones are the same whether or not a single-precision objective ran before
+    CHECK_EQUAL(fd.value, d.value, 1e-12);
+  }
 }
 
 TEST_CASE("hgk: with a leaf too wide for the fused pass, the tile path's objective and gradients "

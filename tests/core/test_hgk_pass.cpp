@@ -1,7 +1,8 @@
 // The fused pass of the hierarchical Gaussian kernel (kernels/hgk_pass.hpp) against independent
 // computations: its rows and row sums against the recursive evaluation of the tree, its
 // derivative contractions against the kernel's general tile contraction with the explicit
-// weight matrix, per-row factors, the triangle of a symmetric block, and the thread count.
+// weight matrix, per-row factors, the triangle of a symmetric block, the thread count, and the
+// single-precision mode against the double one.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -212,4 +213,74 @@ TEST_CASE("hgk pass: the vectorised exponential pair against std::exp and std::e
   }
   CHECK_LE(ek, 4.5e-16);
   CHECK_LE(eo, 3e-15);
+}
+
+TEST_CASE("hgk pass: the single-precision exponential pair against std::exp and std::expm1") {
+  std::vector<float> S;
+  for (int i = 0; i <= 4000; ++i) S.push_back(static_cast<float>(1e-6 * std::pow(1e8, i / 4000.0)));
+  for (int i = 0; i <= 1000; ++i) S.push_back(static_cast<float>(80.0 + 0.01 * i));
+  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(S.size());
+  std::vector<float> K(S.size()), O(S.size());
+  if (!kl::hgk_exp_pair_f(S.data(), K.data(), O.data(), n)) {
+    ct::note("no vectorised instruction set");
+    return;
+  }
+  double ek = 0.0, eo = 0.0;
+  for (std::size_t i = 0; i < S.size(); ++i) {
+    const double s = S[i], k = std::exp(-s), o = -std::expm1(-s);
+    if (k > 1.2e-38) ek = std::max(ek, std::fabs(K[i] - k) / k);
+    else CHECK_LE(K[i], 1.2e-38f);
+    CHECK(K[i] >= 0.0f);
+    eo = std::max(eo, std::fabs(O[i] - o) / o);
+  }
+  // K: a few float roundings (6e-8 each); 1 - K: the table's rounding times
+  // 1 / (1 - 2^(-1/N)) (47 for N = 32, 23 for N = 16) at most
+  CHECK_LE(ek, 3e-7);
+  CHECK_LE(eo, 3e-6);
+}
+
+TEST_CASE("hgk pass: single precision agrees with double to float accuracy") {
+  if (!kl::hgk_pass_available(depth3().flatten())) {
+    ct::note("no vectorised instruction set");
+    return;
+  }
+  kl::Rng rng(ct::seed2(31, 9));
+  // sizes off the 64-column step of single precision
+  const kl::Mat x = ct::runif(rng, 211, 5), z = ct::runif(rng, 133, 5);
+  for (const ct::HTree& t : {depth2(), depth3()}) {
+    const std::vector<kl::HgkNode> nodes = t.flatten();
+    const kl::Mat K = t.gram(x, z);
+    for (int L : {1, 3}) {
+      const kl::Mat V = ct::rnorm(rng, 133, L), U = ct::rnorm(rng, 211, L);
+      kl::Mat KVd(211, L), KVs(211, L), rows_s(211, 133);
+      kl::Vec gd, gs;
+      for (bool single : {false, true}) {
+        kl::HgkPassJob job;
+        job.single = single;
+        job.V = &V;
+        job.U = &U;
+        job.KV = single ? &KVs : &KVd;
+        job.grad = single ? &gs : &gd;
+        job.want_row = single;
+        job.row_end = [&](Eigen::Index a, int, const double*, const double* krow) {
+          if (krow) rows_s.row(a) = Eigen::Map<const kl::Vec>(krow, 133).transpose();
+          return 1.0;
+        };
+        kl::hgk_pass(nodes, 5, x, z, job, 2, kl::Callbacks());
+      }
+      CHECK_LT(ct::max_abs(rows_s - K), 2e-6);
+      CHECK_LT(ct::max_abs(KVs - KVd) / ct::max_abs(KVd), 2e-6);
+      CHECK_LT(rel(gs, gd), 2e-5);
+      CHECK_LT(rel(gd, contract(t, x, z, U * V.transpose())), 1e-12);
+    }
+  }
+  // the lower triangle in single precision, and its thread count does not matter
+  const ct::HTree t = depth3();
+  kl::Mat A = kl::Mat::Zero(211, 211), B = kl::Mat::Zero(211, 211);
+  kl::hgk_pass_lower(t.flatten(), 5, x, A, 1, kl::Callbacks(), true);
+  kl::hgk_pass_lower(t.flatten(), 5, x, B, 2, kl::Callbacks(), true);
+  CHECK_IDENTICAL(A, B);
+  kl::Mat want = t.gram(x, x);
+  want.triangularView<Eigen::StrictlyUpper>().setZero();
+  CHECK_LT(ct::max_abs(A - want), 2e-6);
 }

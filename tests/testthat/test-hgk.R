@@ -371,6 +371,37 @@ test_that("1 and 2 threads give the same model (several kernel and Cholesky tile
                predict(b, r$x, type = "decision", threads = 2), tolerance = 1e-12)
 })
 
+test_that("precision = \"single\" gives the double objective to float accuracy", {
+  r <- reg_data(n = 400, d = 6, seed = 73)
+  fitit <- function(precision, maxit) {
+    set.seed(11)
+    hgk(r$x, r$y, nodes = 3, final = "average", folds = 2, lambda = 1e-3,
+        control = hgk_control(maxit = maxit, anneal_steps = 2, precision = precision),
+        baseline = FALSE, loss = "ls", candidates = 3)
+  }
+  # at the start weights (the same width and penalty, chosen in double): the risk on D2 of
+  # the single-precision passes is that of the double ones to float accuracy
+  a <- fitit("double", 1)
+  b <- fitit("single", 1)
+  for (f in seq_along(a$models)) {
+    ra <- a$models[[f]]$trace$risk[1]
+    rb <- b$models[[f]]$trace$risk[1]
+    expect_lt(abs(ra - rb) / ra, 1e-5)
+    expect_false(identical(ra, rb))  # the single-precision passes did run
+    expect_identical(a$models[[f]]$gamma0, b$models[[f]]$gamma0)
+  }
+  # a whole fit runs and predicts as well as the double one on held-out rows
+  s2 <- fitit("single", 10)
+  d2 <- fitit("double", 10)
+  te <- reg_data(n = 300, d = 6, seed = 74)
+  mse <- function(m) mean((predict(m, te$x) - te$y)^2)
+  expect_lt(mse(s2), 1.2 * mse(d2))
+  expect_output(print(s2), "single-precision passes")
+  expect_identical(hgk_control(precision = "single")$precision, "single")
+  expect_identical(hgk_control()$precision, "double")
+  expect_error(hgk_control(precision = "half"), "'precision' must be one of")
+})
+
 test_that("on Friedman data the noise columns get much less relevance than the signal", {
   fried <- function(n, seed) {
     set.seed(seed)

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <memory>
 #include <new>
+#include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "linalg/simd.hpp"
 #include "linalg/vexp_simd.hpp"
@@ -34,6 +36,7 @@ struct Program {
   std::vector<int> column;  // leaf members: the input column (-1 for inner members)
   std::vector<double> coef; // s_v w_m^2
   std::vector<double> pfac; // -2 s_v w_m: dK/dw_m = pfac * sum of G_v t_m
+  std::vector<float> coef_f; // coef in single precision
   int nslots = 0;
 };
 
@@ -57,6 +60,7 @@ Program compile(const std::vector<HgkNode>& nodes) {
     }
     P.start.push_back(static_cast<int>(P.member.size()));
   }
+  P.coef_f.assign(P.coef.begin(), P.coef.end());
   return P;
 }
 
@@ -66,8 +70,10 @@ struct Context {
   const HgkPassJob* job;
   CMatRef X;
   Eigen::Index nx, nzp;      // nzp: the columns rounded up to the vector width (padding is zero)
-  const double* Zp;          // nzp x nslots, column-major
+  const double* Zp;          // nzp x nslots, column-major (double precision)
   const double* Vp;          // nzp x L, column-major, zero padded
+  const float* Zpf;          // the same in single precision (single only)
+  const float* Vpf;
   Eigen::Index L;
   bool grad;
   Mat* gblocks;              // nparams x blocks: each block's sums (before pfac)
@@ -87,8 +93,46 @@ struct AlignedDelete {
 // node's exponential, and the per-node bookkeeping paid once for U W pairs).
 constexpr int kUnroll = 4;
 
-template <class V, class VI, int W>
-KL_INLINE void run_block(const Context& c, int block) {
+// The element type's view of the context and its exponential pair: V of W doubles (VD = V) or
+// W floats (VD: W doubles, into which the row sums and the derivative sums are added).
+template <class E>
+struct Prec;
+template <>
+struct Prec<double> {
+  static const double* Z(const Context& c) { return c.Zp; }
+  static const double* V(const Context& c) { return c.Vp; }
+  static const double* coef(const Program& P) { return P.coef.data(); }
+  static const double* table(int N) { return exp_table(N); }
+  template <class V, class VI, int W>
+  static KL_INLINE void exp_pair(const V& s, V& k, V& o, const V& t0, const V& t1) {
+    exp_pair_table<V, VI, W>(s, k, o, t0, t1);
+  }
+};
+template <>
+struct Prec<float> {
+  static const float* Z(const Context& c) { return c.Zpf; }
+  static const float* V(const Context& c) { return c.Vpf; }
+  static const float* coef(const Program& P) { return P.coef_f.data(); }
+  static const float* table(int N) { return exp_table_f(N); }
+  template <class V, class VI, int W>
+  static KL_INLINE void exp_pair(const V& s, V& k, V& o, const V& t0, const V& t1) {
+    exp_pair_table_f<V, VI, W>(s, k, o, t0, t1);
+  }
+};
+
+// out += v, v widened to double (references, not vector values, cross the call: no ABI
+// question outside the target-specific callers)
+template <class VD, class V>
+KL_INLINE void add_wide(VD& out, const V& v) {
+  if constexpr (std::is_same_v<V, VD>) out += v;
+  else out += __builtin_convertvector(v, VD);
+}
+
+template <class V, class VI, class VD, int W, bool Grad>
+KL_INLINE void run_block_impl(const Context& c, int block) {
+  using E = std::remove_cv_t<std::remove_reference_t<decltype(V{}[0])>>;
+  using IE = std::remove_cv_t<std::remove_reference_t<decltype(VI{}[0])>>;
+  using PR = Prec<E>;
   constexpr int U = kUnroll;
   const Program& P = *c.P;
   const HgkPassJob& job = *c.job;
@@ -97,34 +141,47 @@ KL_INLINE void run_block(const Context& c, int block) {
   const Eigen::Index L = c.L;
   const Eigen::Index a0 = hgk_pass_block_start(c.nx, block);
   const Eigen::Index a1 = std::min(c.nx, a0 + block_rows(c.nx));
-  // node values (U vectors per node), adjoints and the row's sums in one 64-byte aligned
-  // buffer (std::vector of a vector type need not honour its alignment)
-  const std::size_t nvec = static_cast<std::size_t>(3 * U * nn + npar + L);
+  const E* Zp = PR::Z(c);
+  const E* Vp = PR::V(c);
+  const E* coef = PR::coef(P);
+  // node values (U vectors per node), adjoints, the leaves' squared differences (U vectors per
+  // member) and the row's derivative sums (in the pass's precision: at most a few dozen
+  // additions per lane and row); the row sums in double; each in a 64-byte aligned buffer
+  // (std::vector of a vector type need not honour its alignment)
+  const std::size_t nmem = P.member.size();
+  const std::size_t nvec = static_cast<std::size_t>(3 * U * nn) + U * nmem + npar;
+  const std::size_t nacc = static_cast<std::size_t>(L);
   std::unique_ptr<V[], AlignedDelete> store(
       static_cast<V*>(::operator new[](nvec * sizeof(V), std::align_val_t(64))));
+  std::unique_ptr<VD[], AlignedDelete> dstore(
+      static_cast<VD*>(::operator new[](nacc * sizeof(VD), std::align_val_t(64))));
   for (std::size_t i = 0; i < nvec; ++i) store[i] = V{};
+  for (std::size_t i = 0; i < nacc; ++i) dstore[i] = VD{};
   V* kv = store.get();
   V* om = kv + U * nn;
   V* gb = om + U * nn;
-  V* acc = gb + U * nn;
-  V* kvs = acc + npar;
-  std::vector<double> xm(P.member.size());
-  std::vector<double> krow(job.want_row ? c.nzp : 0), sums(L), ua(L);
+  V* dsq = gb + U * nn;
+  V* acc = dsq + U * nmem;
+  VD* kvs = dstore.get();
+  std::vector<E> xm(P.member.size());
+  std::vector<double> krow(job.want_row ? c.nzp : 0), sums(L);
+  std::vector<E> ua(L);
   Vec gsum = Vec::Zero(npar);
-  V lane;
+  VI lane;
   for (int u = 0; u < W; ++u) lane[u] = u;
   const V zero = V{};
+  const VD dzero = VD{};
   V tab0, tab1;
-  std::memcpy(&tab0, exp_table(2 * W), sizeof tab0);
-  std::memcpy(&tab1, exp_table(2 * W) + W, sizeof tab1);
+  std::memcpy(&tab0, PR::table(2 * W), sizeof tab0);
+  std::memcpy(&tab1, PR::table(2 * W) + W, sizeof tab1);
   for (Eigen::Index a = a0; a < a1; ++a) {
     for (std::size_t m = 0; m < P.member.size(); ++m)
-      xm[m] = P.column[m] >= 0 ? c.X(a, P.column[m]) : 0.0;
+      xm[m] = P.column[m] >= 0 ? static_cast<E>(c.X(a, P.column[m])) : E(0);
     for (Eigen::Index l = 0; l < L; ++l) {
-      kvs[l] = zero;
-      ua[l] = job.U ? (*job.U)(a, l) : 1.0;
+      kvs[l] = dzero;
+      ua[l] = job.U ? static_cast<E>((*job.U)(a, l)) : E(1);
     }
-    if (c.grad)
+    if (Grad)
       for (Eigen::Index t = 0; t < npar; ++t) acc[t] = zero;
     const Eigen::Index bstart = job.triangle ? (a + 1) / (U * W) * (U * W) : 0;
     for (Eigen::Index b0 = bstart; b0 < c.nzp; b0 += U * W) {
@@ -134,63 +191,62 @@ KL_INLINE void run_block(const Context& c, int block) {
         for (int u = 0; u < U; ++u) s[u] = zero;
         if (P.leaf[v]) {
           for (int m = P.start[v]; m < P.start[v + 1]; ++m) {
-            const double* zc = c.Zp + P.member[m] * c.nzp + b0;
-            const double cm = P.coef[m], xa = xm[m];
+            const E* zc = Zp + P.member[m] * c.nzp + b0;
+            const E cm = coef[m], xa = xm[m];
             for (int u = 0; u < U; ++u) {
               V z;
               std::memcpy(&z, zc + u * W, sizeof z);
               const V dd = z - xa;
-              s[u] += cm * (dd * dd);
+              const V sq = dd * dd;
+              s[u] += cm * sq;
+              if (Grad) dsq[m * U + u] = sq;
             }
           }
         } else {
           for (int m = P.start[v]; m < P.start[v + 1]; ++m) {
             const V* oc = om + P.member[m] * U;
-            const double cm = P.coef[m];
+            const E cm = coef[m];
             for (int u = 0; u < U; ++u) s[u] += cm * oc[u];
           }
         }
         for (int u = 0; u < U; ++u)
-          exp_pair_table<V, VI, W>(s[u], kv[v * U + u], om[v * U + u], tab0, tab1);
+          PR::template exp_pair<V, VI, W>(s[u], kv[v * U + u], om[v * U + u], tab0, tab1);
       }
       V adj[U];
       for (int u = 0; u < U; ++u) {
         const V k = kv[root * U + u];
+        VD kd = VD{};
+        add_wide(kd, k);
         adj[u] = zero;
         for (Eigen::Index l = 0; l < L; ++l) {
+          VD wd;
+          std::memcpy(&wd, c.Vp + l * c.nzp + b0 + u * W, sizeof wd);
+          kvs[l] += kd * wd;
           V w;
-          std::memcpy(&w, c.Vp + l * c.nzp + b0 + u * W, sizeof w);
-          kvs[l] += k * w;
+          std::memcpy(&w, Vp + l * c.nzp + b0 + u * W, sizeof w);
           adj[u] += ua[l] * w;
         }
-        if (job.want_row) std::memcpy(krow.data() + b0 + u * W, &k, sizeof k);
+        if (job.want_row) std::memcpy(krow.data() + b0 + u * W, &kd, sizeof kd);
         if (job.triangle && b0 + u * W <= a) {
-          const V idx = lane + static_cast<double>(b0 + u * W);
-          adj[u] = idx > static_cast<double>(a) ? adj[u] : zero;
+          const VI idx = lane + static_cast<IE>(b0 + u * W);
+          adj[u] = idx > static_cast<IE>(a) ? adj[u] : zero;
         }
         gb[root * U + u] = adj[u] * k;
       }
-      if (!c.grad) continue;
+      if (!Grad) continue;
       // backward from the root
       for (int v = root; v >= 0; --v) {
         const V* g = gb + v * U;
         if (P.leaf[v]) {
           for (int m = P.start[v]; m < P.start[v + 1]; ++m) {
-            const double* zc = c.Zp + P.member[m] * c.nzp + b0;
-            const double xa = xm[m];
             V t = zero;
-            for (int u = 0; u < U; ++u) {
-              V z;
-              std::memcpy(&z, zc + u * W, sizeof z);
-              const V dd = z - xa;
-              t += g[u] * (dd * dd);
-            }
+            for (int u = 0; u < U; ++u) t += g[u] * dsq[m * U + u];
             acc[m] += t;
           }
         } else {
           for (int m = P.start[v]; m < P.start[v + 1]; ++m) {
             const int ch = P.member[m];
-            const double cm = P.coef[m];
+            const E cm = coef[m];
             V t = zero;
             for (int u = 0; u < U; ++u) {
               t += g[u] * om[ch * U + u];
@@ -210,21 +266,37 @@ KL_INLINE void run_block(const Context& c, int block) {
     const double f = job.row_end ? job.row_end(a, block, sums.data(),
                                                job.want_row ? krow.data() : nullptr)
                                  : 1.0;
-    if (c.grad)
+    if (Grad)
       for (Eigen::Index t = 0; t < npar; ++t) {
         double s = 0.0;
         for (int u = 0; u < W; ++u) s += acc[t][u];
         gsum[t] += f * s;
       }
   }
-  if (c.grad) c.gblocks->col(block) = gsum;
+  if (Grad) c.gblocks->col(block) = gsum;
 }
 
+// with and without the derivative sums (the forward pass keeps no squared differences for a
+// value-only pass)
+template <class V, class VI, class VD, int W>
+KL_INLINE void run_block(const Context& c, int block) {
+  if (c.grad) run_block_impl<V, VI, VD, W, true>(c, block);
+  else run_block_impl<V, VI, VD, W, false>(c, block);
+}
+
+typedef double v16d __attribute__((vector_size(128)));
+
 __attribute__((target("avx2,fma"))) void run_block_avx2(const Context& c, int block) {
-  run_block<v4d, v4l, 4>(c, block);
+  run_block<v4d, v4l, v4d, 4>(c, block);
 }
 __attribute__((target("avx512f,avx2,fma"))) void run_block_avx512(const Context& c, int block) {
-  run_block<v8d, v8l, 8>(c, block);
+  run_block<v8d, v8l, v8d, 8>(c, block);
+}
+__attribute__((target("avx2,fma"))) void run_block_avx2_f(const Context& c, int block) {
+  run_block<v8f, v8i, v8d, 8>(c, block);
+}
+__attribute__((target("avx512f,avx2,fma"))) void run_block_avx512_f(const Context& c, int block) {
+  run_block<v16f, v16i, v16d, 16>(c, block);
 }
 #endif
 
@@ -269,7 +341,9 @@ void hgk_pass(const std::vector<HgkNode>& nodes, int d, CMatRef X, CMatRef Z,
     throw Error("the row sums have the wrong shape");
 #ifdef KL_HGK_SIMD
   const SimdLevel level = simd_level();
-  const int W = level == SimdLevel::avx512 ? 8 : 4;
+  const bool single = job.single;
+  // lanes of a vector: W doubles, or 2 W floats in single precision
+  const int W = (level == SimdLevel::avx512 ? 8 : 4) * (single ? 2 : 1);
   const Program P = compile(nodes);
   for (int v = 0; v + 1 < P.nn; ++v)
     if (P.leaf[v] == 0 && P.start[v] == P.start[v + 1]) throw Error("empty node");
@@ -281,10 +355,17 @@ void hgk_pass(const std::vector<HgkNode>& nodes, int d, CMatRef X, CMatRef Z,
     if (P.column[m] >= 0) Zp.col(P.member[m]).head(nz) = Z.col(P.column[m]);
   Mat Vp = Mat::Zero(nzp, std::max<Eigen::Index>(L, 1));
   if (job.V) Vp.topRows(nz) = *job.V;
+  Eigen::MatrixXf Zpf, Vpf;
+  if (single) {
+    Zpf = Zp.cast<float>();
+    Vpf = Vp.cast<float>();
+  }
   const int nb = hgk_pass_blocks(nx);
   Mat gblocks;
   if (job.grad) gblocks.setZero(static_cast<Eigen::Index>(P.coef.size()), nb);
-  Context c{&P, &job, X, nx, nzp, Zp.data(), Vp.data(), L, job.grad != nullptr, &gblocks};
+  Context c{&P,       &job,       X, nx, nzp, Zp.data(), Vp.data(),
+            single ? Zpf.data() : nullptr, single ? Vpf.data() : nullptr, L, job.grad != nullptr,
+            &gblocks};
   threads = clamp_threads(threads);
   const int sweep = std::max(1, 8 * threads);
   for (int s0 = 0; s0 < nb; s0 += sweep) {
@@ -299,8 +380,13 @@ void hgk_pass(const std::vector<HgkNode>& nodes, int d, CMatRef X, CMatRef Z,
 #endif
     for (int b = s0; b < s1; ++b) {
       try {
-        if (level == SimdLevel::avx512) run_block_avx512(c, b);
-        else run_block_avx2(c, b);
+        if (level == SimdLevel::avx512) {
+          if (single) run_block_avx512_f(c, b);
+          else run_block_avx512(c, b);
+        } else {
+          if (single) run_block_avx2_f(c, b);
+          else run_block_avx2(c, b);
+        }
       } catch (const std::exception& e) {
 #ifdef _OPENMP
 #pragma omp critical(kl_hgk_pass)
@@ -327,12 +413,13 @@ void hgk_pass(const std::vector<HgkNode>& nodes, int d, CMatRef X, CMatRef Z,
 }
 
 void hgk_pass_lower(const std::vector<HgkNode>& nodes, int d, CMatRef X, MatRef K, int threads,
-                    const Callbacks& cb) {
+                    const Callbacks& cb, bool single) {
   const Eigen::Index nx = X.rows();
   if (K.rows() != nx || K.cols() != nx) throw Error("K has the wrong shape");
   HgkPassJob job;
   job.want_row = true;
   job.triangle = true;
+  job.single = single;
   job.row_end = [&](Eigen::Index a, int, const double*, const double* krow) {
     K(a, a) = 1.0;
     if (a + 1 < nx) K.col(a).tail(nx - a - 1) = Eigen::Map<const Vec>(krow + a + 1, nx - a - 1);

@@ -54,6 +54,10 @@ struct HgkPassJob {
   // values). Returns the row's factor.
   std::function<double(Eigen::Index a, int block, const double* kv, const double* krow)> row_end;
   bool want_row = false;
+  // Single precision for the work of each pair (twice the lanes per vector, a cheaper
+  // exponential): the points, the node values, their adjoints and the kernel values are floats
+  // (about 1e-7 relative each); the row sums K V and the derivative sums are added in double.
+  bool single = false;
 };
 
 // The number of row blocks of a pass over nx rows (for the callers' per-block buffers) and the
@@ -71,6 +75,6 @@ void hgk_pass(const std::vector<HgkNode>& nodes, int d, CMatRef X, CMatRef Z,
 // written: enough for cholesky_lower(), which reads the lower one only. Requires
 // hgk_pass_available(nodes); K is nx x nx.
 void hgk_pass_lower(const std::vector<HgkNode>& nodes, int d, CMatRef X, MatRef K, int threads,
-                    const Callbacks& cb);
+                    const Callbacks& cb, bool single = false);
 
 }  // namespace kl

@@ -51,9 +51,10 @@ LsSystem ls_factor_solve(Mat& K, CMatRef Y, double c, int threads, const Callbac
 
 // Y2 - K21 alpha - 1 b' by a value sweep of the fused pass.
 Mat pass_residuals(const std::vector<HgkNode>& nodes, int d, CMatRef X2, CMatRef X1, CMatRef Y2,
-                   const LsFit& fit, int threads, const Callbacks& cb) {
+                   const LsFit& fit, int threads, const Callbacks& cb, bool single) {
   Mat KV(X2.rows(), Y2.cols());
   HgkPassJob job;
+  job.single = single;
   job.V = &fit.alpha;
   job.KV = &KV;
   hgk_pass(nodes, d, X2, X1, job, threads, cb);
@@ -64,9 +65,10 @@ Mat pass_residuals(const std::vector<HgkNode>& nodes, int d, CMatRef X2, CMatRef
 
 // <E21, dK21> with E21 = -2/(n2 L) Res alpha' by a gradient sweep with known row factors.
 void pass_e21(const std::vector<HgkNode>& nodes, int d, CMatRef X2, CMatRef X1, const Mat& res,
-              const Mat& alpha, Vec& g, int threads, const Callbacks& cb) {
+              const Mat& alpha, Vec& g, int threads, const Callbacks& cb, bool single) {
   const Mat U = (-2.0 / static_cast<double>(res.size())) * res;
   HgkPassJob job;
+  job.single = single;
   job.V = &alpha;
   job.U = &U;
   job.grad = &g;
@@ -132,9 +134,9 @@ double ls_risk(const Kernel& k, CMatRef Xfit, const LsFit& fit, CMatRef X, CMatR
 // ---------------------------------------------------------------------------------------------
 HgkObjective::HgkObjective(const HgkFamily& family, CMatRef X1, CMatRef Y1, CMatRef X2,
                            CMatRef Y2, double gamma, double lambda, int threads,
-                           const Callbacks& cb)
+                           const Callbacks& cb, bool single)
     : fam_(family), X1_(X1), Y1_(Y1), X2_(X2), Y2_(Y2), gamma_(gamma), lambda_(lambda),
-      threads_(threads), cb_(cb) {
+      threads_(threads), cb_(cb), single_(single) {
   if (X1.rows() < 2 || X2.rows() < 1) throw Error("too few rows in the fit or validation part");
   if (Y1.rows() != X1.rows() || Y2.rows() != X2.rows() || Y1.cols() != Y2.cols())
     throw Error("inputs and targets do not match");
@@ -152,7 +154,7 @@ void HgkObjective::factor(const CVecRef& theta) {
   // the factorisation reads the lower triangle only: through the pass, no mirror image (a
   // depth-1 tree is the Gaussian kernel, whose block goes through matrix products)
   if (pass_ && nodes_.size() > 1)
-    hgk_pass_lower(nodes_, fam_.input_dim(), X1_, L_, threads_, cb_);
+    hgk_pass_lower(nodes_, fam_.input_dim(), X1_, L_, threads_, cb_, single_);
   else
     kernel_->block(X1_, X1_, L_, threads_, cb_);
   LsSystem sys = ls_factor_solve(L_, Y1_, static_cast<double>(n1) * lambda_, threads_, cb_);
@@ -171,7 +173,7 @@ void HgkObjective::factor(const CVecRef& theta) {
 
 void HgkObjective::residuals() {
   if (have_res_) return;
-  res_ = pass_residuals(nodes_, fam_.input_dim(), X2_, X1_, Y2_, fit_, threads_, cb_);
+  res_ = pass_residuals(nodes_, fam_.input_dim(), X2_, X1_, Y2_, fit_, threads_, cb_, single_);
   have_res_ = true;
 }
 
@@ -197,6 +199,7 @@ double HgkObjective::bilevel(const CVecRef& theta, Vec* grad) {
     HgkPassJob job;
     job.V = &fit_.alpha;
     job.want_row = true;
+    job.single = single_;
     if (L == 1) job.grad = &g21;
     job.row_end = [&](Eigen::Index a, int block, const double* kv, const double* krow) {
       for (Eigen::Index l = 0; l < L; ++l) res_(a, l) = Y2_(a, l) - kv[l] - fit_.bias[l];
@@ -206,7 +209,8 @@ double HgkObjective::bilevel(const CVecRef& theta, Vec* grad) {
     };
     hgk_pass(nodes_, fam_.input_dim(), X2_, X1_, job, threads_, cb_);
     have_res_ = true;
-    if (L > 1) pass_e21(nodes_, fam_.input_dim(), X2_, X1_, res_, fit_.alpha, g21, threads_, cb_);
+    if (L > 1)
+      pass_e21(nodes_, fam_.input_dim(), X2_, X1_, res_, fit_.alpha, g21, threads_, cb_, single_);
     G = Mat::Zero(n1, L);
     for (int b = 0; b < nb; ++b) G += Gb.middleCols(b * L, L);
   } else {
@@ -227,6 +231,7 @@ double HgkObjective::bilevel(const CVecRef& theta, Vec* grad) {
     V << fit_.alpha, B;
     HgkPassJob job;
     job.triangle = true;
+    job.single = single_;
     job.V = &V;
     job.U = &U;
     job.grad = &g11;
@@ -265,14 +270,16 @@ double HgkObjective::fixed(const CVecRef& theta, const LsFit& fit, Vec* grad) {
     HgkPassJob job;
     job.V = &fit.alpha;
     job.grad = &g;
+    job.single = single_;
     job.row_end = [&](Eigen::Index a, int, const double* kv, const double*) {
       res(a, 0) = Y2_(a, 0) - kv[0] - fit.bias[0];
       return -2.0 / n2L * res(a, 0);
     };
     hgk_pass(nodes, fam_.input_dim(), X2_, X1_, job, threads_, cb_);
   } else {
-    res = pass_residuals(nodes, fam_.input_dim(), X2_, X1_, Y2_, fit, threads_, cb_);
-    if (grad) pass_e21(nodes, fam_.input_dim(), X2_, X1_, res, fit.alpha, g, threads_, cb_);
+    res = pass_residuals(nodes, fam_.input_dim(), X2_, X1_, Y2_, fit, threads_, cb_, single_);
+    if (grad)
+      pass_e21(nodes, fam_.input_dim(), X2_, X1_, res, fit.alpha, g, threads_, cb_, single_);
   }
   if (grad) *grad = g.cwiseProduct(fam_.weights(theta));
   return res.squaredNorm() / n2L;
@@ -420,7 +427,8 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
   double gamma = ch.gamma, lambda = ch.lambda;
 
   if (search) {
-    auto obj = std::make_unique<HgkObjective>(fam, X1, Y1, X2, Y2, gamma, lambda, threads, cb);
+    auto obj = std::make_unique<HgkObjective>(fam, X1, Y1, X2, Y2, gamma, lambda, threads, cb,
+                                         opt.single);
     LsFit cur = obj->fit_at(theta);
     double risk = obj->bilevel(theta, nullptr);
     const auto d3_error = [&](const LsFit& f) {
@@ -516,7 +524,8 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
         // Reshuffle D1 and D2 and go on from the current weights.
         rng.shuffle(d12);
         split12();
-        obj = std::make_unique<HgkObjective>(fam, X1, Y1, X2, Y2, gamma, lambda, threads, cb);
+        obj = std::make_unique<HgkObjective>(fam, X1, Y1, X2, Y2, gamma, lambda, threads, cb,
+                                         opt.single);
         cur = obj->fit_at(theta);
         risk = obj->bilevel(theta, nullptr);
         err = d3_error(cur);

@@ -67,8 +67,11 @@ double ls_risk(const Kernel& k, CMatRef Xfit, const LsFit& fit, CMatRef X, CMatR
 // The validation risk on a fixed split, at a fixed (gamma, lambda), as a function of theta.
 class HgkObjective {
  public:
+  // single: the pairs' work of the fused pass in single precision (HgkPassJob::single; the
+  // factorisation and the solves stay in double). Without the pass, double throughout.
   HgkObjective(const HgkFamily& family, CMatRef X1, CMatRef Y1, CMatRef X2, CMatRef Y2,
-               double gamma, double lambda, int threads, const Callbacks& cb);
+               double gamma, double lambda, int threads, const Callbacks& cb,
+               bool single = false);
 
   // Bilevel risk (alpha re-solved at theta); the gradient w.r.t. theta when grad is non-null.
   // Repeated calls at the last theta reuse its factorisation.
@@ -93,6 +96,7 @@ class HgkObjective {
   double gamma_, lambda_;
   int threads_;
   Callbacks cb_;
+  bool single_;
   // cache of the last bilevel factorisation
   bool have_ = false;
   Vec theta_;
@@ -122,6 +126,7 @@ struct HgkOptions {
   int patience = 5;             // steps without a better D3 error before D1/D2 are reshuffled
   int reshuffles = 2;           // reshuffles at most; the run stops at the next stall
   double rel_tol = 1e-4;        // a gradient step that gains less is a local minimum
+  bool single = false;          // the objective's pairs in single precision (HgkObjective)
   std::vector<double> gammas;   // candidate widths; empty: gamma_0 * gamma_factors
   std::vector<double> gamma_factors{0.25, 0.5, 1, 2, 4, 8};
   std::vector<double> lambdas;  // candidate penalties; empty: 6 values from 1e-3/n1 to 0.1

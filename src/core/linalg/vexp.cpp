@@ -1,5 +1,6 @@
 #include "linalg/vexp.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -201,6 +202,36 @@ __attribute__((target("avx512f,avx2,fma"))) void leaf_backward_avx512(
   leaf_backward_impl<v8d, 8>(T, K, f, nr, nc, X, ldx, Z, ldz, p, q);
 }
 
+// The single-precision pair over whole vectors and one padded tail vector.
+template <class V, class VI, int W>
+__attribute__((always_inline)) inline void exp_pair_f_impl(const float* S, float* K, float* O,
+                                                           std::ptrdiff_t n) {
+  V tab0, tab1;
+  std::memcpy(&tab0, exp_table_f(2 * W), sizeof tab0);
+  std::memcpy(&tab1, exp_table_f(2 * W) + W, sizeof tab1);
+  for (std::ptrdiff_t t = 0; t < n; t += W) {
+    float sb[W] = {}, kb[W], ob[W];
+    const std::ptrdiff_t m = std::min<std::ptrdiff_t>(W, n - t);
+    std::memcpy(sb, S + t, sizeof(float) * m);
+    V s, k, o;
+    std::memcpy(&s, sb, sizeof s);
+    exp_pair_table_f<V, VI, W>(s, k, o, tab0, tab1);
+    std::memcpy(kb, &k, sizeof k);
+    std::memcpy(ob, &o, sizeof o);
+    std::memcpy(K + t, kb, sizeof(float) * m);
+    std::memcpy(O + t, ob, sizeof(float) * m);
+  }
+}
+
+__attribute__((target("avx2,fma"))) void exp_pair_f_avx2(const float* S, float* K, float* O,
+                                                          std::ptrdiff_t n) {
+  exp_pair_f_impl<v8f, v8i, 8>(S, K, O, n);
+}
+__attribute__((target("avx512f,avx2,fma"))) void exp_pair_f_avx512(const float* S, float* K,
+                                                                    float* O, std::ptrdiff_t n) {
+  exp_pair_f_impl<v16f, v16i, 16>(S, K, O, n);
+}
+
 __attribute__((target("avx2,fma"))) void exp_pair_avx2(const double* S, double* K, double* O,
                                                        std::ptrdiff_t n) {
   exp_pair_impl<v4d, v4l, 4>(S, K, O, n);
@@ -249,6 +280,20 @@ const double* exp_table(int N) {
   }();
   return N == 8 ? t8.data() : t16.data();
 }
+
+const float* exp_table_f(int N) {
+  static const std::vector<float> t16 = [] {
+    std::vector<float> t(16);
+    for (int j = 0; j < 16; ++j) t[j] = static_cast<float>(std::exp2(j / 16.0));
+    return t;
+  }();
+  static const std::vector<float> t32 = [] {
+    std::vector<float> t(32);
+    for (int j = 0; j < 32; ++j) t[j] = static_cast<float>(std::exp2(j / 32.0));
+    return t;
+  }();
+  return N == 16 ? t16.data() : t32.data();
+}
 }  // namespace vexp_detail
 
 void hgk_leaf_backward(const double* T, const double* K, double f, std::ptrdiff_t nr,
@@ -275,6 +320,22 @@ void hgk_exp_pair(const double* S, double* K, double* O, std::ptrdiff_t n) {
   }
 #endif
   exp_pair_scalar(S, K, O, n);
+}
+
+bool hgk_exp_pair_f(const float* S, float* K, float* O, std::ptrdiff_t n) {
+#ifdef KL_HGK_SIMD
+  switch (simd_level()) {
+    case SimdLevel::avx512: exp_pair_f_avx512(S, K, O, n); return true;
+    case SimdLevel::avx2: exp_pair_f_avx2(S, K, O, n); return true;
+    default: break;
+  }
+#else
+  (void)S;
+  (void)K;
+  (void)O;
+  (void)n;
+#endif
+  return false;
 }
 
 void hgk_leaf_distances(const double* X, std::ptrdiff_t ldx, const double* Z, std::ptrdiff_t ldz,

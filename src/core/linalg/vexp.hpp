@@ -14,6 +14,11 @@ namespace kl {
 // S[t] >= 0 (larger than about 708 gives K = 0, O = 1).
 void hgk_exp_pair(const double* S, double* K, double* O, std::ptrdiff_t n);
 
+// The same in single precision, as the fused pass's single-precision mode computes it (within
+// a few float roundings; S[t] above about 87 gives K = 0, O = 1). Only with a vectorised
+// instruction set: returns false (and writes nothing) without one.
+bool hgk_exp_pair_f(const float* S, float* K, float* O, std::ptrdiff_t n);
+
 // G[t] = exp(-scale * max(xn[t] + zn - 2 G[t], 0)) for t < n, in place: the Gaussian kernel
 // from inner products G and squared norms (the same values as the exponent followed by
 // hgk_exp_pair).

@@ -79,10 +79,58 @@ __attribute__((always_inline)) inline void exp_pair_table(const V& s, V& k, V& o
   o = (1.0 - T) - T * p;
 }
 
+typedef float v8f __attribute__((vector_size(32)));
+typedef float v16f __attribute__((vector_size(64)));
+typedef std::int32_t v8i __attribute__((vector_size(32)));
+typedef std::int32_t v16i __attribute__((vector_size(64)));
+
+// The same pair in single precision (V of W floats, VI of W int32): a table of N = 2 W values
+// 2^(j / N) (16 or 32), |r| <= ln2 / (2 N), and exp(r) - 1 by its Taylor polynomial of degree 3
+// (truncation below 1e-8 relative, under a float's rounding); ln 2 / N in two parts whose first
+// times the integer is exact. exp(-s) is 0 (and 1 - exp(-s) is 1) below the normal range of a
+// float (s above about 87.3). `tab` from exp_table_f(2 W).
+template <class V, class VI, int W>
+__attribute__((always_inline)) inline void exp_pair_table_f(const V& s, V& k, V& o,
+                                                            const V& tab0, const V& tab1) {
+  constexpr int N = 2 * W;
+  constexpr int shift = N == 32 ? 5 : 4;
+  constexpr float kShifterF = 12582912.0f;  // 1.5 * 2^23: rounds to an integer
+  constexpr float kLn2HiF = 0.693359375f, kLn2LoF = -2.12194440e-4f;
+  const V zero = V{};
+  // s clamped to 88: then the biased exponent below is never negative (0 where exp(-s) is
+  // below the normal range: K = 0)
+  const V sc = s > 88.0f ? zero + 88.0f : s;
+  const V t = sc * (-1.44269504f * N) + kShifterF;
+  const V fn = t - kShifterF;
+  // r = -sc - fn ln2 / N, in two parts (a negated multiply-subtract, then a multiply-add)
+  V r = fn * (-kLn2HiF / N) - sc;
+  r = r - fn * (kLn2LoF / N);
+  V q = zero + 1.0f / 6.0f;
+  q = q * r + 0.5f;
+  q = q * r + 1.0f;
+  const V p = q * r;
+  // t's bits are those of the shifter plus the integer n = N k + j (|n| < 2^22): the shifter's
+  // low bits are zero, so j is in t's low bits, and k = floor(n / N) is the difference of the
+  // shifted bits and the shifter's
+  VI bits, sb;
+  std::memcpy(&bits, &t, sizeof bits);
+  const V sh = zero + kShifterF;
+  std::memcpy(&sb, &sh, sizeof sb);
+  const VI j = bits & (N - 1);
+  const VI e = ((bits >> shift) << 23) + (((127 - (sb >> shift)) << 23));
+  V scale;
+  std::memcpy(&scale, &e, sizeof scale);
+  const V T = __builtin_shuffle(tab0, tab1, j) * scale;
+  k = T + T * p;
+  o = (1.0f - T) - T * p;
+}
+
 #endif
 
 // 2^(j / N) for j < N (N = 8 or 16), correctly rounded up to the last bit of exp2.
 const double* exp_table(int N);
+// 2^(j / N) for j < N (N = 16 or 32), rounded to float.
+const float* exp_table_f(int N);
 
 }  // namespace vexp_detail
 }  // namespace kl
