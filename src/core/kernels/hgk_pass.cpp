@@ -188,11 +188,13 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
       // forward: every node's K and 1 - K
       for (int v = 0; v < nn; ++v) {
         V s[U];
+        #pragma GCC unroll 8
         for (int u = 0; u < U; ++u) s[u] = zero;
         if (P.leaf[v]) {
           for (int m = P.start[v]; m < P.start[v + 1]; ++m) {
             const E* zc = Zp + P.member[m] * c.nzp + b0;
             const E cm = coef[m], xa = xm[m];
+            #pragma GCC unroll 8
             for (int u = 0; u < U; ++u) {
               V z;
               std::memcpy(&z, zc + u * W, sizeof z);
@@ -206,13 +208,16 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
           for (int m = P.start[v]; m < P.start[v + 1]; ++m) {
             const V* oc = om + P.member[m] * U;
             const E cm = coef[m];
+            #pragma GCC unroll 8
             for (int u = 0; u < U; ++u) s[u] += cm * oc[u];
           }
         }
+        #pragma GCC unroll 8
         for (int u = 0; u < U; ++u)
           PR::template exp_pair<V, VI, W>(s[u], kv[v * U + u], om[v * U + u], tab0, tab1);
       }
       V adj[U];
+      #pragma GCC unroll 8
       for (int u = 0; u < U; ++u) {
         const V k = kv[root * U + u];
         VD kd = VD{};
@@ -240,6 +245,7 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
         if (P.leaf[v]) {
           for (int m = P.start[v]; m < P.start[v + 1]; ++m) {
             V t = zero;
+            #pragma GCC unroll 8
             for (int u = 0; u < U; ++u) t += g[u] * dsq[m * U + u];
             acc[m] += t;
           }
@@ -248,6 +254,7 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
             const int ch = P.member[m];
             const E cm = coef[m];
             V t = zero;
+            #pragma GCC unroll 8
             for (int u = 0; u < U; ++u) {
               t += g[u] * om[ch * U + u];
               gb[ch * U + u] = (g[u] * cm) * kv[ch * U + u];
