@@ -274,6 +274,21 @@ TEST_CASE("hgk pass: single precision agrees with double to float accuracy") {
       CHECK_LT(rel(gd, contract(t, x, z, U * V.transpose())), 1e-12);
     }
   }
+  // rows longer than the float lanes' flush interval (32 steps of 64 columns)
+  {
+    const kl::Mat zl = ct::runif(rng, 2300, 5), xs = x.topRows(40);
+    const kl::Mat V = ct::rnorm(rng, 2300, 1), U = ct::rnorm(rng, 40, 1);
+    kl::Vec gd, gs;
+    for (bool single : {false, true}) {
+      kl::HgkPassJob job;
+      job.single = single;
+      job.V = &V;
+      job.U = &U;
+      job.grad = single ? &gs : &gd;
+      kl::hgk_pass(depth2().flatten(), 5, xs, zl, job, 2, kl::Callbacks());
+    }
+    CHECK_LT(rel(gs, gd), 2e-5);
+  }
   // the lower triangle in single precision, and its thread count does not matter
   const ct::HTree t = depth3();
   kl::Mat A = kl::Mat::Zero(211, 211), B = kl::Mat::Zero(211, 211);

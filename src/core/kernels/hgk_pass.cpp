@@ -94,7 +94,7 @@ struct AlignedDelete {
 constexpr int kUnroll = 4;
 
 // The element type's view of the context and its exponential pair: V of W doubles (VD = V) or
-// W floats (VD: W doubles, into which the row sums and the derivative sums are added).
+// W floats (VD: W doubles, in which the row sums and the derivative sums are kept).
 template <class E>
 struct Prec;
 template <>
@@ -145,12 +145,15 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
   const E* Vp = PR::V(c);
   const E* coef = PR::coef(P);
   // node values (U vectors per node), adjoints, the leaves' squared differences (U vectors per
-  // member) and the row's derivative sums (in the pass's precision: at most a few dozen
-  // additions per lane and row); the row sums in double; each in a 64-byte aligned buffer
-  // (std::vector of a vector type need not honour its alignment)
+  // member) and the row's derivative sums, in the pass's precision; in double the row sums and,
+  // in single precision, the derivative sums, into which those of the pass's precision are
+  // added every kFlush steps (so that no float lane adds more than kFlush terms); each in a
+  // 64-byte aligned buffer (std::vector of a vector type need not honour its alignment)
+  constexpr bool wide = !std::is_same_v<V, VD>;
+  constexpr int kFlush = 32;
   const std::size_t nmem = P.member.size();
   const std::size_t nvec = static_cast<std::size_t>(3 * U * nn) + U * nmem + npar;
-  const std::size_t nacc = static_cast<std::size_t>(L);
+  const std::size_t nacc = static_cast<std::size_t>(L) + (wide ? npar : 0);
   std::unique_ptr<V[], AlignedDelete> store(
       static_cast<V*>(::operator new[](nvec * sizeof(V), std::align_val_t(64))));
   std::unique_ptr<VD[], AlignedDelete> dstore(
@@ -163,6 +166,7 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
   V* dsq = gb + U * nn;
   V* acc = dsq + U * nmem;
   VD* kvs = dstore.get();
+  VD* accd = kvs + L;  // wide only
   std::vector<E> xm(P.member.size());
   std::vector<double> krow(job.want_row ? c.nzp : 0), sums(L);
   std::vector<E> ua(L);
@@ -182,7 +186,11 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
       ua[l] = job.U ? static_cast<E>((*job.U)(a, l)) : E(1);
     }
     if (Grad)
-      for (Eigen::Index t = 0; t < npar; ++t) acc[t] = zero;
+      for (Eigen::Index t = 0; t < npar; ++t) {
+        acc[t] = zero;
+        if constexpr (wide) accd[t] = dzero;
+      }
+    [[maybe_unused]] int steps = 0;
     const Eigen::Index bstart = job.triangle ? (a + 1) / (U * W) * (U * W) : 0;
     for (Eigen::Index b0 = bstart; b0 < c.nzp; b0 += U * W) {
       // forward: every node's K and 1 - K
@@ -263,6 +271,15 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
           }
         }
       }
+      if constexpr (wide) {
+        if (++steps == kFlush) {
+          steps = 0;
+          for (Eigen::Index t = 0; t < npar; ++t) {
+            add_wide(accd[t], acc[t]);
+            acc[t] = zero;
+          }
+        }
+      }
     }
     for (Eigen::Index l = 0; l < L; ++l) {
       double s = 0.0;
@@ -275,8 +292,12 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
                                  : 1.0;
     if (Grad)
       for (Eigen::Index t = 0; t < npar; ++t) {
+        if constexpr (wide) add_wide(accd[t], acc[t]);
         double s = 0.0;
-        for (int u = 0; u < W; ++u) s += acc[t][u];
+        for (int u = 0; u < W; ++u) {
+          if constexpr (wide) s += accd[t][u];
+          else s += acc[t][u];
+        }
         gsum[t] += f * s;
       }
   }
