@@ -428,7 +428,7 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
 
   if (search) {
     auto obj = std::make_unique<HgkObjective>(fam, X1, Y1, X2, Y2, gamma, lambda, threads, cb,
-                                         opt.single);
+                                              opt.single);
     LsFit cur = obj->fit_at(theta);
     double risk = obj->bilevel(theta, nullptr);
     const auto d3_error = [&](const LsFit& f) {
@@ -525,7 +525,7 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
         rng.shuffle(d12);
         split12();
         obj = std::make_unique<HgkObjective>(fam, X1, Y1, X2, Y2, gamma, lambda, threads, cb,
-                                         opt.single);
+                                             opt.single);
         cur = obj->fit_at(theta);
         risk = obj->bilevel(theta, nullptr);
         err = d3_error(cur);
