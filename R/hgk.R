@@ -281,20 +281,22 @@ hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
 #'   \eqn{D_1, D_2} are reshuffled.
 #' @param reshuffles Reshuffles at most; the next stall ends the run.
 #' @param precision \code{"double"} (the default) or \code{"single"}: the
-#'   arithmetic of the objective's passes over pairs of rows (the kernel
-#'   values, the validation residuals and the gradient's derivative sums).
-#'   \code{"single"} does that work on twice as many values per vector
-#'   instruction with a cheaper exponential, with relative errors near 1e-6 in
-#'   the gradient and 1e-5 in the validation residuals: an objective and
-#'   gradient with the weights of the fit held fixed take about 0.45 of the
-#'   double-precision time, one with the weights re-solved (the default,
-#'   which includes a Cholesky factorisation in double) about 0.8. The
-#'   factorisation, the solves and every sum stay in double;
-#'   width and penalty selection, the early-stopping error and the final
-#'   predictor are unaffected. It changes the optimisation path, so results
-#'   differ from \code{"double"} in their last digits or, through a different
-#'   accepted step, more. Needs a processor with AVX2 and trees with at most
-#'   16 inputs per node, else the objective is computed in double.
+#'   arithmetic of the learning's passes over pairs of rows (the kernel
+#'   values of the objective, of the width and penalty selection and of the
+#'   early-stopping error, the validation residuals and the gradient's
+#'   derivative sums). \code{"single"} does that work on twice as many values
+#'   per vector instruction with a cheaper exponential, with relative errors
+#'   near 1e-6 in the gradient and 1e-5 in the validation residuals: an
+#'   objective and gradient with the weights of the fit held fixed take about
+#'   0.45 of the double-precision time, one with the weights re-solved (the
+#'   default, which includes a Cholesky factorisation in double) about 0.8.
+#'   The factorisations, the solves and every sum stay in double, and the
+#'   final predictor (the fit on all rows with the learned kernel) is computed
+#'   in double. It changes the optimisation path, so results differ from
+#'   \code{"double"} in their last digits or, through a different accepted
+#'   step or a different width, more. Needs a processor with AVX2 and at most
+#'   16 inputs per node of the tree, else the learning runs in double (as do
+#'   the kernel blocks of a depth-1 tree, the Gaussian kernel).
 #' @return A list of class \code{"hgk_control"}.
 #' @examples
 #' hgk_control(maxit = 50, temperature = 0)

@@ -456,4 +456,18 @@ void hgk_pass_lower(const std::vector<HgkNode>& nodes, int d, CMatRef X, MatRef 
   hgk_pass(nodes, d, X, X, job, threads, cb);
 }
 
+void hgk_pass_block(const std::vector<HgkNode>& nodes, int d, CMatRef X, CMatRef Z, MatRef K,
+                    int threads, const Callbacks& cb, bool single) {
+  const Eigen::Index nx = X.rows();
+  if (K.rows() != nx || K.cols() != Z.rows()) throw Error("K has the wrong shape");
+  HgkPassJob job;
+  job.want_row = true;
+  job.single = single;
+  job.row_end = [&](Eigen::Index b, int, const double*, const double* krow) {
+    K.col(b) = Eigen::Map<const Vec>(krow, nx);
+    return 1.0;
+  };
+  hgk_pass(nodes, d, Z, X, job, threads, cb);
+}
+
 }  // namespace kl

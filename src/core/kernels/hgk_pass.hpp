@@ -77,4 +77,10 @@ void hgk_pass(const std::vector<HgkNode>& nodes, int d, CMatRef X, CMatRef Z,
 void hgk_pass_lower(const std::vector<HgkNode>& nodes, int d, CMatRef X, MatRef K, int threads,
                     const Callbacks& cb, bool single = false);
 
+// K(X, Z) (nx x nz) by one pass over the rows of Z (the kernel is symmetric in its arguments):
+// row b of the pass is column b of K, so every write is contiguous. Requires
+// hgk_pass_available(nodes).
+void hgk_pass_block(const std::vector<HgkNode>& nodes, int d, CMatRef X, CMatRef Z, MatRef K,
+                    int threads, const Callbacks& cb, bool single = false);
+
 }  // namespace kl

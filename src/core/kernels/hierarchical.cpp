@@ -89,14 +89,7 @@ class HgkKernel final : public Kernel {
         mirror_lower(K.data(), K.outerStride(), K.rows(), threads);
         return;
       }
-      HgkPassJob job;
-      job.want_row = true;
-      const Eigen::Index nx = X.rows();
-      job.row_end = [&](Eigen::Index a, int, const double*, const double* krow) {
-        K.col(a) = Eigen::Map<const Vec>(krow, nx);
-        return 1.0;
-      };
-      hgk_pass(nodes_, d_, Z, X, job, threads, cb);
+      hgk_pass_block(nodes_, d_, X, Z, K, threads, cb);
       return;
     }
     // K(X, X): the tiles that reach the upper triangle, then the mirror image.

@@ -124,13 +124,6 @@ LsFit ls_svm_fit(Mat& K, CMatRef Y, double c, int threads, const Callbacks& cb) 
   return ls_factor_solve(K, Y, c, threads, cb).fit;
 }
 
-double ls_risk(const Kernel& k, CMatRef Xfit, const LsFit& fit, CMatRef X, CMatRef Y,
-               int threads, const Callbacks& cb) {
-  Mat K(X.rows(), Xfit.rows());
-  k.block(X, Xfit, K, threads, cb);
-  return risk_of(K, fit, Y);
-}
-
 // ---------------------------------------------------------------------------------------------
 HgkObjective::HgkObjective(const HgkFamily& family, CMatRef X1, CMatRef Y1, CMatRef X2,
                            CMatRef Y2, double gamma, double lambda, int threads,
@@ -336,19 +329,47 @@ struct Choice {
   double gamma = 0.0, lambda = 0.0, risk = std::numeric_limits<double>::infinity();
 };
 
+// The kernel blocks of the learning phase at (theta, gamma): K(X, X) as its lower triangle
+// (all that the factorisation reads) and K(X, Z), through the fused pass in the learning's
+// precision when the tree has it (depth 2 and more; a depth-1 tree is the Gaussian kernel,
+// whose blocks go through matrix products), else through the kernel's own blocks in double.
+// In double the values are those of the kernel's blocks.
+class LearnBlocks {
+ public:
+  LearnBlocks(const HgkFamily& fam, const CVecRef& theta, double gamma, bool single)
+      : nodes_(fam.nodes_at(theta, gamma)), d_(fam.input_dim()), single_(single) {
+    pass_ = nodes_.size() > 1 && hgk_pass_available(nodes_);
+    if (!pass_) kernel_ = make_hierarchical_gaussian_kernel(nodes_, d_);
+  }
+  void lower(CMatRef X, MatRef K, int threads, const Callbacks& cb) const {
+    if (pass_) hgk_pass_lower(nodes_, d_, X, K, threads, cb, single_);
+    else kernel_->block(X, X, K, threads, cb);
+  }
+  void cross(CMatRef X, CMatRef Z, MatRef K, int threads, const Callbacks& cb) const {
+    if (pass_) hgk_pass_block(nodes_, d_, X, Z, K, threads, cb, single_);
+    else kernel_->block(X, Z, K, threads, cb);
+  }
+
+ private:
+  std::vector<HgkNode> nodes_;
+  int d_;
+  bool single_, pass_ = false;
+  KernelPtr kernel_;
+};
+
 // The (gamma, lambda) pair whose least-squares SVM fitted on (Xa, Ya) has the smallest risk
 // on (Xb, Yb).
 Choice select_width_penalty(const HgkFamily& fam, const CVecRef& theta,
                             const std::vector<double>& gammas, const std::vector<double>& lambdas,
                             CMatRef Xa, CMatRef Ya, CMatRef Xb, CMatRef Yb, int threads,
-                            const Callbacks& cb) {
+                            const Callbacks& cb, bool single) {
   Choice best;
   const Eigen::Index na = Xa.rows();
   Mat Kaa(na, na), Kba(Xb.rows(), na), M;
   for (double g : gammas) {
-    KernelPtr k = fam.kernel(theta, g);
-    k->block(Xa, Xa, Kaa, threads, cb);
-    k->block(Xb, Xa, Kba, threads, cb);
+    const LearnBlocks k(fam, theta, g, single);
+    k.lower(Xa, Kaa, threads, cb);
+    k.cross(Xb, Xa, Kba, threads, cb);
     for (double lam : lambdas) {
       M = Kaa;
       double r;
@@ -423,7 +444,8 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
   const bool bilevel = opt.gradient == HgkGradient::bilevel;
   Choice ch{gammas[0], lambdas[0], 0.0};
   if (gammas.size() > 1 || lambdas.size() > 1)
-    ch = select_width_penalty(fam, theta, gammas, lambdas, X1, Y1, X2, Y2, threads, cb);
+    ch = select_width_penalty(fam, theta, gammas, lambdas, X1, Y1, X2, Y2, threads, cb,
+                              opt.single);
   double gamma = ch.gamma, lambda = ch.lambda;
 
   if (search) {
@@ -432,7 +454,9 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
     LsFit cur = obj->fit_at(theta);
     double risk = obj->bilevel(theta, nullptr);
     const auto d3_error = [&](const LsFit& f) {
-      return ls_risk(*fam.kernel(theta, gamma), X1, f, X3, Y3, threads, cb);
+      Mat K31(X3.rows(), X1.rows());
+      LearnBlocks(fam, theta, gamma, opt.single).cross(X3, X1, K31, threads, cb);
+      return risk_of(K31, f, Y3);
     };
     double err = d3_error(cur);
     Vec best = theta;
@@ -543,7 +567,8 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
     // The width and penalty for the learned weights: fit on D1 (the size the weights were
     // learned at), validate on D3, which the weights never saw.
     if (gammas.size() > 1 || lambdas.size() > 1) {
-      ch = select_width_penalty(fam, theta, gammas, lambdas, X1, Y1, X3, Y3, threads, cb);
+      ch = select_width_penalty(fam, theta, gammas, lambdas, X1, Y1, X3, Y3, threads, cb,
+                                opt.single);
       gamma = ch.gamma;
       lambda = ch.lambda;
       res.trace.push_back({res.steps, 4, true, std::numeric_limits<double>::quiet_NaN(), ch.risk,

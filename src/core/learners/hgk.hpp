@@ -60,10 +60,6 @@ struct LsFit {
 // Solves the least-squares SVM with penalty c on the kernel matrix K (overwritten).
 LsFit ls_svm_fit(Mat& K, CMatRef Y, double c, int threads, const Callbacks& cb);
 
-// Mean squared error of f on (X, Y) for the model (Xfit, fit) and kernel k.
-double ls_risk(const Kernel& k, CMatRef Xfit, const LsFit& fit, CMatRef X, CMatRef Y,
-               int threads, const Callbacks& cb);
-
 // The validation risk on a fixed split, at a fixed (gamma, lambda), as a function of theta.
 class HgkObjective {
  public:
