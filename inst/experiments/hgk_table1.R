@@ -273,8 +273,9 @@ print_summary <- function(file) {
   # against the tuned Gaussian kernel_svm: at most its mean + one standard error over splits?
   se <- function(e) if (length(e) > 1L) stats::sd(e) / sqrt(length(e)) else NA_real_
   tab$svm_se <- vapply(sets, cell, 0, m = "svm", f = function(v) se(v$error))
-  tab$defaults <- ifelse(is.finite(tab[["hgk_auto"]] %||% NA_real_), tab[["hgk_auto"]] %||% NA_real_,
-                         tab[["hgk"]] %||% NA_real_)
+  # (a method missing from the file is a column of NA, one value per set)
+  col_or_na <- function(m) tab[[m]] %||% rep(NA_real_, nrow(tab))
+  tab$defaults <- ifelse(is.finite(col_or_na("hgk_auto")), col_or_na("hgk_auto"), col_or_na("hgk"))
   tab$within_svm_1se <- tab$defaults <= tab[["svm"]] %||% NA_real_ + tab$svm_se
   p <- paper[match(sets, paper$dataset), ]
   tab$paper_svm <- p$svm; tab$paper_hgk <- p$hgk; tab$paper_rf <- p$rf
