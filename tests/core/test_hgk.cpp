@@ -343,6 +343,55 @@ TEST_CASE("hgk: single-precision passes give the double objective and gradients 
   }
 }
 
+TEST_CASE("hgk: single precision factors K11 in single precision with refinement, and in "
+          "double where the penalty is too small for that") {
+  if (!kl::hgk_pass_available(k_d3().flatten())) {
+    ct::note("no vectorised instruction set");
+    return;
+  }
+  const ObjData dd = obj_data(600, 200, 5, 2, ct::seed2(52, 1));
+  const kl::HgkFamily fam(k_d3().flatten(), 5);
+  const kl::Vec theta = log_params(k_d3());
+  // a narrow kernel and a moderate penalty; a wide kernel and a tiny one
+  for (const auto& [g, lam] : {std::pair{1.1, 1e-3}, std::pair{0.02, 1e-13}}) {
+    // the reference: the single-precision values of K11, factored and solved in double
+    const std::vector<kl::HgkNode> nodes = fam.nodes_at(theta, g);
+    Eigen::MatrixXf Kf(600, 600);
+    kl::hgk_pass_lower(nodes, 5, dd.x1, Kf, 2, kl::Callbacks());
+    const kl::Mat K = Kf.cast<double>().selfadjointView<Eigen::Lower>();
+    kl::Mat M = K;
+    M.diagonal().array() += 600 * lam;
+    const Eigen::LLT<kl::Mat> llt(M);
+    kl::Mat rhs(600, 3);
+    rhs << dd.y1, kl::Vec::Ones(600);
+    const kl::Mat sol = llt.solve(rhs);
+    const kl::Vec v = sol.col(2);
+    const kl::Vec bias = sol.leftCols(2).colwise().sum().transpose() / v.sum();
+    const kl::Mat alpha = sol.leftCols(2) - v * bias.transpose();
+    kl::HgkObjective obj(fam, dd.x1, dd.y1, dd.x2, dd.y2, g, lam, 2, kl::Callbacks(), true);
+    kl::Vec grad;
+    obj.bilevel(theta, &grad);
+    const kl::LsFit& fit = obj.fit_at(theta);
+    if (lam > 1e-6) {
+      // refined to 1e-9 per column (the error left is below that)
+      CHECK(obj.mixed());
+      CHECK_LT(ct::max_abs(fit.alpha - alpha) / ct::max_abs(alpha), 1e-8);
+      CHECK_LT(ct::max_abs(fit.bias - bias), 1e-8 * (1.0 + ct::max_abs(bias)));
+    } else {
+      // condition number ~1e13: the single-precision factor fails or does not refine, and the
+      // same values are factored in double (the reference's own accuracy is then ~1e-4)
+      CHECK(!obj.mixed());
+      CHECK_LT(ct::max_abs(fit.alpha - alpha) / ct::max_abs(alpha), 1e-3);
+    }
+    // the same evaluation at 1 thread: identical
+    kl::HgkObjective obj1(fam, dd.x1, dd.y1, dd.x2, dd.y2, g, lam, 1, kl::Callbacks(), true);
+    kl::Vec grad1;
+    obj1.bilevel(theta, &grad1);
+    CHECK_IDENTICAL(flat(grad1), flat(grad));
+    CHECK_IDENTICAL(obj1.fit_at(theta).alpha, fit.alpha);
+  }
+}
+
 TEST_CASE("hgk: with a leaf too wide for the fused pass, the tile path's objective and gradients "
           "are right") {
   // a leaf over 17 columns: the objective takes the kernel's blocks and tile contractions

@@ -194,6 +194,98 @@ TEST_CASE("linalg: the blocked Cholesky solve agrees with an LU solve and across
   CHECK_LT(ct::max_abs(X1 - X2.col(0)) / ct::max_abs(X2.col(0)), 1e-5);
 }
 
+TEST_CASE("linalg: axpy_sub and dot at every kernel level against plain loops") {
+  kl::Rng rng(ct::seed2(12, 3));
+  for (std::ptrdiff_t n : {0, 1, 7, 8, 15, 16, 17, 31, 33, 100}) {
+    const kl::Vec x = ct::rnorm(rng, n + 1, 1), y0 = ct::rnorm(rng, n + 1, 1);
+    const Eigen::VectorXf xf = x.cast<float>(), yf0 = y0.cast<float>();
+    double dref = 0.0;
+    for (std::ptrdiff_t i = 0; i < n; ++i) dref += x[i] * y0[i];
+    for (int level = 0; level <= static_cast<int>(kl::simd_level()); ++level) {
+      const auto lv = static_cast<kl::SimdLevel>(level);
+      kl::Vec y = y0;
+      kl::axpy_sub(lv, y.data(), x.data(), 0.7, n);
+      kl::Vec want = y0;
+      want.head(n) -= 0.7 * x.head(n);
+      CHECK_EQUAL(y, want, 1e-15);  // the element after the n-th is untouched
+      CHECK_EQUAL(kl::dot(lv, x.data(), y0.data(), n), dref, 1e-13);
+      Eigen::VectorXf yf = yf0, wantf = yf0;
+      kl::axpy_sub(lv, yf.data(), xf.data(), 0.7f, n);
+      wantf.head(n) -= 0.7f * xf.head(n);
+      CHECK_EQUAL(kl::Vec(yf.cast<double>()), kl::Vec(wantf.cast<double>()), 1e-6);
+      CHECK_EQUAL(static_cast<double>(kl::dot(lv, xf.data(), yf0.data(), n)), dref, 1e-4);
+    }
+  }
+}
+
+TEST_CASE("linalg: the symmetric product of a single-precision lower triangle, any thread count") {
+  kl::Rng rng(ct::seed2(12, 4));
+  const Eigen::Index n = 700;
+  Eigen::MatrixXf A = ct::rnorm(rng, n, n).cast<float>();
+  // only the lower triangle is read: the upper one holds NaN
+  for (Eigen::Index j = 1; j < n; ++j)
+    A.col(j).head(j).setConstant(std::numeric_limits<float>::quiet_NaN());
+  const kl::Mat S = A.cast<double>().selfadjointView<Eigen::Lower>();
+  for (Eigen::Index m : {1, 3, 5}) {
+    const kl::Mat X = ct::rnorm(rng, n, m);
+    const kl::Mat want = (S + 0.3 * kl::Mat::Identity(n, n)) * X;
+    const kl::Mat got = kl::symmetric_lower_product(A, 0.3, X, 2);
+    CHECK_EQUAL(got, want, 1e-12);
+    CHECK_IDENTICAL(kl::symmetric_lower_product(A, 0.3, X, 1), got);
+  }
+}
+
+TEST_CASE("linalg: MixedCholesky refines a single-precision factor to double accuracy and "
+          "reports the systems it cannot solve") {
+  // a Gaussian kernel matrix of 1-d points in single precision: its eigenvalues fall fast, so
+  // the shift sets the condition number (about 900 / shift)
+  kl::Rng rng(ct::seed2(12, 5));
+  const Eigen::Index n = 900;
+  const kl::Mat x = ct::runif(rng, n, 1);
+  Eigen::MatrixXf A(n, n);
+  for (Eigen::Index j = 0; j < n; ++j)
+    for (Eigen::Index i = 0; i < n; ++i)
+      A(i, j) = static_cast<float>(std::exp(-3.0 * std::pow(x(i, 0) - x(j, 0), 2)));
+  const kl::Mat Ad = A.cast<double>();
+  const kl::Mat B = ct::rnorm(rng, n, 3);
+  {
+    kl::MixedCholesky mc;
+    kl::Mat X;
+    CHECK_THROWS(mc.solve(B, X, 1e-9, 2), kl::Error, "before a successful factor");
+  }
+  int refused = 0;
+  for (double shift : {1.0, 1e-2, 1e-10}) {
+    const kl::Mat M = Ad + shift * kl::Mat::Identity(n, n);
+    const kl::Mat want = M.llt().solve(B);
+    kl::MixedCholesky mc;
+    kl::Mat X, X1;
+    int steps = 0;
+    if (!mc.factor(A, shift, 2) || !mc.solve(B, X, 1e-9, 2, 10, &steps)) {
+      ++refused;
+      continue;
+    }
+    CHECK(steps >= 1);
+    // the error left: about the contraction times 1e-9 of each column's largest entry
+    for (Eigen::Index j = 0; j < 3; ++j)
+      CHECK_LT((X.col(j) - want.col(j)).cwiseAbs().maxCoeff() / want.col(j).cwiseAbs().maxCoeff(),
+               1e-9);
+    // the residual in double is at the level of the double solve's
+    CHECK_LT(ct::max_abs(M * X - B) / ct::max_abs(B), 1e-6);
+    kl::MixedCholesky mc1;
+    CHECK(mc1.factor(A, shift, 1));
+    CHECK(mc1.solve(B, X1, 1e-9, 1));
+    CHECK_IDENTICAL(X1, X);
+  }
+  // condition number ~1e13: refused (not a wrong answer; at 1e-4, ~1e7, it is refused too)
+  CHECK_EQUAL(refused, 1, 0);
+  // an indefinite matrix: the factor says so
+  Eigen::MatrixXf N = A;
+  N.diagonal().array() -= 2.0f;
+  kl::MixedCholesky mc;
+  CHECK(!mc.factor(N, 0.0, 2));
+  CHECK(!mc.ready());
+}
+
 TEST_CASE("linalg: mirror_lower copies the lower triangle of the leading block, any thread count") {
   kl::Rng rng(ct::seed2(12, 7));
   for (Eigen::Index p : {1, 63, 64, 65, 300}) {

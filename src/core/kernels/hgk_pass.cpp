@@ -456,6 +456,23 @@ void hgk_pass_lower(const std::vector<HgkNode>& nodes, int d, CMatRef X, MatRef 
   hgk_pass(nodes, d, X, X, job, threads, cb);
 }
 
+void hgk_pass_lower(const std::vector<HgkNode>& nodes, int d, CMatRef X,
+                    Eigen::Ref<Eigen::MatrixXf> K, int threads, const Callbacks& cb) {
+  const Eigen::Index nx = X.rows();
+  if (K.rows() != nx || K.cols() != nx) throw Error("K has the wrong shape");
+  HgkPassJob job;
+  job.want_row = true;
+  job.triangle = true;
+  job.single = true;
+  job.row_end = [&](Eigen::Index a, int, const double*, const double* krow) {
+    K(a, a) = 1.0f;
+    if (a + 1 < nx)
+      K.col(a).tail(nx - a - 1) = Eigen::Map<const Vec>(krow + a + 1, nx - a - 1).cast<float>();
+    return 1.0;
+  };
+  hgk_pass(nodes, d, X, X, job, threads, cb);
+}
+
 void hgk_pass_block(const std::vector<HgkNode>& nodes, int d, CMatRef X, CMatRef Z, MatRef K,
                     int threads, const Callbacks& cb, bool single) {
   const Eigen::Index nx = X.rows();

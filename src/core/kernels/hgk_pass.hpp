@@ -76,6 +76,9 @@ void hgk_pass(const std::vector<HgkNode>& nodes, int d, CMatRef X, CMatRef Z,
 // hgk_pass_available(nodes); K is nx x nx.
 void hgk_pass_lower(const std::vector<HgkNode>& nodes, int d, CMatRef X, MatRef K, int threads,
                     const Callbacks& cb, bool single = false);
+// The same in single precision (the pass's single-precision values, stored exactly).
+void hgk_pass_lower(const std::vector<HgkNode>& nodes, int d, CMatRef X,
+                    Eigen::Ref<Eigen::MatrixXf> K, int threads, const Callbacks& cb);
 
 // K(X, Z) (nx x nz) by one pass over the rows of Z (the kernel is symmetric in its arguments):
 // row b of the pass is column b of K, so every write is contiguous. Requires

@@ -31,23 +31,38 @@ struct LsSystem {
   LsFit fit;
 };
 
-LsSystem ls_factor_solve(Mat& K, CMatRef Y, double c, int threads, const Callbacks& cb) {
-  const Eigen::Index n = K.rows(), L = Y.cols();
+// The system's pieces from X = M^-1 [Y, 1].
+LsSystem ls_from_solution(const Mat& X, Eigen::Index L) {
+  LsSystem sys;
+  sys.v = X.col(L);
+  sys.s = sys.v.sum();
+  sys.fit.bias = X.leftCols(L).colwise().sum().transpose() / sys.s;
+  sys.fit.alpha = X.leftCols(L) - sys.v * sys.fit.bias.transpose();
+  return sys;
+}
+
+Mat with_ones(CMatRef Y) {
+  Mat rhs(Y.rows(), Y.cols() + 1);
+  rhs.leftCols(Y.cols()) = Y;
+  rhs.col(Y.cols()).setOnes();
+  return rhs;
+}
+
+void check_penalty(double c) {
   if (!(c > 0.0) || !std::isfinite(c)) throw Error("the ridge penalty must be positive and finite");
+}
+
+LsSystem ls_factor_solve(Mat& K, CMatRef Y, double c, int threads, const Callbacks& cb) {
+  check_penalty(c);
   K.diagonal().array() += c;
   if (!cholesky_lower(K, threads, SimdLevel::avx512, cb))
     throw Error("K + lambda I is not positive definite (increase lambda)");
-  Mat rhs(n, L + 1);
-  rhs.leftCols(L) = Y;
-  rhs.col(L).setOnes();
-  rhs = cholesky_solve(K, rhs, threads);
-  LsSystem sys;
-  sys.v = rhs.col(L);
-  sys.s = sys.v.sum();
-  sys.fit.bias = rhs.leftCols(L).colwise().sum().transpose() / sys.s;
-  sys.fit.alpha = rhs.leftCols(L) - sys.v * sys.fit.bias.transpose();
-  return sys;
+  return ls_from_solution(cholesky_solve(K, with_ones(Y), threads), Y.cols());
 }
+
+// Relative accuracy of the mixed-precision solves (far below the single-precision kernel
+// values' own rounding, about 1e-7).
+constexpr double kMixedTol = 1e-9;
 
 // Y2 - K21 alpha - 1 b' by a value sweep of the fused pass.
 Mat pass_residuals(const std::vector<HgkNode>& nodes, int d, CMatRef X2, CMatRef X1, CMatRef Y2,
@@ -143,14 +158,38 @@ void HgkObjective::factor(const CVecRef& theta) {
   kernel_ = make_hierarchical_gaussian_kernel(nodes_, fam_.input_dim());
   pass_ = hgk_pass_available(nodes_);
   const Eigen::Index n1 = X1_.rows();
-  L_.resize(n1, n1);
-  // the factorisation reads the lower triangle only: through the pass, no mirror image (a
-  // depth-1 tree is the Gaussian kernel, whose block goes through matrix products)
-  if (pass_ && nodes_.size() > 1)
-    hgk_pass_lower(nodes_, fam_.input_dim(), X1_, L_, threads_, cb_, single_);
-  else
-    kernel_->block(X1_, X1_, L_, threads_, cb_);
-  LsSystem sys = ls_factor_solve(L_, Y1_, static_cast<double>(n1) * lambda_, threads_, cb_);
+  const double c = static_cast<double>(n1) * lambda_;
+  check_penalty(c);
+  use_mixed_ = false;
+  LsSystem sys;
+  bool solved = false;
+  if (pass_ && nodes_.size() > 1 && single_ && !mixed_failed_) {
+    // K11 in single precision, factored in single precision and refined in double
+    Kf_.resize(n1, n1);
+    hgk_pass_lower(nodes_, fam_.input_dim(), X1_, Kf_, threads_, cb_);
+    Mat X;
+    if (mixed_.factor(Kf_, c, threads_, cb_) &&
+        mixed_.solve(with_ones(Y1_), X, kMixedTol, threads_)) {
+      sys = ls_from_solution(X, Y1_.cols());
+      use_mixed_ = true;
+      solved = true;
+    } else {
+      mixed_failed_ = true;
+      factor_double_from_single();
+      sys = ls_from_solution(cholesky_solve(L_, with_ones(Y1_), threads_), Y1_.cols());
+      solved = true;
+    }
+  }
+  if (!solved) {
+    L_.resize(n1, n1);
+    // the factorisation reads the lower triangle only: through the pass, no mirror image (a
+    // depth-1 tree is the Gaussian kernel, whose block goes through matrix products)
+    if (pass_ && nodes_.size() > 1)
+      hgk_pass_lower(nodes_, fam_.input_dim(), X1_, L_, threads_, cb_, single_);
+    else
+      kernel_->block(X1_, X1_, L_, threads_, cb_);
+    sys = ls_factor_solve(L_, Y1_, c, threads_, cb_);
+  }
   v_ = std::move(sys.v);
   s_ = sys.s;
   fit_ = std::move(sys.fit);
@@ -162,6 +201,29 @@ void HgkObjective::factor(const CVecRef& theta) {
   }
   theta_ = theta;
   have_ = true;
+}
+
+void HgkObjective::factor_double_from_single() {
+  const Eigen::Index n1 = Kf_.rows();
+  mixed_.clear();
+  use_mixed_ = false;
+  L_.resize(n1, n1);
+  for (Eigen::Index j = 0; j < n1; ++j)
+    L_.col(j).tail(n1 - j) = Kf_.col(j).tail(n1 - j).cast<double>();
+  L_.diagonal().array() += static_cast<double>(n1) * lambda_;
+  if (!cholesky_lower(L_, threads_, SimdLevel::avx512, cb_))
+    throw Error("K + lambda I is not positive definite (increase lambda)");
+  Kf_.resize(0, 0);
+}
+
+Mat HgkObjective::solve(const Mat& B) {
+  if (use_mixed_) {
+    Mat X;
+    if (mixed_.solve(B, X, kMixedTol, threads_)) return X;
+    mixed_failed_ = true;
+    factor_double_from_single();
+  }
+  return cholesky_solve(L_, B, threads_);
 }
 
 void HgkObjective::residuals() {
@@ -214,7 +276,7 @@ double HgkObjective::bilevel(const CVecRef& theta, Vec* grad) {
   }
   // E11 = 2/(n2 L) (M^-1 G - v (v'G - 1'Res) / s) alpha'
   const Eigen::RowVectorXd corr = (v_.transpose() * G - res_.colwise().sum()) / s_;
-  Mat B = cholesky_solve(L_, G, threads_);
+  Mat B = solve(G);
   B.noalias() -= v_ * corr;
   if (pass_) {
     // the pairs b > a once, with the adjoint E11_ab + E11_ba = 2/(n2 L) (B_a alpha_b' +

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "kernels/hierarchical.hpp"
+#include "linalg/chol.hpp"
 #include "base/rng.hpp"
 
 namespace kl {
@@ -63,8 +64,11 @@ LsFit ls_svm_fit(Mat& K, CMatRef Y, double c, int threads, const Callbacks& cb);
 // The validation risk on a fixed split, at a fixed (gamma, lambda), as a function of theta.
 class HgkObjective {
  public:
-  // single: the pairs' work of the fused pass in single precision (HgkPassJob::single; the
-  // factorisation and the solves stay in double). Without the pass, double throughout.
+  // single: the pairs' work of the fused pass in single precision (HgkPassJob::single), and
+  // the fit block K11 held in single precision and factored by MixedCholesky: its systems are
+  // solved to a relative accuracy of 1e-9 by refinement in double; where refinement does not
+  // converge (K11 + c I too ill-conditioned for a single-precision factor) the objective
+  // factors the same values in double from then on. Without the pass, double throughout.
   HgkObjective(const HgkFamily& family, CMatRef X1, CMatRef Y1, CMatRef X2, CMatRef Y2,
                double gamma, double lambda, int threads, const Callbacks& cb,
                bool single = false);
@@ -79,11 +83,18 @@ class HgkObjective {
   // The fit of the last bilevel() evaluation at theta (computed when it is not cached).
   const LsFit& fit_at(const CVecRef& theta);
 
+  // Whether the last factorisation is the mixed-precision one (single precision with the
+  // pass, and refinement converging so far).
+  bool mixed() const { return use_mixed_; }
   double gamma() const { return gamma_; }
   double lambda() const { return lambda_; }
 
  private:
   void factor(const CVecRef& theta);
+  // M^-1 B through the current factorisation (mixed or double)
+  Mat solve(const Mat& B);
+  // the double factor of the single-precision K11 + c I (the fallback of the mixed one)
+  void factor_double_from_single();
   // Residuals on (X2, Y2) of the last factorisation (the fused pass, value only).
   void residuals();
 
@@ -97,7 +108,11 @@ class HgkObjective {
   bool have_ = false;
   Vec theta_;
   KernelPtr kernel_;
-  Mat L_;     // Cholesky factor of K11 + c I
+  Mat L_;     // Cholesky factor of K11 + c I (double)
+  Eigen::MatrixXf Kf_;     // K11, lower triangle, single precision (mixed factorisation)
+  MixedCholesky mixed_;
+  bool use_mixed_ = false;     // the current factorisation is mixed_
+  bool mixed_failed_ = false;  // refinement failed once: double factors from then on
   Vec v_;     // M^-1 1
   double s_ = 0.0;
   LsFit fit_;

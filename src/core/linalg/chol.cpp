@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -118,19 +119,16 @@ Mat cholesky_solve(const CMatRef& L, const CMatRef& B) { return eigen_cholesky_s
 
 namespace {
 
-// y -= a x and x'y over n elements, through Eigen's vectorised maps (a plain loop stays
-// scalar: the compiler does not reorder a floating-point sum, and at -O2 it leaves loops with
-// a remainder unvectorised).
+// y -= a x and x'y over n elements, through the vectorised kernels of simd.hpp (callers come
+// here only when the processor has them).
 template <class T>
 void sub_scaled(T* y, const T* x, T a, std::ptrdiff_t n) {
-  using V = Eigen::Matrix<T, Eigen::Dynamic, 1>;
-  Eigen::Map<V>(y, n) -= a * Eigen::Map<const V>(x, n);
+  axpy_sub(simd_level(), y, x, a, n);
 }
 
 template <class T>
-T dot(const T* x, const T* y, std::ptrdiff_t n) {
-  using V = Eigen::Matrix<T, Eigen::Dynamic, 1>;
-  return n > 0 ? Eigen::Map<const V>(x, n).dot(Eigen::Map<const V>(y, n)) : T(0);
+T dot_n(const T* x, const T* y, std::ptrdiff_t n) {
+  return dot(simd_level(), x, y, n);
 }
 
 // Fewer right-hand sides than this are solved column by column of L.
@@ -150,28 +148,63 @@ Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> cholesky_solve_impl(
   MT X = B;
   const std::ptrdiff_t ldx = X.outerStride();
   T* x = X.data();
+  const int nt = clamp_threads(threads);
   if (m < kBlockedRhs) {
-    // Few right-hand sides: column by column of L, each read once per substitution (the
-    // blocked products below would pack blocks of L that they then use only m times).
-    for (std::ptrdiff_t k = 0; k < n; ++k) {
-      const T* col = l + k * ldl;  // L(k:n, k) from col[k]
-      for (std::ptrdiff_t j = 0; j < m; ++j) {
-        T* z = x + j * ldx;
-        const T zk = z[k] / col[k];
-        z[k] = zk;
-        sub_scaled(z + k + 1, col + k + 1, zk, n - k - 1);
+    // Few right-hand sides: a sweep down the columns of L for each substitution, L read once
+    // (the blocked products below would pack blocks of L that they then use only m times). In
+    // blocks of nb columns: the triangle on the diagonal by one thread, the rest of the block's
+    // columns shared among the threads (rows below it going forward, whole columns going
+    // back), so that both threads stream L. Each element is computed in the same order at any
+    // thread count.
+    const auto share = [&](std::ptrdiff_t len, const auto& f) {
+      const int parts = len >= 256 ? nt : 1;
+      (void)parts;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static, 1) num_threads(parts) if (parts > 1)
+#endif
+      for (int t = 0; t < parts; ++t) {
+        const std::ptrdiff_t step = (len / parts + 7) / 8 * 8;
+        const std::ptrdiff_t a = std::min(len, t * step);
+        const std::ptrdiff_t b = t + 1 == parts ? len : std::min(len, a + step);
+        if (b > a) f(a, b - a);
       }
+    };
+    for (std::ptrdiff_t b0 = 0; b0 < n; b0 += nb) {
+      const std::ptrdiff_t h = std::min(nb, n - b0), b1 = b0 + h;
+      for (std::ptrdiff_t k = b0; k < b1; ++k) {
+        const T* col = l + k * ldl;  // L(k:n, k) from col[k]
+        for (std::ptrdiff_t j = 0; j < m; ++j) {
+          T* z = x + j * ldx;
+          z[k] /= col[k];
+          sub_scaled(z + k + 1, col + k + 1, z[k], b1 - k - 1);
+        }
+      }
+      if (b1 < n)  // Z(b1:n) -= L(b1:n, b) Z_b, rows shared
+        share(n - b1, [&](std::ptrdiff_t a, std::ptrdiff_t r) {
+          for (std::ptrdiff_t k = b0; k < b1; ++k)
+            for (std::ptrdiff_t j = 0; j < m; ++j)
+              sub_scaled(x + j * ldx + b1 + a, l + k * ldl + b1 + a, x[j * ldx + k], r);
+        });
     }
-    for (std::ptrdiff_t k = n - 1; k >= 0; --k) {
-      const T* col = l + k * ldl;
-      for (std::ptrdiff_t j = 0; j < m; ++j) {
-        T* z = x + j * ldx;
-        z[k] = (z[k] - dot(col + k + 1, z + k + 1, n - k - 1)) / col[k];
+    const std::ptrdiff_t last = ((n - 1) / nb) * nb;
+    for (std::ptrdiff_t b0 = last; b0 >= 0; b0 -= nb) {
+      const std::ptrdiff_t h = std::min(nb, n - b0), b1 = b0 + h;
+      if (b1 < n)  // X_b -= L(b1:n, b)' X(b1:n), columns shared
+        share(h, [&](std::ptrdiff_t a, std::ptrdiff_t r) {
+          for (std::ptrdiff_t k = b0 + a; k < b0 + a + r; ++k)
+            for (std::ptrdiff_t j = 0; j < m; ++j)
+              x[j * ldx + k] -= dot_n(l + k * ldl + b1, x + j * ldx + b1, n - b1);
+        });
+      for (std::ptrdiff_t k = b1 - 1; k >= b0; --k) {
+        const T* col = l + k * ldl;
+        for (std::ptrdiff_t j = 0; j < m; ++j) {
+          T* z = x + j * ldx;
+          z[k] = (z[k] - dot_n(col + k + 1, z + k + 1, b1 - k - 1)) / col[k];
+        }
       }
     }
     return X;
   }
-  const int nt = clamp_threads(threads);
   // rows [i0, i0 + h) of the block share the product among the threads in fixed halves
   const auto split = [&](std::ptrdiff_t h, const auto& f) {
     const std::ptrdiff_t half = (h / 2 + 7) / 8 * 8;
@@ -214,7 +247,7 @@ Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> cholesky_solve_impl(
       T* z = x + b0 + j * ldx;
       for (std::ptrdiff_t i = h - 1; i >= 0; --i) {
         const T* col = l + (b0 + i) * ldl + b0;  // L(b0 + k, b0 + i), k > i
-        z[i] = (z[i] - dot(col + i + 1, z + i + 1, h - i - 1)) / col[i];
+        z[i] = (z[i] - dot_n(col + i + 1, z + i + 1, h - i - 1)) / col[i];
       }
     }
   }
@@ -229,6 +262,108 @@ Mat cholesky_solve(const CMatRef& L, const CMatRef& B, int threads) {
 
 Eigen::MatrixXf cholesky_solve(const CMatFRef& L, const CMatFRef& B, int threads) {
   return cholesky_solve_impl<float>(L, B, threads);
+}
+
+
+Mat symmetric_lower_product(const CMatFRef& A, double shift, const CMatRef& X, int threads) {
+  const Eigen::Index n = A.rows(), m = X.cols();
+  if (A.cols() != n || X.rows() != n) throw Error("symmetric_lower_product: shapes do not match");
+  const SimdLevel level = simd_level();
+  const Eigen::Index lda = A.outerStride();
+  // columns [0, c) hold about half of the triangle's entries
+  const Eigen::Index c =
+      std::min<Eigen::Index>(n, static_cast<Eigen::Index>(std::ceil(n * (1.0 - std::sqrt(0.5)))));
+  const Eigen::Index bounds[3] = {0, c, n};
+  Mat Y[2];
+  const int nt = clamp_threads(threads);
+  (void)nt;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static, 1) num_threads(nt) if (nt > 1 && n >= 256)
+#endif
+  for (int part = 0; part < 2; ++part) {
+    Mat& Yp = Y[part];
+    Yp = Mat::Zero(n, m);
+    double s[4], dots[4];
+    for (Eigen::Index m0 = 0; m0 < m; m0 += 4) {
+      const int mm = static_cast<int>(std::min<Eigen::Index>(4, m - m0));
+      for (Eigen::Index j = bounds[part]; j < bounds[part + 1]; ++j) {
+        const float* col = A.data() + j * lda;
+        for (int q = 0; q < mm; ++q) s[q] = X(j, m0 + q);
+        sym_column_f32(level, col + j + 1, n - j - 1, X.data() + (m0 * X.outerStride()) + j + 1,
+                       X.outerStride(), Yp.data() + m0 * n + j + 1, n, s, mm, dots);
+        const double djj = static_cast<double>(col[j]) + shift;
+        for (int q = 0; q < mm; ++q) Yp(j, m0 + q) += dots[q] + djj * s[q];
+      }
+    }
+  }
+  Y[0] += Y[1];
+  return Y[0];
+}
+
+void MixedCholesky::clear() {
+  A_ = nullptr;
+  L_.resize(0, 0);
+}
+
+bool MixedCholesky::factor(const Eigen::MatrixXf& A, double shift, int threads,
+                           const Callbacks& cb) {
+  const Eigen::Index n = A.rows();
+  if (A.cols() != n) throw Error("cholesky: the matrix is not square");
+  if (!std::isfinite(shift)) throw Error("cholesky: the shift is not finite");
+  A_ = nullptr;
+  L_.resize(n, n);
+  const float sf = static_cast<float>(shift);
+  for (Eigen::Index j = 0; j < n; ++j) {
+    L_.col(j).tail(n - j) = A.col(j).tail(n - j);
+    L_(j, j) += sf;
+  }
+  if (!cholesky_lower(L_, threads, SimdLevel::avx512, cb)) return false;
+  A_ = &A;
+  shift_ = shift;
+  return true;
+}
+
+bool MixedCholesky::solve(const CMatRef& B, Mat& X, double tol, int threads, int max_steps,
+                          int* steps) const {
+  if (!A_) throw Error("MixedCholesky: solve before a successful factor");
+  const Eigen::Index n = L_.rows(), m = B.cols();
+  if (B.rows() != n) throw Error("cholesky_solve: shapes do not match");
+  if (steps) *steps = 0;
+  // a correction through the single-precision factor, its right-hand side scaled to the
+  // float range column by column
+  const auto correct = [&](const Mat& R, Mat& D) {
+    Eigen::MatrixXf Rf(n, m);
+    Vec scale(m);
+    for (Eigen::Index j = 0; j < m; ++j) {
+      const double big = R.col(j).cwiseAbs().maxCoeff();
+      scale[j] = big > 0.0 ? big : 1.0;
+      Rf.col(j) = (R.col(j) / scale[j]).cast<float>();
+    }
+    const Eigen::MatrixXf Df = cholesky_solve(CMatFRef(L_), CMatFRef(Rf), threads);
+    D = Df.cast<double>() * scale.asDiagonal();
+  };
+  if (!B.allFinite()) throw Error("cholesky_solve: the right-hand side is not finite");
+  correct(Mat(B), X);
+  Vec last = Vec::Constant(m, std::numeric_limits<double>::infinity());
+  std::vector<bool> settled(static_cast<std::size_t>(m), false);
+  Mat D;
+  for (int k = 1; k <= max_steps; ++k) {
+    const Mat R = B - symmetric_lower_product(CMatFRef(*A_), shift_, X, threads);
+    correct(R, D);
+    X += D;
+    if (steps) *steps = k;
+    bool done = true;
+    for (Eigen::Index j = 0; j < m; ++j) {
+      if (settled[static_cast<std::size_t>(j)]) continue;
+      const double dj = D.col(j).cwiseAbs().maxCoeff();
+      if (!std::isfinite(dj) || dj > 0.5 * last[j]) return false;
+      last[j] = dj;
+      settled[static_cast<std::size_t>(j)] = dj <= tol * X.col(j).cwiseAbs().maxCoeff();
+      done = done && settled[static_cast<std::size_t>(j)];
+    }
+    if (done) return true;
+  }
+  return false;
 }
 
 }  // namespace kl

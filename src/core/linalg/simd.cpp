@@ -353,6 +353,124 @@ __attribute__((target("avx512f,avx2,fma"))) void rows_crossprod_avx512(
     std::ptrdiff_t K, float* Cm) {
   rows_crossprod_run<v16f, 4>(X, ldx, nrows, p, Rm, K, Cm);
 }
+
+// One column of a symmetric product with a single-precision column a (r entries) and m <= 4
+// double vectors: y_c += s_c a and dots_c = a' x_c, in double (each float converted exactly).
+// The dot products are summed in W lanes and then across them, an order fixed by r alone.
+template <class VD, class VF, int W>
+inline void sym_column_run(const float* a, std::ptrdiff_t r, const double* x, std::ptrdiff_t ldx,
+                           double* y, std::ptrdiff_t ldy, const double* s, int m, double* dots) {
+  VD acc[4] = {VD{}, VD{}, VD{}, VD{}};
+  const std::ptrdiff_t rv = r / W * W;
+  for (std::ptrdiff_t i = 0; i < rv; i += W) {
+    VF af;
+    std::memcpy(&af, a + i, sizeof af);
+    const VD av = __builtin_convertvector(af, VD);
+    for (int c = 0; c < m; ++c) {
+      VD xv, yv;
+      std::memcpy(&xv, x + c * ldx + i, sizeof xv);
+      std::memcpy(&yv, y + c * ldy + i, sizeof yv);
+      acc[c] += av * xv;
+      yv += s[c] * av;
+      std::memcpy(y + c * ldy + i, &yv, sizeof yv);
+    }
+  }
+  for (int c = 0; c < m; ++c) {
+    double t = 0.0;
+    for (int u = 0; u < W; ++u) t += acc[c][u];
+    for (std::ptrdiff_t i = rv; i < r; ++i) {
+      t += static_cast<double>(a[i]) * x[c * ldx + i];
+      y[c * ldy + i] += s[c] * static_cast<double>(a[i]);
+    }
+    dots[c] = t;
+  }
+}
+
+typedef float v4f __attribute__((vector_size(16)));
+
+// y -= a x and x'y over n elements, two vectors a step; the dot product's lanes are summed at
+// the end, so its order depends on n alone.
+template <class V, class T, int W>
+inline void axpy_sub_run(T* y, const T* x, T a, std::ptrdiff_t n) {
+  std::ptrdiff_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    V x0, x1, y0, y1;
+    std::memcpy(&x0, x + i, sizeof x0);
+    std::memcpy(&x1, x + i + W, sizeof x1);
+    std::memcpy(&y0, y + i, sizeof y0);
+    std::memcpy(&y1, y + i + W, sizeof y1);
+    y0 -= a * x0;
+    y1 -= a * x1;
+    std::memcpy(y + i, &y0, sizeof y0);
+    std::memcpy(y + i + W, &y1, sizeof y1);
+  }
+  for (; i < n; ++i) y[i] -= a * x[i];
+}
+
+template <class V, class T, int W>
+inline T dot_run(const T* x, const T* y, std::ptrdiff_t n) {
+  V s0 = V{}, s1 = V{};
+  std::ptrdiff_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    V x0, x1, y0, y1;
+    std::memcpy(&x0, x + i, sizeof x0);
+    std::memcpy(&x1, x + i + W, sizeof x1);
+    std::memcpy(&y0, y + i, sizeof y0);
+    std::memcpy(&y1, y + i + W, sizeof y1);
+    s0 += x0 * y0;
+    s1 += x1 * y1;
+  }
+  s0 += s1;
+  T t = T(0);
+  for (int u = 0; u < W; ++u) t += s0[u];
+  for (; i < n; ++i) t += x[i] * y[i];
+  return t;
+}
+
+__attribute__((target("avx2,fma"))) void axpy_sub_avx2(double* y, const double* x, double a,
+                                                       std::ptrdiff_t n) {
+  axpy_sub_run<v4d, double, 4>(y, x, a, n);
+}
+__attribute__((target("avx2,fma"))) void axpy_sub_avx2(float* y, const float* x, float a,
+                                                       std::ptrdiff_t n) {
+  axpy_sub_run<v8f, float, 8>(y, x, a, n);
+}
+__attribute__((target("avx512f,avx2,fma"))) void axpy_sub_avx512(double* y, const double* x,
+                                                                 double a, std::ptrdiff_t n) {
+  axpy_sub_run<v8d, double, 8>(y, x, a, n);
+}
+__attribute__((target("avx512f,avx2,fma"))) void axpy_sub_avx512(float* y, const float* x,
+                                                                 float a, std::ptrdiff_t n) {
+  axpy_sub_run<v16f, float, 16>(y, x, a, n);
+}
+__attribute__((target("avx2,fma"))) double dot_avx2(const double* x, const double* y,
+                                                    std::ptrdiff_t n) {
+  return dot_run<v4d, double, 4>(x, y, n);
+}
+__attribute__((target("avx2,fma"))) float dot_avx2(const float* x, const float* y,
+                                                   std::ptrdiff_t n) {
+  return dot_run<v8f, float, 8>(x, y, n);
+}
+__attribute__((target("avx512f,avx2,fma"))) double dot_avx512(const double* x, const double* y,
+                                                              std::ptrdiff_t n) {
+  return dot_run<v8d, double, 8>(x, y, n);
+}
+__attribute__((target("avx512f,avx2,fma"))) float dot_avx512(const float* x, const float* y,
+                                                             std::ptrdiff_t n) {
+  return dot_run<v16f, float, 16>(x, y, n);
+}
+
+__attribute__((target("avx2,fma"))) void sym_column_avx2(const float* a, std::ptrdiff_t r,
+                                                         const double* x, std::ptrdiff_t ldx,
+                                                         double* y, std::ptrdiff_t ldy,
+                                                         const double* s, int m, double* dots) {
+  sym_column_run<v4d, v4f, 4>(a, r, x, ldx, y, ldy, s, m, dots);
+}
+__attribute__((target("avx512f,avx2,fma"))) void sym_column_avx512(
+    const float* a, std::ptrdiff_t r, const double* x, std::ptrdiff_t ldx, double* y,
+    std::ptrdiff_t ldy, const double* s, int m, double* dots) {
+  sym_column_run<v8d, v8f, 8>(a, r, x, ldx, y, ldy, s, m, dots);
+}
 #endif
 
 SimdLevel detect_cpu() {
@@ -442,6 +560,61 @@ void rows_crossprod_f32(SimdLevel level, const float* X, std::ptrdiff_t ldx, std
 #else
   (void)X; (void)ldx; (void)nrows; (void)p; (void)R; (void)C;
 #endif
+}
+
+namespace {
+template <class T>
+void axpy_sub_impl(SimdLevel level, T* y, const T* x, T a, std::ptrdiff_t n) {
+#ifdef KL_SIMD_X86
+  if (level == SimdLevel::avx512) return axpy_sub_avx512(y, x, a, n);
+  if (level == SimdLevel::avx2) return axpy_sub_avx2(y, x, a, n);
+#endif
+  (void)level;
+  for (std::ptrdiff_t i = 0; i < n; ++i) y[i] -= a * x[i];
+}
+template <class T>
+T dot_impl(SimdLevel level, const T* x, const T* y, std::ptrdiff_t n) {
+#ifdef KL_SIMD_X86
+  if (level == SimdLevel::avx512) return dot_avx512(x, y, n);
+  if (level == SimdLevel::avx2) return dot_avx2(x, y, n);
+#endif
+  (void)level;
+  T t = T(0);
+  for (std::ptrdiff_t i = 0; i < n; ++i) t += x[i] * y[i];
+  return t;
+}
+}  // namespace
+
+void axpy_sub(SimdLevel level, double* y, const double* x, double a, std::ptrdiff_t n) {
+  axpy_sub_impl(level, y, x, a, n);
+}
+void axpy_sub(SimdLevel level, float* y, const float* x, float a, std::ptrdiff_t n) {
+  axpy_sub_impl(level, y, x, a, n);
+}
+double dot(SimdLevel level, const double* x, const double* y, std::ptrdiff_t n) {
+  return dot_impl(level, x, y, n);
+}
+float dot(SimdLevel level, const float* x, const float* y, std::ptrdiff_t n) {
+  return dot_impl(level, x, y, n);
+}
+
+void sym_column_f32(SimdLevel level, const float* a, std::ptrdiff_t r, const double* x,
+                    std::ptrdiff_t ldx, double* y, std::ptrdiff_t ldy, const double* s, int m,
+                    double* dots) {
+  if (m < 1 || m > 4) throw Error("sym_column_f32: 1 to 4 vectors");
+  if (level > simd_level()) throw Error("sym_column_f32: this processor lacks the requested instructions");
+#ifdef KL_SIMD_X86
+  if (level == SimdLevel::avx512) return sym_column_avx512(a, r, x, ldx, y, ldy, s, m, dots);
+  if (level == SimdLevel::avx2) return sym_column_avx2(a, r, x, ldx, y, ldy, s, m, dots);
+#endif
+  for (int c = 0; c < m; ++c) {
+    double t = 0.0;
+    for (std::ptrdiff_t i = 0; i < r; ++i) {
+      t += static_cast<double>(a[i]) * x[c * ldx + i];
+      y[c * ldy + i] += s[c] * static_cast<double>(a[i]);
+    }
+    dots[c] = t;
+  }
 }
 
 const char* simd_level_name(SimdLevel level) {

@@ -38,6 +38,18 @@ void trsm_right_lower_t(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, con
 void trsm_right_lower_t(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, const float* L,
                         std::ptrdiff_t ldl, float* B, std::ptrdiff_t ldb);
 
+// y -= a x and x'y over n elements, vectorised up to `level` (none: scalar loops; the
+// caller passes simd_level() or less). The dot product's summation order depends on n only.
+void axpy_sub(SimdLevel level, double* y, const double* x, double a, std::ptrdiff_t n);
+void axpy_sub(SimdLevel level, float* y, const float* x, float a, std::ptrdiff_t n);
+double dot(SimdLevel level, const double* x, const double* y, std::ptrdiff_t n);
+float dot(SimdLevel level, const float* x, const float* y, std::ptrdiff_t n);
+// One column of a symmetric product whose matrix is held in single precision: for the r
+// entries of the column a and m (1 to 4) double vectors x_c = x + c ldx, y_c = y + c ldy:
+// y_c += s[c] a and dots[c] = a' x_c, in double. Any level up to simd_level() (none: scalar).
+void sym_column_f32(SimdLevel level, const float* a, std::ptrdiff_t r, const double* x,
+                    std::ptrdiff_t ldx, double* y, std::ptrdiff_t ldy, const double* s, int m,
+                    double* dots);
 // Skinny products with a single-precision row-major X (nrows x p, leading dimension ldx) and
 // K columns, K a multiple of skinny_class_block() (callers pad with zero columns). Sums are in
 // single precision in an order fixed by the kernel, so results do not depend on threads.
