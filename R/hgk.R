@@ -286,11 +286,14 @@ hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
 #'   early-stopping error, the validation residuals and the gradient's
 #'   derivative sums). \code{"single"} does that work on twice as many values
 #'   per vector instruction with a cheaper exponential, with relative errors
-#'   near 1e-6 in the gradient and 1e-5 in the validation residuals: an
-#'   objective and gradient with the weights of the fit held fixed take about
-#'   0.45 of the double-precision time, one with the weights re-solved (the
-#'   default, which includes a Cholesky factorisation in double) about 0.8.
-#'   The factorisations, the solves and every sum stay in double, and the
+#'   near 1e-6 in the gradient and 1e-5 in the validation residuals. The
+#'   objective's kernel block is then held in single precision and factored
+#'   in single precision, its systems refined in double to a relative
+#'   accuracy of 1e-9 (a block too ill-conditioned for that, as with a tiny
+#'   penalty, is factored in double instead). An objective and gradient with
+#'   the weights of the fit held fixed take about 0.45 of the
+#'   double-precision time, one with the weights re-solved (the default)
+#'   about 0.6, a whole fit about 0.85. Every sum stays in double, and the
 #'   final predictor (the fit on all rows with the learned kernel) is computed
 #'   in double. It changes the optimisation path, so results differ from
 #'   \code{"double"} in their last digits or, through a different accepted
