@@ -440,8 +440,13 @@ void hgk_pass(const std::vector<HgkNode>& nodes, int d, CMatRef X, CMatRef Z,
 #endif
 }
 
-void hgk_pass_lower(const std::vector<HgkNode>& nodes, int d, CMatRef X, MatRef K, int threads,
-                    const Callbacks& cb, bool single) {
+namespace {
+// the lower triangle into a double or single-precision K (single-precision values are stored
+// exactly in either)
+template <class M>
+void pass_lower_into(const std::vector<HgkNode>& nodes, int d, CMatRef X, M& K, int threads,
+                     const Callbacks& cb, bool single) {
+  using S = typename M::Scalar;
   const Eigen::Index nx = X.rows();
   if (K.rows() != nx || K.cols() != nx) throw Error("K has the wrong shape");
   HgkPassJob job;
@@ -449,28 +454,24 @@ void hgk_pass_lower(const std::vector<HgkNode>& nodes, int d, CMatRef X, MatRef 
   job.triangle = true;
   job.single = single;
   job.row_end = [&](Eigen::Index a, int, const double*, const double* krow) {
-    K(a, a) = 1.0;
-    if (a + 1 < nx) K.col(a).tail(nx - a - 1) = Eigen::Map<const Vec>(krow + a + 1, nx - a - 1);
+    K(a, a) = S(1);
+    if (a + 1 < nx)
+      K.col(a).tail(nx - a - 1) =
+          Eigen::Map<const Vec>(krow + a + 1, nx - a - 1).template cast<S>();
     return 1.0;
   };
   hgk_pass(nodes, d, X, X, job, threads, cb);
 }
+}  // namespace
+
+void hgk_pass_lower(const std::vector<HgkNode>& nodes, int d, CMatRef X, MatRef K, int threads,
+                    const Callbacks& cb, bool single) {
+  pass_lower_into(nodes, d, X, K, threads, cb, single);
+}
 
 void hgk_pass_lower(const std::vector<HgkNode>& nodes, int d, CMatRef X,
                     Eigen::Ref<Eigen::MatrixXf> K, int threads, const Callbacks& cb) {
-  const Eigen::Index nx = X.rows();
-  if (K.rows() != nx || K.cols() != nx) throw Error("K has the wrong shape");
-  HgkPassJob job;
-  job.want_row = true;
-  job.triangle = true;
-  job.single = true;
-  job.row_end = [&](Eigen::Index a, int, const double*, const double* krow) {
-    K(a, a) = 1.0f;
-    if (a + 1 < nx)
-      K.col(a).tail(nx - a - 1) = Eigen::Map<const Vec>(krow + a + 1, nx - a - 1).cast<float>();
-    return 1.0;
-  };
-  hgk_pass(nodes, d, X, X, job, threads, cb);
+  pass_lower_into(nodes, d, X, K, threads, cb, true);
 }
 
 void hgk_pass_block(const std::vector<HgkNode>& nodes, int d, CMatRef X, CMatRef Z, MatRef K,
