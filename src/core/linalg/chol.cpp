@@ -12,35 +12,52 @@ const Eigen::Index kCholBlock = 256;  // columns factored per step
 const Eigen::Index kCholTile = 512;   // side of a trailing-update tile
 const Eigen::Index kTrsmBlock = 64;   // panel columns solved by substitution at a time
 
+// The side of the trailing-update tiles and of the panel's row chunks: 512, or about a quarter
+// of a smaller matrix (so that two threads share a few tiles). Each element's sums run in the
+// same order whatever the tiling, so this changes no result.
+Eigen::Index cholesky_tile(Eigen::Index N) {
+  return std::min<Eigen::Index>(kCholTile, std::max<Eigen::Index>(64, (N / 4 + 7) / 8 * 8));
+}
+
+// Columns factored per step inside a diagonal block (through the vectorised kernels, serially).
+const Eigen::Index kCholInner = 32;
+
 template <class T>
 bool cholesky_lower_impl(Eigen::Ref<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>> A,
-                         int threads, SimdLevel max_level, const Callbacks& cb) {
+                         int threads, SimdLevel max_level, const Callbacks& cb,
+                         Eigen::Index block = kCholBlock) {
   using MT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   const Eigen::Index N = A.rows();
   if (A.cols() != N) throw Error("cholesky: the matrix is not square");
   const SimdLevel level = std::min(max_level, simd_level());
+  const Eigen::Index tile = cholesky_tile(N);
   const Eigen::Index ld = A.outerStride();
   const int nthreads = clamp_threads(threads);
 #ifndef _OPENMP
   (void)nthreads;
 #endif
   std::vector<T> store;  // the packed panel of each step's trailing update
-  for (Eigen::Index k0 = 0; k0 < N; k0 += kCholBlock) {
+  for (Eigen::Index k0 = 0; k0 < N; k0 += block) {
     cb.check();
-    const Eigen::Index kb = std::min(kCholBlock, N - k0), k1 = k0 + kb, rest = N - k1;
+    const Eigen::Index kb = std::min(block, N - k0), k1 = k0 + kb, rest = N - k1;
     Eigen::Ref<MT> D11 = A.block(k0, k0, kb, kb);
-    Eigen::LLT<Eigen::Ref<MT>> diag(D11);  // in place
-    if (diag.info() != Eigen::Success) return false;
+    if (level != SimdLevel::none && kb > kCholInner) {
+      // the diagonal block by the same steps in columns of kCholInner, on this thread
+      if (!cholesky_lower_impl<T>(D11, 1, level, Callbacks(), kCholInner)) return false;
+    } else {
+      Eigen::LLT<Eigen::Ref<MT>> diag(D11);  // in place
+      if (diag.info() != Eigen::Success) return false;
+    }
     if (rest == 0) break;
     // Panel: A21 <- A21 L11^-T, in row chunks.
     const auto L11 = A.block(k0, k0, kb, kb).template triangularView<Eigen::Lower>();
-    const Eigen::Index nchunk = (rest + kCholTile - 1) / kCholTile;
+    const Eigen::Index nchunk = (rest + tile - 1) / tile;
     const EigenSerial eigen_serial(!(nchunk > 1));
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads) if (nchunk > 1)
 #endif
     for (Eigen::Index c = 0; c < nchunk; ++c) {
-      const Eigen::Index r0 = k1 + c * kCholTile, len = std::min(kCholTile, N - r0);
+      const Eigen::Index r0 = k1 + c * tile, len = std::min(tile, N - r0);
       if (level != SimdLevel::none) {
         // Blocks of kTrsmBlock columns: each solved by substitution, then subtracted from the
         // columns after it through the matrix product (most of the work).
@@ -61,7 +78,7 @@ bool cholesky_lower_impl(Eigen::Ref<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dyna
     // Trailing update: A22 <- A22 - A21 A21' on the lower triangle of tiles, through the
     // packed vectorised kernels, or through Eigen's products on a processor without them.
     if (level != SimdLevel::none) {
-      cholesky_update(level, A.data(), ld, N, k0, kb, k1, kCholTile, nthreads, store);
+      cholesky_update(level, A.data(), ld, N, k0, kb, k1, tile, nthreads, store);
       cb.report(1.0 - std::pow(static_cast<double>(rest) / static_cast<double>(N), 3));
       continue;
     }
@@ -73,9 +90,9 @@ bool cholesky_lower_impl(Eigen::Ref<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dyna
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads) if (ntasks > 1)
 #endif
     for (long t = 0; t < ntasks; ++t) {
-      const Eigen::Index i0 = k1 + tiles[static_cast<std::size_t>(t)].first * kCholTile;
-      const Eigen::Index j0 = k1 + tiles[static_cast<std::size_t>(t)].second * kCholTile;
-      const Eigen::Index wi = std::min(kCholTile, N - i0), wj = std::min(kCholTile, N - j0);
+      const Eigen::Index i0 = k1 + tiles[static_cast<std::size_t>(t)].first * tile;
+      const Eigen::Index j0 = k1 + tiles[static_cast<std::size_t>(t)].second * tile;
+      const Eigen::Index wi = std::min(tile, N - i0), wj = std::min(tile, N - j0);
       MT prod(wi, wj);
       prod.noalias() = A.block(i0, k0, wi, kb) * A.block(j0, k0, wj, kb).transpose();
       auto target = A.block(i0, j0, wi, wj);
