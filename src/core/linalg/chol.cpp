@@ -374,8 +374,11 @@ bool MixedCholesky::solve(const CMatRef& B, Mat& X, double tol, int threads, int
       if (settled[static_cast<std::size_t>(j)]) continue;
       const double dj = D.col(j).cwiseAbs().maxCoeff();
       if (!std::isfinite(dj) || dj > 0.5 * last[j]) return false;
+      // the error left is about the contraction (the last two corrections' ratio) times dj
+      const double left = k > 1 ? dj / last[j] * dj : dj;
+      const double big = X.col(j).cwiseAbs().maxCoeff();
       last[j] = dj;
-      settled[static_cast<std::size_t>(j)] = dj <= tol * X.col(j).cwiseAbs().maxCoeff();
+      settled[static_cast<std::size_t>(j)] = dj <= tol * big || left <= 0.1 * tol * big;
       done = done && settled[static_cast<std::size_t>(j)];
     }
     if (done) return true;

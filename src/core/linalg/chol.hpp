@@ -52,7 +52,8 @@ class MixedCholesky {
   bool factor(const Eigen::MatrixXf& A, double shift, int threads,
               const Callbacks& cb = Callbacks());
   // X for every column of B, refined until the last correction of each column is at most
-  // tol times its largest entry (the error left is about the contraction times that). False,
+  // tol times its largest entry, or the error it leaves (estimated as the ratio of the last two
+  // corrections times the last) is at most a tenth of that. False,
   // X unspecified, when a correction fails to shrink to half the previous one or after
   // max_steps corrections. `steps` (optional) receives the corrections made.
   bool solve(const CMatRef& B, Mat& X, double tol, int threads, int max_steps = 10,
