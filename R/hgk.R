@@ -293,7 +293,7 @@ hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
 #'   penalty, is factored in double instead). An objective and gradient with
 #'   the weights of the fit held fixed take about 0.45 of the
 #'   double-precision time, one with the weights re-solved (the default)
-#'   about 0.6, a whole fit about 0.85. Every sum stays in double, and the
+#'   about 0.6, a whole fit 0.75 to 0.9. Every sum stays in double, and the
 #'   final predictor (the fit on all rows with the learned kernel) is computed
 #'   in double. It changes the optimisation path, so results differ from
 #'   \code{"double"} in their last digits or, through a different accepted
