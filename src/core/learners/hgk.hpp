@@ -72,6 +72,9 @@ class HgkObjective {
   HgkObjective(const HgkFamily& family, CMatRef X1, CMatRef Y1, CMatRef X2, CMatRef Y2,
                double gamma, double lambda, int threads, const Callbacks& cb,
                bool single = false);
+  // not copied: the mixed factorisation refers to this object's own K11
+  HgkObjective(const HgkObjective&) = delete;
+  HgkObjective& operator=(const HgkObjective&) = delete;
 
   // Bilevel risk (alpha re-solved at theta); the gradient w.r.t. theta when grad is non-null.
   // Repeated calls at the last theta reuse its factorisation.

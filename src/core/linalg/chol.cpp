@@ -281,7 +281,6 @@ Eigen::MatrixXf cholesky_solve(const CMatFRef& L, const CMatFRef& B, int threads
   return cholesky_solve_impl<float>(L, B, threads);
 }
 
-
 Mat symmetric_lower_product(const CMatFRef& A, double shift, const CMatRef& X, int threads) {
   const Eigen::Index n = A.rows(), m = X.cols();
   if (A.cols() != n || X.rows() != n) throw Error("symmetric_lower_product: shapes do not match");
