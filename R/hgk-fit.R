@@ -126,7 +126,28 @@
   cand <- cands[[best$cand]]
   ctx$losses <- best$loss
   refit_cv <- svm_cv <- NULL
-  if (final == "average") {
+  tuned <- NULL
+  if (need_cv && baseline && final == "refit") {
+    tuned <- .hgk_tuned_gaussian(ctx, losses, foldid, caller)
+    sel$selection <- .hgk_against_tuned(sel, tuned)
+    if (sel$selection$tuned) {
+      cand <- .hgk_baseline_candidate(d)
+      best$loss <- ctx$losses <- tuned$loss
+    }
+  }
+  if (!is.null(tuned) && sel$selection$tuned) {
+    m <- .hgk_learn_model(ctx, cand$kernel, seq_len(n), caller, keep = FALSE, learn = FALSE)
+    if (tuned$loss == "hinge") {
+      svm_cv <- tuned$table
+      m$kernel$gamma <- m$gamma <- tuned$gamma
+      m <- .hgk_final_model(ctx, m, seq_len(n), m$gamma, m$lambda,
+                            svm = list(gamma = tuned$gamma, cost = tuned$cost))
+    } else {
+      refit_cv <- tuned$table
+      m <- .hgk_final_model(ctx, m, seq_len(n), tuned$gamma, tuned$lambda)
+    }
+    models <- list(m)
+  } else if (final == "average") {
     models <- lapply(fold_models[[best$cand]], .hgk_keep_loss, loss = best$loss)
   } else {
     m <- .hgk_learn_model(ctx, cand$kernel, seq_len(n), caller, keep = FALSE,
@@ -145,7 +166,8 @@
          folds = folds, probability = probability,
          architecture = cand[c("label", "depth", "nodes", "saturation", "learned")],
          start_kernel = cand$kernel, cv = cv, selection = if (need_cv) sel$selection,
-         refit_cv = refit_cv, svm_cv = svm_cv, models = models, control = control, split = split,
+         refit_cv = refit_cv, svm_cv = svm_cv, tuned_gaussian = tuned, models = models,
+         control = control, split = split,
          adapted = adapted, n = n, seconds = seconds),
     class = c("hgk", "kl_model"))
   fit$relevance <- .hgk_relevance(fit)
@@ -198,6 +220,7 @@
   ord <- order(tab$error, tab$tiebreak, seq_len(nrow(tab)), na.last = TRUE)
   b <- ord[1L]
   best <- list(cand = tab$cand[b], loss = tab$loss[b])
+  winner <- list(architecture = tab$architecture[b], loss = tab$loss[b])
   selection <- NULL
   if (any(!tab$learned)) {
     lr <- tab[tab$learned, , drop = FALSE]
@@ -223,7 +246,89 @@
   attr(tab, "folds") <- unname(errs)
   attr(tab, "criterion") <- if (by_miss) "misclassification rate"
                             else "mean squared error of decisions clipped to [-1, 1]"
-  list(table = tab, best = best, selection = selection)
+  list(table = tab, best = best, selection = selection, winner = winner)
+}
+
+# The Gaussian kernel (the start weights) tuned as a user tunes it, on the folds of the
+# candidates' cross-validation: with the hinge loss among the losses of a classification, the
+# C-SVM over the paper's 10 widths x 10 costs (kl_tune(): the warm-started cost path, the grid
+# extended past a winning edge) by its misclassification rate; otherwise the least-squares
+# SVM over 6 widths x 6 penalties of the same ranges by the clipped squared error (the
+# candidates' criteria). Widths: gamma = 1 / t^2, t geometric from 0.2 m^(-1/d) to
+# 5 (1 + 5/m)^d, penalties geometric from 1e-3 / m to 0.1 (C = 1 / (2 m lambda)), m the rows
+# of a fold's fit. Returns list(loss, error, gamma, cost or lambda (for all n rows), table,
+# foldid, label); where the tuning cannot run, list(failed = the message).
+.hgk_tuned_gaussian <- function(ctx, losses, foldid, caller) {
+  n <- nrow(ctx$x)
+  d <- ctx$d
+  m1 <- n - max(tabulate(foldid))
+  geo <- function(a, b, k) exp(seq(log(a), log(b), length.out = k))
+  widths <- function(k) 1 / geo(0.2 * m1^(-1 / d), 5 * (1 + 5 / m1)^d, k)^2
+  lambdas <- function(k) geo(1e-3 / m1, 0.1, k)
+  hinge <- ctx$task == "classification" && "hinge" %in% losses
+  # hgk() has warned about classes with fewer rows than folds already
+  quiet <- function(w) {
+    if (grepl("fewer rows than folds|unused level", conditionMessage(w)))
+      invokeRestart("muffleWarning")
+  }
+  tryCatch(withCallingHandlers({
+    if (hinge) {
+      g <- widths(10L)
+      costs <- sort(1 / (2 * m1 * lambdas(10L)))
+      tu <- kl_tune(kernel_svm, ctx$x, ctx$y, grid = list(gamma = g, cost = costs),
+                    foldid = foldid, scale = "none", threads = ctx$threads, refit = FALSE,
+                    extend = 2L)
+      tab <- tu$results
+      attr(tab, "foldid") <- tu$foldid
+      attr(tab, "criterion") <- "misclassification rate"
+      list(loss = "hinge", error = min(tab$mean), gamma = tu$best$gamma,
+           cost = tu$best$cost * m1 / n, table = tab, foldid = foldid,
+           label = sprintf("C-SVM tuned over %d widths x %d costs", length(g), length(costs)))
+    } else {
+      g <- widths(6L)
+      lam <- lambdas(6L)
+      c2 <- ctx
+      c2$opts$gammas <- g
+      rc <- .hgk_refit_grid(c2, list(kernel = hierarchical_gaussian_kernel(rep(1, d))), 0L,
+                            lam, caller, foldid = foldid)
+      list(loss = "ls", error = min(rc$table$error), gamma = rc$gamma, lambda = rc$lambda,
+           table = rc$table, foldid = foldid,
+           label = sprintf("least-squares SVM tuned over %d widths x %d penalties", length(g),
+                           length(lam)))
+    }
+  }, warning = quiet), error = function(e) list(failed = conditionMessage(e)))
+}
+
+# The selection's winner against the tuned Gaussian (.hgk_tuned_gaussian): the tuned Gaussian
+# is the final model when its CV error is below the winner's (ties keep the winner). The
+# selection record gains tuned_error and tuned (whether it won); a win makes the choice
+# "baseline" with the tuned Gaussian's error as baseline_error.
+.hgk_against_tuned <- function(sel, tuned) {
+  s <- sel$selection
+  s$tuned <- FALSE
+  fmt <- function(v) format(signif(v, 3))
+  if (!is.null(tuned$failed)) {
+    s$tuned_error <- NA_real_
+    s$reason <- sprintf("%s; the tuned Gaussian could not be cross-validated (%s)", s$reason,
+                        tuned$failed)
+    return(s)
+  }
+  tab <- sel$table
+  b <- match(TRUE, tab$architecture == sel$winner$architecture & tab$loss == sel$winner$loss)
+  e_best <- tab$error[b]
+  s$tuned_error <- tuned$error
+  if (tuned$error < e_best) {
+    s$tuned <- TRUE
+    s$choice <- "baseline"
+    s$baseline_error <- tuned$error
+    s$reason <- sprintf("the Gaussian kernel as a %s validated better (CV error %s against %s for %s, %s); the learned weights are not used",
+                        tuned$label, fmt(tuned$error), fmt(e_best), tab$architecture[b],
+                        tab$loss[b])
+  } else {
+    s$reason <- sprintf("%s; the Gaussian kernel as a %s: CV error %s, not below", s$reason,
+                        tuned$label, fmt(tuned$error))
+  }
+  s
 }
 
 .hgk_check_rows <- function(n, folds, split, cv, caller) {
@@ -423,12 +528,15 @@
 }
 
 # final = "refit": (gamma, lambda) by k-fold CV of the least-squares SVM with the learned weights.
-.hgk_refit_grid <- function(ctx, m, folds, lambda, caller) {
+# foldid: the folds, or NULL to draw `folds` of them.
+.hgk_refit_grid <- function(ctx, m, folds, lambda, caller, foldid = NULL) {
   n <- nrow(ctx$x)
   gammas <- if (is.null(ctx$opts$gammas)) m$gamma * c(0.5, 1, 2) else ctx$opts$gammas
+  if (is.null(foldid))
+    foldid <- .klcv_folds(list(n = n, task = ctx$task, y = ctx$y), folds, NULL, caller)$foldid
+  folds <- max(foldid)
   n1 <- n - ceiling(n / folds)
   lambdas <- if (is.null(lambda)) exp(seq(log(1e-3 / n1), log(0.1), length.out = 6L)) else lambda
-  foldid <- .klcv_folds(list(n = n, task = ctx$task, y = ctx$y), folds, NULL, caller)$foldid
   err <- matrix(0, length(gammas), length(lambdas))
   k <- m$kernel
   for (gi in seq_along(gammas)) {

@@ -123,7 +123,9 @@ print.hgk <- function(x, ...) {
   cat("Hierarchical Gaussian kernel learning: ", what, "\n", sep = "")
   cat(sprintf("  %d training rows, %d features (scaled to [0, 1])\n", x$n, ncol(x$x)))
   a <- x$architecture
-  how <- if (!is.null(x$cv) && nrow(x$cv) > 1L)
+  how <- if (isTRUE(x$selection$tuned))
+    sprintf(" (validated better by %d-fold CV than the %d candidates)", x$folds, nrow(x$cv))
+  else if (!is.null(x$cv) && nrow(x$cv) > 1L)
     sprintf(" (chosen by %d-fold CV among %d)", x$folds, nrow(x$cv)) else ""
   single <- identical(x$control$precision, "single")
   cat(sprintf("  kernel: %s%s, %s gradient%s\n", a$label, how, x$gradient,

@@ -620,6 +620,78 @@ test_that("the Gaussian start joins the cross-validation and wins when the learn
   expect_error(hgk(r$x, r$y, depth = 1, baseline = NA), "'baseline' must be TRUE or FALSE")
 })
 
+test_that("the Gaussian kernel tuned over widths x costs is the final model when it validates better", {
+  # classes: a start tree that all but ignores the two informative columns, kept as it is
+  # (maxit = 0), against the Gaussian C-SVM tuned on the same folds
+  c2 <- cls_data(n = 200, d = 4, seed = 161)
+  bad <- hierarchical_gaussian_kernel(c(1e-3, 1e-3, 1, 1))
+  set.seed(162)
+  fit <- hgk(c2$x, c2$y, kernel = bad, loss = "hinge", folds = 4,
+             control = hgk_control(maxit = 0, split = c(0.3, 0.3)))
+  tg <- fit$tuned_gaussian
+  expect_identical(tg$loss, "hinge")
+  expect_identical(max(tg$foldid), 4L)
+  # its error is that of kernel_svm tuned by hand on the same folds (kl_tune, independent of hgk)
+  m1 <- 200 - max(tabulate(tg$foldid))
+  t <- exp(seq(log(0.2 * m1^(-1 / 4)), log(5 * (1 + 5 / m1)^4), length.out = 10))
+  lam <- exp(seq(log(1e-3 / m1), log(0.1), length.out = 10))
+  costs <- sort(1 / (2 * m1 * lam))
+  tu <- kl_tune(kernel_svm, fit$x, c2$y, grid = list(gamma = 1 / t^2, cost = costs),
+                foldid = tg$foldid, scale = "none", refit = FALSE, extend = 2L)
+  expect_equal(tg$error, min(tu$results$mean))
+  expect_equal(tg$gamma, tu$best$gamma)
+  # a fold error of the best point, recomputed with kernel_svm on the fold's rows
+  k <- 2L
+  tr <- tg$foldid != k
+  sv <- kernel_svm(fit$x[tr, ], c2$y[tr], gamma = tu$best$gamma, cost = tu$best$cost,
+                   scale = "none")
+  b <- which.min(tu$results$mean)
+  expect_equal(unname(tu$fold_metrics[b, "Fold2"]), mean(predict(sv, fit$x[!tr, ]) != c2$y[!tr]))
+  # the rule: the tuned Gaussian wins when its CV error is below the selection's winner's
+  win <- min(fit$cv$error)
+  expect_identical(fit$selection$tuned, tg$error < win)
+  expect_true(fit$selection$tuned)
+  expect_identical(fit$selection$choice, "baseline")
+  expect_equal(fit$selection$baseline_error, tg$error)
+  expect_match(fit$selection$reason, "C-SVM tuned over 10 widths x 10 costs validated better")
+  expect_false(fit$architecture$learned)
+  expect_output(print(fit), "validated better by 4-fold CV than the 2 candidates")
+  # the final model: the C-SVM with that width and the cost rescaled to all rows
+  ref <- kernel_svm(fit$x, c2$y, gamma = tg$gamma, cost = tu$best$cost * m1 / 200,
+                    scale = "none")
+  expect_equal(predict(fit, c2$x, type = "decision"), predict(ref, fit$x, type = "decision"),
+               tolerance = 1e-6)
+  expect_equal(unname(kernlearn:::.hgk_params(learned_kernel(fit))), rep(1, 4))
+  # regression: the least-squares arm over 6 widths x 6 penalties; one grid point's error by
+  # an independent R computation
+  r <- reg_data(n = 120, d = 3, seed = 163)
+  set.seed(164)
+  fit2 <- hgk(r$x, r$y, kernel = hierarchical_gaussian_kernel(c(1, 1, 1)), folds = 3,
+              control = hgk_control(maxit = 2, split = c(0.3, 0.3)))
+  tg2 <- fit2$tuned_gaussian
+  expect_identical(tg2$loss, "ls")
+  expect_identical(nrow(tg2$table), 36L)
+  Yr <- 2 * (r$y - min(r$y)) / diff(range(r$y)) - 1
+  i <- 8L
+  g <- tg2$table$gamma[i]
+  l <- tg2$table$lambda[i]
+  e <- 0
+  for (f in 1:3) {
+    tr <- tg2$foldid != f
+    sol <- ls_svm_r(gauss_gram(g, fit2$x[tr, ]), matrix(Yr[tr]), sum(tr) * l)
+    dd <- gauss_gram(g, fit2$x[!tr, ], fit2$x[tr, ]) %*% sol$alpha + sol$bias
+    e <- e + sum((pmin(pmax(dd, -1), 1) - Yr[!tr])^2)
+  }
+  expect_equal(tg2$table$error[i], e / 120, tolerance = 1e-8)
+  expect_identical(fit2$selection$tuned, tg2$error < min(fit2$cv$error))
+  # no tuned Gaussian without the baseline, or with final = "average"
+  set.seed(164)
+  fit3 <- hgk(r$x, r$y, candidates = c(0, 2), folds = 3, baseline = FALSE,
+              control = hgk_control(maxit = 0, split = c(0.3, 0.3)))
+  expect_null(fit3$tuned_gaussian)
+  expect_null(fit3$selection)
+})
+
 test_that("loss = \"auto\" chooses between least squares and the hinge loss by misclassification", {
   c3 <- cls_data(n = 150, seed = 151, classes = 3)
   set.seed(152)
