@@ -481,6 +481,11 @@ run_hgk_auto <- function(S) {
                   ifelse(fit$cv$depth == 1, "d1", paste0("m", fit$cv$nodes)))
     paste0("; cv ", paste(sprintf("%s:%.4g", lab, fit$cv$error), collapse = " "))
   }
+  tg <- fit$tuned_gaussian
+  if (!is.null(tg))
+    cvtxt <- paste0(cvtxt, if (!is.null(tg$failed)) sprintf("; tuned gauss failed: %s", tg$failed)
+                           else sprintf("; tuned gauss:%.4g%s", tg$error,
+                                        if (isTRUE(fit$selection$tuned)) " (chosen)" else ""))
   list(D = D,
        extra = sprintf("%s; loss %s; final %s%s%s%s", fit$architecture$label, fit$loss, fit$final,
                        if (fit$loss == "hinge" && !is.null(fit$models[[1L]]$svm))
