@@ -49,12 +49,25 @@
 #' width and penalty chosen on the same grid but its weights not learned,
 #' joins the cross-validation as one more candidate, so that the fit never
 #' ends worse on held-out rows than the kernel it started from: when it
-#' validates better, it is the final kernel. The choice, both errors and the
-#' reason are kept in \code{fit$selection} and printed. The comparison costs
-#' little when architectures are compared anyway (the start kernel is cheap);
-#' with one given architecture and \code{final = "refit"} it adds a
-#' cross-validation (\code{folds} learning runs), which \code{baseline =
-#' FALSE} saves.
+#' validates better, it is the final kernel. With \code{final = "refit"} the
+#' Gaussian kernel is also tuned as a user would tune it, on the same folds:
+#' for classification with the hinge loss among the losses, a C-SVM
+#' (\code{\link{kernel_svm}}) over 10 widths x 10 costs by its misclassification
+#' rate (\code{\link{kl_tune}}, the grid extended past a winning edge); otherwise
+#' the least-squares SVM over 6 widths x 6 penalties by the clipped squared
+#' error. The widths are \eqn{\gamma = 1/t^2}{gamma = 1/t^2} with \eqn{t}
+#' geometric from \eqn{0.2 m^{-1/d}}{0.2 m^(-1/d)} to
+#' \eqn{5 (1 + 5/m)^d}{5 (1 + 5/m)^d}, the penalties geometric from
+#' \eqn{10^{-3}/m}{1e-3/m} to 0.1 (cost \eqn{1/(2 m \lambda)}{1/(2 m lambda)}),
+#' \eqn{m} the rows of a fold's fit (the grid of the paper's SVM baseline).
+#' When its cross-validation error is below that of the selected kernel
+#' (ties keep the selected one), it is refitted on all rows and is the final
+#' model; the learned weights are then not used. The choice, the errors and
+#' the reason are kept in \code{fit$selection} and printed. The comparison
+#' costs little when architectures are compared anyway (the start kernel is
+#' cheap, and the tuning uses warm-started cost paths); with one given
+#' architecture and \code{final = "refit"} it adds a cross-validation
+#' (\code{folds} learning runs), which \code{baseline = FALSE} saves.
 #'
 #' \strong{The loss.} For classification, \code{loss = "auto"} (the default)
 #' compares the least-squares SVM and the C-SVM (hinge loss) on each
@@ -155,7 +168,8 @@
 #'   so that \code{predict(type = "prob")} works.
 #'   With \code{loss = "auto"} it implies the hinge loss.
 #' @param baseline Compare the learned kernel with the Gaussian kernel it
-#'   starts from in the cross-validation and keep the better (see Details).
+#'   starts from, and with \code{final = "refit"} with the tuned Gaussian
+#'   kernel, in the cross-validation and keep the better (see Details).
 #' @param control Optimisation constants: \code{\link{hgk_control}()}.
 #' @param scale Scale inputs to \eqn{[0, 1]} with the training range.
 #' @param cells \code{FALSE} (the default) for one global model; \code{TRUE}
@@ -175,7 +189,11 @@
 #'   \code{trace} and \code{info}), \code{architecture}, the cross-validation
 #'   table \code{cv} (one row per candidate kernel and loss), \code{selection}
 #'   (the comparison with the Gaussian start: \code{choice}, both errors and
-#'   the \code{reason}), \code{refit_cv} (the least-squares refit's
+#'   the \code{reason}; with \code{final = "refit"} also \code{tuned_error},
+#'   the tuned Gaussian's error, and \code{tuned}, whether it is the final
+#'   model), \code{tuned_gaussian} (that tuning: \code{loss}, \code{error},
+#'   the chosen \code{gamma} and \code{cost} or \code{lambda}, its
+#'   \code{table} and \code{foldid}), \code{refit_cv} (the least-squares refit's
 #'   cross-validation over width and penalty) and \code{svm_cv} (the C-SVM's
 #'   over width and cost, \code{\link{kl_tune}}'s \code{results}; hinge loss
 #'   only), \code{relevance} (see \code{\link{plot.hgk}}), the scaled
