@@ -281,7 +281,9 @@
       tab <- tu$results
       attr(tab, "foldid") <- tu$foldid
       attr(tab, "criterion") <- "misclassification rate"
-      list(loss = "hinge", error = min(tab$mean), gamma = tu$best$gamma,
+      b <- which.min(tab$mean)
+      list(loss = "hinge", error = tab$mean[b], fold_errors = unname(tu$fold_metrics[b, ]),
+           gamma = tu$best$gamma,
            cost = tu$best$cost * m1 / n, table = tab, foldid = foldid,
            label = sprintf("C-SVM tuned over %d widths x %d costs", length(g), length(costs)))
     } else {
@@ -291,7 +293,8 @@
       c2$opts$gammas <- g
       rc <- .hgk_refit_grid(c2, list(kernel = hierarchical_gaussian_kernel(rep(1, d))), 0L,
                             lam, caller, foldid = foldid)
-      list(loss = "ls", error = min(rc$table$error), gamma = rc$gamma, lambda = rc$lambda,
+      list(loss = "ls", error = mean(rc$fold_errors), fold_errors = rc$fold_errors,
+           gamma = rc$gamma, lambda = rc$lambda,
            table = rc$table, foldid = foldid,
            label = sprintf("least-squares SVM tuned over %d widths x %d penalties", length(g),
                            length(lam)))
@@ -299,9 +302,13 @@
   }, warning = quiet), error = function(e) list(failed = conditionMessage(e)))
 }
 
-# The selection's winner against the tuned Gaussian (.hgk_tuned_gaussian): the tuned Gaussian
-# is the final model when its CV error is below the winner's (ties keep the winner). The
-# selection record gains tuned_error and tuned (whether it won); a win makes the choice
+# The selection's winner against the tuned Gaussian (.hgk_tuned_gaussian), both by their
+# errors in the same folds. The winner's error is the smallest of several candidates' (the
+# architectures, the losses), so it is biased low; the simpler model is preferred as in the
+# one-standard-error rule: the winner is kept only when its mean CV error is below the tuned
+# Gaussian's by more than one standard error of their fold-wise difference (sd / sqrt(folds)),
+# else the tuned Gaussian is the final model. The selection record gains tuned_error,
+# difference_se and tuned (whether the Gaussian is the final model); then the choice is
 # "baseline" with the tuned Gaussian's error as baseline_error.
 .hgk_against_tuned <- function(sel, tuned) {
   s <- sel$selection
@@ -316,17 +323,20 @@
   tab <- sel$table
   b <- match(TRUE, tab$architecture == sel$winner$architecture & tab$loss == sel$winner$loss)
   e_best <- tab$error[b]
+  diff <- attr(tab, "folds")[b, ] - tuned$fold_errors
+  se <- stats::sd(diff) / sqrt(length(diff))
   s$tuned_error <- tuned$error
-  if (tuned$error < e_best) {
+  s$difference_se <- se
+  if (e_best < tuned$error - se) {
+    s$reason <- sprintf("%s; the Gaussian kernel as a %s: CV error %s, above by more than one standard error of the difference (%s)",
+                        s$reason, tuned$label, fmt(tuned$error), fmt(se))
+  } else {
     s$tuned <- TRUE
     s$choice <- "baseline"
     s$baseline_error <- tuned$error
-    s$reason <- sprintf("the Gaussian kernel as a %s validated better (CV error %s against %s for %s, %s); the learned weights are not used",
+    s$reason <- sprintf("the Gaussian kernel as a %s validated as well (CV error %s against %s for %s, %s; the selected kernel is kept only when below by more than one standard error of the difference, %s); the learned weights are not used",
                         tuned$label, fmt(tuned$error), fmt(e_best), tab$architecture[b],
-                        tab$loss[b])
-  } else {
-    s$reason <- sprintf("%s; the Gaussian kernel as a %s: CV error %s, not below", s$reason,
-                        tuned$label, fmt(tuned$error))
+                        tab$loss[b], fmt(se))
   }
   s
 }
@@ -527,7 +537,8 @@
   out
 }
 
-# final = "refit": (gamma, lambda) by k-fold CV of the least-squares SVM with the learned weights.
+# final = "refit": (gamma, lambda) by k-fold CV of the least-squares SVM with the learned weights
+# (error: pooled over the rows; fold_errors: the chosen point's mean in each fold).
 # foldid: the folds, or NULL to draw `folds` of them.
 .hgk_refit_grid <- function(ctx, m, folds, lambda, caller, foldid = NULL) {
   n <- nrow(ctx$x)
@@ -538,6 +549,7 @@
   n1 <- n - ceiling(n / folds)
   lambdas <- if (is.null(lambda)) exp(seq(log(1e-3 / n1), log(0.1), length.out = 6L)) else lambda
   err <- matrix(0, length(gammas), length(lambdas))
+  ferr <- array(0, c(length(gammas), length(lambdas), folds))
   k <- m$kernel
   for (gi in seq_along(gammas)) {
     k$gamma <- gammas[gi]
@@ -552,14 +564,15 @@
         dec <- .kl_core(caller, cpp_kernel_predict, ctx$x[te, , drop = FALSE],
                         ctx$x[tr, , drop = FALSE], sol$alpha, as.vector(sol$bias), spec,
                         ctx$threads, .kl_backend_arg())
-        err[gi, li] <- err[gi, li] +
-          sum((pmin(pmax(dec, -1), 1) - ctx$Y[te, , drop = FALSE])^2) / (n * ncol(ctx$Y))
+        se <- sum((pmin(pmax(dec, -1), 1) - ctx$Y[te, , drop = FALSE])^2)
+        err[gi, li] <- err[gi, li] + se / (n * ncol(ctx$Y))
+        ferr[gi, li, f] <- se / (length(te) * ncol(ctx$Y))
       }
     }
   }
   b <- which(err == min(err), arr.ind = TRUE)[1L, ]
   list(gamma = gammas[b[1L]], lambda = lambdas[b[2L]], gammas = gammas, lambdas = lambdas,
-       foldid = foldid,
+       foldid = foldid, fold_errors = ferr[b[1L], b[2L], ],
        table = data.frame(gamma = rep(gammas, length(lambdas)),
                           lambda = rep(lambdas, each = length(gammas)), error = as.vector(err)))
 }

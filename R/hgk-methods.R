@@ -124,7 +124,8 @@ print.hgk <- function(x, ...) {
   cat(sprintf("  %d training rows, %d features (scaled to [0, 1])\n", x$n, ncol(x$x)))
   a <- x$architecture
   how <- if (isTRUE(x$selection$tuned))
-    sprintf(" (validated better by %d-fold CV than the %d candidates)", x$folds, nrow(x$cv))
+    sprintf(" (the tuned Gaussian, chosen over the %d candidates by %d-fold CV)", nrow(x$cv),
+            x$folds)
   else if (!is.null(x$cv) && nrow(x$cv) > 1L)
     sprintf(" (chosen by %d-fold CV among %d)", x$folds, nrow(x$cv)) else ""
   single <- identical(x$control$precision, "single")

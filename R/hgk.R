@@ -60,9 +60,12 @@
 #' \eqn{5 (1 + 5/m)^d}{5 (1 + 5/m)^d}, the penalties geometric from
 #' \eqn{10^{-3}/m}{1e-3/m} to 0.1 (cost \eqn{1/(2 m \lambda)}{1/(2 m lambda)}),
 #' \eqn{m} the rows of a fold's fit (the grid of the paper's SVM baseline).
-#' When its cross-validation error is below that of the selected kernel
-#' (ties keep the selected one), it is refitted on all rows and is the final
-#' model; the learned weights are then not used. The choice, the errors and
+#' The selected kernel's cross-validation error is the smallest of several
+#' candidates' and so biased low; as in the one-standard-error rule, it is
+#' kept only when it is below the tuned Gaussian's by more than one standard
+#' error of their fold-wise difference. Otherwise the tuned Gaussian is
+#' refitted on all rows and is the final model; the learned weights are then
+#' not used. The choice, the errors and
 #' the reason are kept in \code{fit$selection} and printed. The comparison
 #' costs little when architectures are compared anyway (the start kernel is
 #' cheap, and the tuning uses warm-started cost paths); with one given
@@ -190,7 +193,8 @@
 #'   table \code{cv} (one row per candidate kernel and loss), \code{selection}
 #'   (the comparison with the Gaussian start: \code{choice}, both errors and
 #'   the \code{reason}; with \code{final = "refit"} also \code{tuned_error},
-#'   the tuned Gaussian's error, and \code{tuned}, whether it is the final
+#'   the tuned Gaussian's error, \code{difference_se}, the standard error of
+#'   the fold-wise difference, and \code{tuned}, whether it is the final
 #'   model), \code{tuned_gaussian} (that tuning: \code{loss}, \code{error},
 #'   the chosen \code{gamma} and \code{cost} or \code{lambda}, its
 #'   \code{table} and \code{foldid}), \code{refit_cv} (the least-squares refit's

@@ -647,15 +647,23 @@ test_that("the Gaussian kernel tuned over widths x costs is the final model when
                    scale = "none")
   b <- which.min(tu$results$mean)
   expect_equal(unname(tu$fold_metrics[b, "Fold2"]), mean(predict(sv, fit$x[!tr, ]) != c2$y[!tr]))
-  # the rule: the tuned Gaussian wins when its CV error is below the selection's winner's
-  win <- min(fit$cv$error)
-  expect_identical(fit$selection$tuned, tg$error < win)
+  expect_equal(tg$fold_errors, unname(tu$fold_metrics[b, ]))
+  # the rule: the selection's winner is kept only when its CV error is below the tuned
+  # Gaussian's by more than one standard error of the fold-wise difference
+  rule <- function(fit) {
+    w <- order(fit$cv$error, seq_len(nrow(fit$cv)))[1L]
+    dif <- attr(fit$cv, "folds")[w, ] - fit$tuned_gaussian$fold_errors
+    se <- sd(dif) / sqrt(length(dif))
+    expect_equal(fit$selection$difference_se, se)
+    !(fit$cv$error[w] < fit$tuned_gaussian$error - se)
+  }
+  expect_identical(fit$selection$tuned, rule(fit))
   expect_true(fit$selection$tuned)
   expect_identical(fit$selection$choice, "baseline")
   expect_equal(fit$selection$baseline_error, tg$error)
-  expect_match(fit$selection$reason, "C-SVM tuned over 10 widths x 10 costs validated better")
+  expect_match(fit$selection$reason, "C-SVM tuned over 10 widths x 10 costs validated as well")
   expect_false(fit$architecture$learned)
-  expect_output(print(fit), "validated better by 4-fold CV than the 2 candidates")
+  expect_output(print(fit), "the tuned Gaussian, chosen over the 2 candidates by 4-fold CV")
   # the final model: the C-SVM with that width and the cost rescaled to all rows
   ref <- kernel_svm(fit$x, c2$y, gamma = tg$gamma, cost = tu$best$cost * m1 / 200,
                     scale = "none")
@@ -671,6 +679,7 @@ test_that("the Gaussian kernel tuned over widths x costs is the final model when
   tg2 <- fit2$tuned_gaussian
   expect_identical(tg2$loss, "ls")
   expect_identical(nrow(tg2$table), 36L)
+  expect_equal(tg2$error, mean(tg2$fold_errors))
   Yr <- 2 * (r$y - min(r$y)) / diff(range(r$y)) - 1
   i <- 8L
   g <- tg2$table$gamma[i]
@@ -683,7 +692,18 @@ test_that("the Gaussian kernel tuned over widths x costs is the final model when
     e <- e + sum((pmin(pmax(dd, -1), 1) - Yr[!tr])^2)
   }
   expect_equal(tg2$table$error[i], e / 120, tolerance = 1e-8)
-  expect_identical(fit2$selection$tuned, tg2$error < min(fit2$cv$error))
+  expect_identical(fit2$selection$tuned, rule(fit2))
+  # a kernel far better than the Gaussian in every fold is kept
+  fq <- function(x) sin(8 * x[, 1]) * x[, 2] > 0.2
+  set.seed(165)
+  xq <- matrix(runif(300 * 6), 300, 6)
+  yq <- factor(ifelse(fq(xq), "p", "q"))
+  good <- hierarchical_gaussian_kernel(c(3, 3, 1e-3, 1e-3, 1e-3, 1e-3))
+  fit4 <- hgk(xq, yq, kernel = good, loss = "ls", folds = 4,
+              control = hgk_control(maxit = 0, split = c(0.3, 0.3)))
+  expect_false(fit4$selection$tuned)
+  expect_identical(fit4$selection$choice, "learned")
+  expect_match(fit4$selection$reason, "above by more than one standard error")
   # no tuned Gaussian without the baseline, or with final = "average"
   set.seed(164)
   fit3 <- hgk(r$x, r$y, candidates = c(0, 2), folds = 3, baseline = FALSE,
