@@ -281,10 +281,9 @@
       tab <- tu$results
       attr(tab, "foldid") <- tu$foldid
       attr(tab, "criterion") <- "misclassification rate"
-      b <- which.min(tab$mean)
+      b <- which(tab$gamma == tu$best$gamma & tab$cost == tu$best$cost)[1L]
       list(loss = "hinge", error = tab$mean[b], fold_errors = unname(tu$fold_metrics[b, ]),
-           gamma = tu$best$gamma,
-           cost = tu$best$cost * m1 / n, table = tab, foldid = foldid,
+           gamma = tu$best$gamma, cost = tu$best$cost * m1 / n, table = tab, foldid = foldid,
            label = sprintf("C-SVM tuned over %d widths x %d costs", length(g), length(costs)))
     } else {
       g <- widths(6L)

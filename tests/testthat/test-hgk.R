@@ -645,7 +645,7 @@ test_that("the Gaussian kernel tuned over widths x costs is the final model when
   tr <- tg$foldid != k
   sv <- kernel_svm(fit$x[tr, ], c2$y[tr], gamma = tu$best$gamma, cost = tu$best$cost,
                    scale = "none")
-  b <- which.min(tu$results$mean)
+  b <- which(tu$results$gamma == tu$best$gamma & tu$results$cost == tu$best$cost)[1L]
   expect_equal(unname(tu$fold_metrics[b, "Fold2"]), mean(predict(sv, fit$x[!tr, ]) != c2$y[!tr]))
   expect_equal(tg$fold_errors, unname(tu$fold_metrics[b, ]))
   # the rule: the selection's winner is kept only when its CV error is below the tuned
