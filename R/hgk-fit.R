@@ -252,12 +252,19 @@
 # The Gaussian kernel (the start weights) tuned as a user tunes it, on the folds of the
 # candidates' cross-validation: with the hinge loss among the losses of a classification, the
 # C-SVM over the paper's 10 widths x 10 costs (kl_tune(): the warm-started cost path, the grid
-# extended past a winning edge) by its misclassification rate; otherwise the least-squares
-# SVM over 6 widths x 6 penalties of the same ranges by the clipped squared error (the
-# candidates' criteria). Widths: gamma = 1 / t^2, t geometric from 0.2 m^(-1/d) to
-# 5 (1 + 5/m)^d, penalties geometric from 1e-3 / m to 0.1 (C = 1 / (2 m lambda)), m the rows
-# of a fold's fit. Returns list(loss, error, gamma, cost or lambda (for all n rows), table,
-# foldid, label); where the tuning cannot run, list(failed = the message).
+# extended past a winning edge), chosen as the C-SVM on a learned kernel is
+# (.hgk_hinge_grid): for two classes by the clipped squared error of its decision values, a
+# steadier criterion than the count of misclassified rows, for more classes by the
+# misclassification rate, in both cases averaged over the candidates' folds and a second draw
+# of folds; otherwise the least-squares SVM over 6 widths x 6 penalties of the same ranges by
+# the clipped squared error. Widths: gamma = 1 / t^2, t geometric from
+# 0.2 m^(-1/d) to 5 (1 + 5/m)^d, penalties geometric from 1e-3 / m to 0.1
+# (C = 1 / (2 m lambda)), m the rows of a fold's fit. error and fold_errors are in the
+# candidates' criterion and folds (misclassification with the hinge loss; for two classes
+# recomputed at the chosen point); selection_error is the grid's criterion there, averaged
+# over both draws. Returns list(loss, error,
+# fold_errors, gamma, cost or lambda (for all n rows), table, foldid, label); where the tuning
+# cannot run, list(failed = the message).
 .hgk_tuned_gaussian <- function(ctx, losses, foldid, caller) {
   n <- nrow(ctx$x)
   d <- ctx$d
@@ -275,15 +282,43 @@
     if (hinge) {
       g <- widths(10L)
       costs <- sort(1 / (2 * m1 * lambdas(10L)))
+      two <- length(ctx$levels) == 2L
+      metric <- if (two) .hgk_svm_ls_metric(ctx$levels)
       tu <- kl_tune(kernel_svm, ctx$x, ctx$y, grid = list(gamma = g, cost = costs),
-                    foldid = foldid, scale = "none", threads = ctx$threads, refit = FALSE,
-                    extend = 2L)
+                    foldid = foldid, metric = metric, scale = "none", threads = ctx$threads,
+                    refit = FALSE, extend = 2L)
       tab <- tu$results
+      # a second draw of the folds over the same (possibly extended) grid; the width and cost
+      # are chosen by the mean of both draws' errors. The error surface is flat near its
+      # minimum, so one draw's noise would otherwise pick the point.
+      foldid2 <- .klcv_folds(list(n = n, task = ctx$task, y = ctx$y), max(foldid), NULL,
+                             caller)$foldid
+      tu2 <- kl_tune(kernel_svm, ctx$x, ctx$y,
+                     grid = list(gamma = sort(unique(tab$gamma)), cost = sort(unique(tab$cost))),
+                     foldid = foldid2, metric = metric, scale = "none", threads = ctx$threads,
+                     refit = FALSE, extend = 0L)
+      r2 <- tu2$results
+      tab$mean2 <- r2$mean[match(paste(tab$gamma, tab$cost), paste(r2$gamma, r2$cost))]
+      tab$mean_both <- (tab$mean + tab$mean2) / 2
+      b <- which.min(tab$mean_both)
       attr(tab, "foldid") <- tu$foldid
-      attr(tab, "criterion") <- "misclassification rate"
-      b <- which(tab$gamma == tu$best$gamma & tab$cost == tu$best$cost)[1L]
-      list(loss = "hinge", error = tab$mean[b], fold_errors = unname(tu$fold_metrics[b, ]),
-           gamma = tu$best$gamma, cost = tu$best$cost * m1 / n, table = tab, foldid = foldid,
+      attr(tab, "foldid2") <- foldid2
+      attr(tab, "criterion") <- if (two) "mean squared error of decisions clipped to [-1, 1]"
+                                else "misclassification rate"
+      gamma <- tab$gamma[b]
+      cost <- tab$cost[b]
+      folds_b <- unname(tu$fold_metrics[b, ])
+      if (two) {
+        # the candidates are compared by their misclassification rates: that of the chosen
+        # width and cost in the candidates' folds
+        mc <- kl_tune(kernel_svm, ctx$x, ctx$y, grid = list(gamma = gamma, cost = cost),
+                      foldid = foldid, scale = "none", threads = ctx$threads, refit = FALSE,
+                      extend = 0L)
+        folds_b <- unname(mc$fold_metrics[1L, ])
+      }
+      list(loss = "hinge", error = mean(folds_b), fold_errors = folds_b,
+           selection_error = tab$mean_both[b], gamma = gamma, cost = cost * m1 / n,
+           table = tab, foldid = foldid,
            label = sprintf("C-SVM tuned over %d widths x %d costs", length(g), length(costs)))
     } else {
       g <- widths(6L)

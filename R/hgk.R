@@ -52,8 +52,14 @@
 #' validates better, it is the final kernel. With \code{final = "refit"} the
 #' Gaussian kernel is also tuned as a user would tune it, on the same folds:
 #' for classification with the hinge loss among the losses, a C-SVM
-#' (\code{\link{kernel_svm}}) over 10 widths x 10 costs by its misclassification
-#' rate (\code{\link{kl_tune}}, the grid extended past a winning edge); otherwise
+#' (\code{\link{kernel_svm}}) over 10 widths x 10 costs (\code{\link{kl_tune}},
+#' the grid extended past a winning edge), chosen as the C-SVM on a learned
+#' kernel is: for two classes by the clipped squared error of its decision
+#' values (a steadier criterion than the count of misclassified rows), for
+#' more by the misclassification rate, which is also what the comparison
+#' below uses; the grid's errors are averaged over the candidates' folds and
+#' a second draw of folds, since one draw's noise would pick the point on a
+#' flat error surface; otherwise
 #' the least-squares SVM over 6 widths x 6 penalties by the clipped squared
 #' error. The widths are \eqn{\gamma = 1/t^2}{gamma = 1/t^2} with \eqn{t}
 #' geometric from \eqn{0.2 m^{-1/d}}{0.2 m^(-1/d)} to
@@ -195,8 +201,10 @@
 #'   the \code{reason}; with \code{final = "refit"} also \code{tuned_error},
 #'   the tuned Gaussian's error, \code{difference_se}, the standard error of
 #'   the fold-wise difference, and \code{tuned}, whether it is the final
-#'   model), \code{tuned_gaussian} (that tuning: \code{loss}, \code{error},
-#'   the chosen \code{gamma} and \code{cost} or \code{lambda}, its
+#'   model), \code{tuned_gaussian} (that tuning: \code{loss}, \code{error}
+#'   and \code{fold_errors} in the candidates' criterion and folds, with the
+#'   hinge loss also \code{selection_error}, the grid's criterion at the
+#'   chosen point averaged over both draws of folds, the chosen \code{gamma} and \code{cost} or \code{lambda}, its
 #'   \code{table} and \code{foldid}), \code{refit_cv} (the least-squares refit's
 #'   cross-validation over width and penalty) and \code{svm_cv} (the C-SVM's
 #'   over width and cost, \code{\link{kl_tune}}'s \code{results}; hinge loss

@@ -631,23 +631,60 @@ test_that("the Gaussian kernel tuned over widths x costs is the final model when
   tg <- fit$tuned_gaussian
   expect_identical(tg$loss, "hinge")
   expect_identical(max(tg$foldid), 4L)
-  # its error is that of kernel_svm tuned by hand on the same folds (kl_tune, independent of hgk)
+  # two classes: width and cost are chosen by the clipped squared error of the decision values,
+  # as kernel_svm tuned by hand on the same folds chooses them (kl_tune, independent of hgk)
   m1 <- 200 - max(tabulate(tg$foldid))
   t <- exp(seq(log(0.2 * m1^(-1 / 4)), log(5 * (1 + 5 / m1)^4), length.out = 10))
   lam <- exp(seq(log(1e-3 / m1), log(0.1), length.out = 10))
   costs <- sort(1 / (2 * m1 * lam))
-  tu <- kl_tune(kernel_svm, fit$x, c2$y, grid = list(gamma = 1 / t^2, cost = costs),
-                foldid = tg$foldid, scale = "none", refit = FALSE, extend = 2L)
-  expect_equal(tg$error, min(tu$results$mean))
-  expect_equal(tg$gamma, tu$best$gamma)
-  # a fold error of the best point, recomputed with kernel_svm on the fold's rows
-  k <- 2L
-  tr <- tg$foldid != k
-  sv <- kernel_svm(fit$x[tr, ], c2$y[tr], gamma = tu$best$gamma, cost = tu$best$cost,
-                   scale = "none")
-  b <- which(tu$results$gamma == tu$best$gamma & tu$results$cost == tu$best$cost)[1L]
-  expect_equal(unname(tu$fold_metrics[b, "Fold2"]), mean(predict(sv, fit$x[!tr, ]) != c2$y[!tr]))
-  expect_equal(tg$fold_errors, unname(tu$fold_metrics[b, ]))
+  sq <- structure(function(truth, pred) {
+    mean((pmin(pmax(pred, -1), 1) - ifelse(truth == "b", 1, -1))^2)
+  }, type = "decision")
+  # averaged over the candidates' folds and a second draw of folds
+  both_draws <- function(x, y, tg, grid, metric = NULL) {
+    tu <- kl_tune(kernel_svm, x, y, grid = grid, foldid = tg$foldid, metric = metric,
+                  scale = "none", refit = FALSE, extend = 2L)
+    f2 <- attr(tg$table, "foldid2")
+    expect_identical(sort(unique(f2)), sort(unique(tg$foldid)))
+    expect_false(identical(f2, tg$foldid))
+    tu2 <- kl_tune(kernel_svm, x, y, grid = list(gamma = sort(unique(tu$results$gamma)),
+                                                 cost = sort(unique(tu$results$cost))),
+                   foldid = f2, metric = metric, scale = "none", refit = FALSE, extend = 0L)
+    r <- tu$results
+    r2 <- tu2$results
+    avg <- (r$mean + r2$mean[match(paste(r$gamma, r$cost), paste(r2$gamma, r2$cost))]) / 2
+    b <- which.min(avg)
+    list(tu = tu, b = b, avg = avg[b], gamma = r$gamma[b], cost = r$cost[b])
+  }
+  ref2 <- both_draws(fit$x, c2$y, tg, list(gamma = 1 / t^2, cost = costs), metric = sq)
+  tu <- ref2$tu
+  expect_equal(tg$selection_error, ref2$avg)
+  expect_equal(c(tg$gamma, tg$cost), c(ref2$gamma, ref2$cost * m1 / 200))
+  expect_identical(attr(tg$table, "criterion"), "mean squared error of decisions clipped to [-1, 1]")
+  # its error is the misclassification rate at that point (the candidates' criterion): each
+  # fold's recomputed with kernel_svm on the fold's rows
+  for (k in 1:4) {
+    tr <- tg$foldid != k
+    sv <- kernel_svm(fit$x[tr, ], c2$y[tr], gamma = ref2$gamma, cost = ref2$cost,
+                     scale = "none")
+    expect_equal(tg$fold_errors[k], mean(predict(sv, fit$x[!tr, ]) != c2$y[!tr]))
+  }
+  expect_equal(tg$error, mean(tg$fold_errors))
+  # more classes: chosen by the misclassification rate itself
+  c3 <- cls_data(n = 180, d = 3, seed = 166, classes = 3)
+  set.seed(167)
+  fit5 <- hgk(c3$x, c3$y, kernel = hierarchical_gaussian_kernel(c(1, 1, 1)), loss = "hinge",
+              folds = 3, control = hgk_control(maxit = 0, split = c(0.3, 0.3)))
+  tg5 <- fit5$tuned_gaussian
+  m5 <- 180 - max(tabulate(tg5$foldid))
+  t5 <- exp(seq(log(0.2 * m5^(-1 / 3)), log(5 * (1 + 5 / m5)^3), length.out = 10))
+  c5 <- sort(1 / (2 * m5 * exp(seq(log(1e-3 / m5), log(0.1), length.out = 10))))
+  ref5 <- both_draws(fit5$x, c3$y, tg5, list(gamma = 1 / t5^2, cost = c5))
+  expect_equal(tg5$selection_error, ref5$avg)
+  expect_equal(c(tg5$gamma, tg5$cost), c(ref5$gamma, ref5$cost * m5 / 180))
+  expect_equal(tg5$fold_errors, unname(ref5$tu$fold_metrics[ref5$b, ]))
+  expect_equal(tg5$error, mean(tg5$fold_errors))
+  expect_identical(attr(tg5$table, "criterion"), "misclassification rate")
   # the rule: the selection's winner is kept only when its CV error is below the tuned
   # Gaussian's by more than one standard error of the fold-wise difference
   rule <- function(fit) {
@@ -665,7 +702,7 @@ test_that("the Gaussian kernel tuned over widths x costs is the final model when
   expect_false(fit$architecture$learned)
   expect_output(print(fit), "the tuned Gaussian, chosen over the 2 candidates by 4-fold CV")
   # the final model: the C-SVM with that width and the cost rescaled to all rows
-  ref <- kernel_svm(fit$x, c2$y, gamma = tg$gamma, cost = tu$best$cost * m1 / 200,
+  ref <- kernel_svm(fit$x, c2$y, gamma = tg$gamma, cost = ref2$cost * m1 / 200,
                     scale = "none")
   expect_equal(predict(fit, c2$x, type = "decision"), predict(ref, fit$x, type = "decision"),
                tolerance = 1e-6)
