@@ -73,8 +73,8 @@ cpp_linear_svm_predict <- function(x, W, b) {
     .Call(`_kernlearn_cpp_linear_svm_predict`, x, W, b)
 }
 
-cpp_hgk_learn <- function(x, y, kernel, theta, options, seed, threads, progress = NULL) {
-    .Call(`_kernlearn_cpp_hgk_learn`, x, y, kernel, theta, options, seed, threads, progress)
+cpp_hgk_learn <- function(x, y, kernel, theta, options, seed, threads, backend, progress = NULL) {
+    .Call(`_kernlearn_cpp_hgk_learn`, x, y, kernel, theta, options, seed, threads, backend, progress)
 }
 
 cpp_all_finite <- function(x, threads) {

@@ -21,17 +21,22 @@
 #' the factorisations of the calibrated least-squares head of \code{\link{gem}},
 #' kept on the GPU for its solves; systems of 2048 rows or more) and
 #' \code{"gram"} (with cuBLAS: the Gram matrix of that head's single-precision
-#' features, for 512 features or more) and \code{"kernel_rows"} (the kernel
+#' features, for 512 features or more), \code{"kernel_rows"} (the kernel
 #' rows of the SVM solver of \code{\link{kernel_svm}}, for the four standard
 #' kernels and the hierarchical Gaussian kernels of \code{\link{hgk}} (trees of
 #' at most 64 nodes; its hinge-loss SVMs), the training points held on the GPU
 #' for the whole solve and each row the solver's cache misses computed there;
 #' problems of 2048 rows or more; also the kernel matrices, hence the
 #' predictions, of the Laplacian, linear, polynomial and hierarchical Gaussian
-#' kernels). The default,
+#' kernels) and \code{"hgk_pass"} (the passes over pairs of points when
+#' \code{\link{hgk}} learns kernel weights: the sums \eqn{K \alpha} of its
+#' least-squares SVM and the derivatives of its validation risk in the weights,
+#' every pair in double precision; trees of at most 64 nodes, 256 weights and
+#' 64 outputs, a million pairs or more). The default,
 #' \code{c("kernel_matrix", "gemm")}, holds the operations whose GPU results and
-#' timings have been checked against the CPU; \code{"cholesky"}, \code{"gram"}
-#' and \code{"kernel_rows"} are to be switched on explicitly until then. Problems too small
+#' timings have been checked against the CPU; \code{"cholesky"}, \code{"gram"},
+#' \code{"kernel_rows"} and \code{"hgk_pass"} are to be switched on explicitly
+#' until then. Problems too small
 #' to gain from the transfers stay on the CPU, and so does an operation that does
 #' not fit in the GPU's memory.
 #'
@@ -72,8 +77,8 @@ kl_backend <- function(verbose = FALSE) {
 
 # The operations the GPU can take over, with their flags in the C++ core (GpuOp in
 # src/core/backend/backend.hpp), and those run there by default.
-.gpu_op_names <- c("kernel_matrix", "gemm", "cholesky", "gram", "kernel_rows")
-.gpu_op_bits <- c(1L, 2L, 4L, 8L, 16L)
+.gpu_op_names <- c("kernel_matrix", "gemm", "cholesky", "gram", "kernel_rows", "hgk_pass")
+.gpu_op_bits <- c(1L, 2L, 4L, 8L, 16L, 32L)
 .gpu_ops_default <- c("kernel_matrix", "gemm")
 
 # The flags of options(kernlearn.gpu_ops), checked.

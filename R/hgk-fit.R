@@ -490,7 +490,7 @@
   opts <- ctx$opts
   if (!learn) opts$maxit <- 0L
   r <- .kl_core(caller, cpp_hgk_learn, ctx$x[rows, , drop = FALSE], ctx$Y[rows, , drop = FALSE],
-                spec, NULL, opts, .kl_seed(), ctx$threads, ctx$progress)
+                spec, NULL, opts, .kl_seed(), ctx$threads, .kl_backend_arg(), ctx$progress)
   k <- .hgk_set_params(start, as.vector(r$weights))
   k$gamma <- r$gamma
   tr <- as.data.frame(r$trace)

@@ -318,8 +318,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_hgk_learn
-Rcpp::List cpp_hgk_learn(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> y, Rcpp::List kernel, SEXP theta, Rcpp::List options, Rcpp::IntegerVector seed, int threads, SEXP progress);
-RcppExport SEXP _kernlearn_cpp_hgk_learn(SEXP xSEXP, SEXP ySEXP, SEXP kernelSEXP, SEXP thetaSEXP, SEXP optionsSEXP, SEXP seedSEXP, SEXP threadsSEXP, SEXP progressSEXP) {
+Rcpp::List cpp_hgk_learn(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> y, Rcpp::List kernel, SEXP theta, Rcpp::List options, Rcpp::IntegerVector seed, int threads, Rcpp::List backend, SEXP progress);
+RcppExport SEXP _kernlearn_cpp_hgk_learn(SEXP xSEXP, SEXP ySEXP, SEXP kernelSEXP, SEXP thetaSEXP, SEXP optionsSEXP, SEXP seedSEXP, SEXP threadsSEXP, SEXP backendSEXP, SEXP progressSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -330,8 +330,9 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Rcpp::List >::type options(optionsSEXP);
     Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type seed(seedSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_hgk_learn(x, y, kernel, theta, options, seed, threads, progress));
+    rcpp_result_gen = Rcpp::wrap(cpp_hgk_learn(x, y, kernel, theta, options, seed, threads, backend, progress));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -643,7 +644,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_linear_svm_fit", (DL_FUNC) &_kernlearn_cpp_linear_svm_fit, 12},
     {"_kernlearn_cpp_linear_svm_decision", (DL_FUNC) &_kernlearn_cpp_linear_svm_decision, 3},
     {"_kernlearn_cpp_linear_svm_predict", (DL_FUNC) &_kernlearn_cpp_linear_svm_predict, 3},
-    {"_kernlearn_cpp_hgk_learn", (DL_FUNC) &_kernlearn_cpp_hgk_learn, 8},
+    {"_kernlearn_cpp_hgk_learn", (DL_FUNC) &_kernlearn_cpp_hgk_learn, 9},
     {"_kernlearn_cpp_all_finite", (DL_FUNC) &_kernlearn_cpp_all_finite, 2},
     {"_kernlearn_cpp_column_range", (DL_FUNC) &_kernlearn_cpp_column_range, 2},
     {"_kernlearn_cpp_column_mean_sd", (DL_FUNC) &_kernlearn_cpp_column_mean_sd, 2},

@@ -25,11 +25,13 @@ std::vector<double> doubles(const Rcpp::List& l, const char* name) {
 }  // namespace
 
 // Algorithm 1 on (x, y) from the weights of `kernel` (a hierarchical kernel list of
-// .kernel_spec()) or from log-weights theta; options as in kl::HgkOptions.
+// .kernel_spec()) or from log-weights theta; options as in kl::HgkOptions; backend as
+// .kl_backend_arg() (the objective's passes over pairs, with the GPU's hgk_pass operation on).
 // [[Rcpp::export]]
 Rcpp::List cpp_hgk_learn(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> y,
                          Rcpp::List kernel, SEXP theta, Rcpp::List options,
-                         Rcpp::IntegerVector seed, int threads, SEXP progress = R_NilValue) {
+                         Rcpp::IntegerVector seed, int threads, Rcpp::List backend,
+                         SEXP progress = R_NilValue) {
   return klr::guard([&] {
     const kl::HgkFamily fam = family_from_r(kernel);
     const kl::Vec theta0 = theta_from_r(fam, theta);
@@ -52,6 +54,8 @@ Rcpp::List cpp_hgk_learn(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<E
       opt.gamma_factors = doubles(options, "gamma_factors");
     opt.lambdas = doubles(options, "lambdas");
     opt.threads = threads;
+    kl::Backend& be = klr::backend_from_r(backend);
+    opt.backend = be.is_gpu() ? &be : nullptr;
     kl::Rng rng(klr::seed_from_r(seed));
     const kl::Callbacks cb = klr::make_callbacks(progress);
     const kl::HgkResult r = klr::with_eigen_threads(

@@ -263,6 +263,113 @@ __global__ void tree_block(const double* __restrict__ A, int rows, int lda,
                                   static_cast<std::size_t>(ldb)));
 }
 
+// The pass of kl_cuda_rows_tree_pass over the pairs (a_i, b_j), i < rows, j in the columns of
+// this block's chunk [blockIdx.y * chunk, +chunk): one thread per row i, which keeps every
+// node's value of the pair (forward) and its adjoint (backward) in per-thread arrays. With
+// Sums, the chunk's share of (K V)_i goes to kv_part[(blockIdx.y * L + l) * rows + i]; with
+// Grad, the block's sums over its rows of sum_j G_v t_m (G_v = Kbar_v K_v, before the factor
+// -2 s_v w_m) go to g_part[block * nw + t], block = blockIdx.y * gridDim.x + blockIdx.x,
+// added over the threads in a fixed order. triangle: a and b are the same points (row i of a
+// is point row0 + i of b) and only the pairs j > row0 + i count.
+constexpr int kPassThreads = 128;
+
+template <bool Sums, bool Grad>
+__global__ void __launch_bounds__(kPassThreads)
+tree_pass(const double* __restrict__ A, int rows, int lda, const double* __restrict__ B,
+          int cols, int ldb, TreeParams t, int nw, int chunk, int triangle, int row0,
+          const double* __restrict__ V, int ldv, int L, const double* __restrict__ U, int ldu,
+          double* __restrict__ kv_part, double* __restrict__ g_part) {
+  __shared__ double red[kPassThreads];
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const int j0 = blockIdx.y * chunk;
+  const int j1 = min(cols, j0 + chunk);
+  const int nn = t.nnodes, root = nn - 1;
+  double kval[KL_CUDA_MAX_TREE_NODES], om[KL_CUDA_MAX_TREE_NODES], gb[KL_CUDA_MAX_TREE_NODES];
+  double kvacc[KL_CUDA_MAX_TREE_OUTPUTS], ua[KL_CUDA_MAX_TREE_OUTPUTS];
+  double gacc[Grad ? KL_CUDA_MAX_TREE_WEIGHTS : 1];
+  for (int l = 0; l < L; ++l) kvacc[l] = 0.0;
+  if (Grad) {
+    for (int k = 0; k < nw; ++k) gacc[k] = 0.0;
+  }
+  if (i < rows) {
+    if (Grad)
+      for (int l = 0; l < L; ++l) ua[l] = U[i + static_cast<std::size_t>(l) * ldu];
+    const double* a = A + i;
+    const int jstart = triangle ? max(j0, row0 + i + 1) : j0;
+    for (int j = jstart; j < j1; ++j) {
+      const double* b = B + j;
+      for (int v = 0; v < nn; ++v) {
+        double acc = 0.0;
+        const bool leaf = t.leaf[v] != 0;
+        for (int k = t.offsets[v]; k < t.offsets[v + 1]; ++k) {
+          const double w = t.weights[k];
+          const int m = t.members[k];
+          if (leaf) {
+            const double df = a[static_cast<std::size_t>(m) * lda] - b[static_cast<std::size_t>(m) * ldb];
+            acc += w * w * df * df;
+          } else {
+            acc += w * w * om[m];
+          }
+        }
+        const double e = t.scales[v] * acc;
+        kval[v] = exp(-e);
+        om[v] = -expm1(-e);
+      }
+      const double kr = kval[root];
+      if (Sums)
+        for (int l = 0; l < L; ++l) kvacc[l] += kr * V[j + static_cast<std::size_t>(l) * ldv];
+      if (Grad) {
+        double adj = 0.0;
+        for (int l = 0; l < L; ++l) adj += ua[l] * V[j + static_cast<std::size_t>(l) * ldv];
+        gb[root] = adj * kr;
+        for (int v = root; v >= 0; --v) {
+          const double G = gb[v], s = t.scales[v];
+          const bool leaf = t.leaf[v] != 0;
+          for (int k = t.offsets[v]; k < t.offsets[v + 1]; ++k) {
+            const int m = t.members[k];
+            if (leaf) {
+              const double df = a[static_cast<std::size_t>(m) * lda] - b[static_cast<std::size_t>(m) * ldb];
+              gacc[k] += G * df * df;
+            } else {
+              const double w = t.weights[k];
+              gacc[k] += G * om[m];
+              gb[m] = G * s * w * w * kval[m];
+            }
+          }
+        }
+      }
+    }
+    if (Sums)
+      for (int l = 0; l < L; ++l)
+        kv_part[(static_cast<std::size_t>(blockIdx.y) * L + l) * rows + i] = kvacc[l];
+  }
+  if (Grad) {
+    const std::size_t blk = static_cast<std::size_t>(blockIdx.y) * gridDim.x + blockIdx.x;
+    for (int k = 0; k < nw; ++k) {
+      red[threadIdx.x] = gacc[k];
+      __syncthreads();
+      for (int h = kPassThreads / 2; h > 0; h >>= 1) {
+        if (threadIdx.x < h) red[threadIdx.x] += red[threadIdx.x + h];
+        __syncthreads();
+      }
+      if (threadIdx.x == 0) g_part[blk * nw + k] = red[0];
+      __syncthreads();
+    }
+  }
+}
+
+// out[i + l * rows] = sum over c < chunks of part[(c * L + l) * rows + i], in the order of c.
+__global__ void sum_chunks(const double* __restrict__ part, int rows, int L, int chunks,
+                           double* __restrict__ out) {
+  const std::size_t n = static_cast<std::size_t>(rows) * L;
+  for (std::size_t q = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; q < n;
+       q += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    double s = 0.0;
+    for (int c = 0; c < chunks; ++c) s += part[static_cast<std::size_t>(c) * n + q];
+    out[q] = s;
+  }
+}
+
 // Grid for the column loops above: one thread per row, columns strided over at most 65535
 // blocks.
 dim3 grid_2d(long rows, long cols, dim3 block) {
@@ -530,6 +637,8 @@ struct kl_cuda_rows {
   TreeParams t{};
   int* tree_int = nullptr;  // device copies of the tree: leaf flags, offsets, members
   double* tree_dbl = nullptr;  // weights, scales
+  std::vector<int> tree_offsets;    // host copies: the offsets,
+  std::vector<double> tree_factor;  // and -2 s_v w_m for every weight m of node v
 };
 
 namespace {
@@ -1279,6 +1388,10 @@ KL_EXPORT int kl_cuda_rows_create_tree(const double* X, int n, int d, int ldx, i
               "cannot copy the tree to the GPU");
   KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "copying the tree failed");
   h->tree = true;
+  h->tree_offsets.assign(offsets, offsets + nnodes + 1);
+  h->tree_factor.resize(static_cast<std::size_t>(M));
+  for (int v = 0; v < nnodes; ++v)
+    for (int k = offsets[v]; k < offsets[v + 1]; ++k) h->tree_factor[k] = -2.0 * scales[v] * weights[k];
   h->t.nnodes = nnodes;
   h->t.leaf = h->tree_int;
   h->t.offsets = h->tree_int + nnodes;
@@ -1430,6 +1543,156 @@ KL_EXPORT int kl_cuda_rows_block(kl_cuda_rows* h, const double* Z, int m, int ld
                 "cannot copy the kernel block from the GPU");
     KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "computing the kernel block failed");
   }
+  return 0;
+}
+
+KL_EXPORT int kl_cuda_rows_tree_pass(kl_cuda_rows* h, const double* Z, int m, int ldz,
+                                     int triangle, const double* V, int ldv, int L,
+                                     const double* U, int ldu, double* KV, int ldkv, double* grad,
+                                     char* err, int err_len) {
+  if (err && err_len > 0) err[0] = '\0';
+  if (!h || !h->X || !h->tree || h->tree_offsets.empty()) {
+    set_err(err, err_len, "the pass needs the points of a hierarchical kernel");
+    return 1;
+  }
+  const int n = h->n, d = h->d;
+  const int M = h->tree_offsets.back();
+  if (L < 1 || L > KL_CUDA_MAX_TREE_OUTPUTS) {
+    set_err(err, err_len, "%d outputs (1 to %d are supported)", L, KL_CUDA_MAX_TREE_OUTPUTS);
+    return 1;
+  }
+  if (!V || ldv < n) {
+    set_err(err, err_len, "bad column weights (ldv = %d, n = %d)", ldv, n);
+    return 1;
+  }
+  if (triangle) {
+    if (m != n || KV) {
+      set_err(err, err_len, "a triangle pass runs over the held points and gives no row sums");
+      return 1;
+    }
+  } else if (m < 0 || (m > 0 && (!Z || ldz < m))) {
+    set_err(err, err_len, "bad new points (m = %d, ldz = %d)", m, ldz);
+    return 1;
+  }
+  if (KV && ldkv < m) {
+    set_err(err, err_len, "bad row sums (ldkv = %d, m = %d)", ldkv, m);
+    return 1;
+  }
+  if (grad && (!U || ldu < m)) {
+    set_err(err, err_len, "the derivatives need the row factors U (ldu >= m)");
+    return 1;
+  }
+  if (grad && M > KL_CUDA_MAX_TREE_WEIGHTS) {
+    set_err(err, err_len, "the tree has %d weights (at most %d for derivatives)", M,
+            KL_CUDA_MAX_TREE_WEIGHTS);
+    return 1;
+  }
+  if (!KV && !grad) return 0;
+  if (m == 0) {
+    if (grad)
+      for (int k = 0; k < M; ++k) grad[k] = 0.0;
+    return 0;
+  }
+  std::size_t budget = 0, free_b = 0;
+  if (prepare_call(kMaxWorkspaceBytes, &budget, &free_b, err, err_len) != 0) return 1;
+  const std::size_t N = static_cast<std::size_t>(n), D = static_cast<std::size_t>(d),
+                    LL = static_cast<std::size_t>(L);
+  const int nw = grad ? M : 0;
+  // Rows of Z per tile, and the column chunks of a tile: enough blocks to fill the device
+  // (about 2048 of kPassThreads threads), chunks of at least 32 columns.
+  auto chunks_of = [&](std::size_t tm) {
+    const std::size_t rb = (tm + kPassThreads - 1) / kPassThreads;
+    std::size_t nch = (2048 + rb - 1) / rb;
+    const std::size_t most = (N + 31) / 32;
+    if (nch > most) nch = most;
+    if (nch < 1) nch = 1;
+    const std::size_t chunk = (N + nch - 1) / nch;
+    return std::make_pair((N + chunk - 1) / chunk, chunk);
+  };
+  auto doubles_of = [&](std::size_t tm) {
+    const std::size_t nch = chunks_of(tm).first;
+    const std::size_t blocks = (tm + kPassThreads - 1) / kPassThreads * nch;
+    return N * LL + tm * LL + (triangle ? 0 : tm * D) + (KV ? (nch + 1) * tm * LL : 0) +
+           blocks * static_cast<std::size_t>(nw);
+  };
+  std::size_t tm = std::min<std::size_t>(static_cast<std::size_t>(m), std::size_t(1) << 16);
+  const long cap = env_positive("KL_CUDA_TILE_ROWS");
+  if (cap > 0 && static_cast<std::size_t>(cap) < tm) tm = static_cast<std::size_t>(cap);
+  while (tm > 1 && doubles_of(tm) * sizeof(double) > budget) tm = (tm + 1) / 2;
+  if (ensure_workspace(doubles_of(tm) * sizeof(double), err, err_len) != 0) return 1;
+  const std::size_t nch = chunks_of(tm).first, chunk = chunks_of(tm).second;
+  double* Vd = g.buf;
+  double* Ut = Vd + N * LL;
+  double* Zt = Ut + tm * LL;
+  double* kvp = Zt + (triangle ? 0 : tm * D);
+  double* kvs = kvp + (KV ? nch * tm * LL : 0);
+  double* gp = kvs + (KV ? tm * LL : 0);
+  if (upload_block(Vd, V, static_cast<std::size_t>(ldv), 0, 0, N, LL, "the column weights", err,
+                   err_len) != 0)
+    return 1;
+  std::vector<double> kv_host(KV ? static_cast<std::size_t>(m) * LL : 0);
+  std::vector<double> gsum(static_cast<std::size_t>(nw), 0.0), gblk;
+  for (std::size_t r0 = 0; r0 < static_cast<std::size_t>(m); r0 += tm) {
+    const std::size_t r = std::min(tm, static_cast<std::size_t>(m) - r0);
+    const int ri = static_cast<int>(r);
+    const double* A = nullptr;
+    int lda = 0;
+    if (triangle) {
+      A = h->X + r0;
+      lda = n;
+    } else {
+      if (upload_block(Zt, Z, static_cast<std::size_t>(ldz), r0, 0, r, D, "the new points", err,
+                       err_len) != 0)
+        return 1;
+      A = Zt;
+      lda = ri;
+    }
+    if (grad && upload_block(Ut, U, static_cast<std::size_t>(ldu), r0, 0, r, LL,
+                             "the row factors", err, err_len) != 0)
+      return 1;
+    const dim3 grid(static_cast<unsigned>((r + kPassThreads - 1) / kPassThreads),
+                    static_cast<unsigned>(nch));
+    const int ch = static_cast<int>(chunk), r0i = static_cast<int>(r0);
+    if (KV && grad)
+      tree_pass<true, true><<<grid, kPassThreads, 0, g.stream>>>(
+          A, ri, lda, h->X, n, n, h->t, nw, ch, triangle, r0i, Vd, n, L, Ut, ri, kvp, gp);
+    else if (KV)
+      tree_pass<true, false><<<grid, kPassThreads, 0, g.stream>>>(
+          A, ri, lda, h->X, n, n, h->t, 0, ch, triangle, r0i, Vd, n, L, nullptr, ri, kvp, nullptr);
+    else
+      tree_pass<false, true><<<grid, kPassThreads, 0, g.stream>>>(
+          A, ri, lda, h->X, n, n, h->t, nw, ch, triangle, r0i, Vd, n, L, Ut, ri, nullptr, gp);
+    KL_CUDA_TRY(cudaGetLastError(), "cannot launch the hierarchical kernel pass");
+    if (KV) {
+      const std::size_t q = r * LL;
+      const int nb = static_cast<int>(std::min<std::size_t>((q + 255) / 256, 65535));
+      sum_chunks<<<nb, 256, 0, g.stream>>>(kvp, ri, L, static_cast<int>(nch), kvs);
+      KL_CUDA_TRY(cudaGetLastError(), "cannot launch the sums of the pass");
+      KL_CUDA_TRY(cudaMemcpy2DAsync(kv_host.data() + r0, static_cast<std::size_t>(m) * sizeof(double),
+                                    kvs, r * sizeof(double), r * sizeof(double), LL,
+                                    cudaMemcpyDeviceToHost, g.stream),
+                  "cannot copy the row sums from the GPU");
+    }
+    if (grad) {
+      const std::size_t blocks = static_cast<std::size_t>(grid.x) * grid.y;
+      gblk.resize(blocks * static_cast<std::size_t>(nw));
+      KL_CUDA_TRY(cudaMemcpyAsync(gblk.data(), gp, gblk.size() * sizeof(double),
+                                  cudaMemcpyDeviceToHost, g.stream),
+                  "cannot copy the derivative sums from the GPU");
+    }
+    KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "the hierarchical kernel pass failed");
+    if (grad) {
+      const std::size_t blocks = gblk.size() / static_cast<std::size_t>(std::max(nw, 1));
+      for (std::size_t b = 0; b < blocks; ++b)
+        for (int k = 0; k < nw; ++k) gsum[k] += gblk[b * nw + k];
+    }
+  }
+  if (KV)
+    for (std::size_t l = 0; l < LL; ++l)
+      for (std::size_t i = 0; i < static_cast<std::size_t>(m); ++i)
+        KV[i + l * static_cast<std::size_t>(ldkv)] = kv_host[i + l * static_cast<std::size_t>(m)];
+  if (grad)
+    for (int k = 0; k < nw; ++k) grad[k] = gsum[k] * h->tree_factor[k];
   return 0;
 }
 

@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define KL_CUDA_API_VERSION 4
+#define KL_CUDA_API_VERSION 5
 
 /* Version of this interface; the loader refuses a library whose version differs. */
 int kl_cuda_api_version(void);
@@ -110,6 +110,27 @@ int kl_cuda_rows_compute(kl_cuda_rows* h, const int* idx, int count, float* out,
  * Z so device memory stays bounded. */
 int kl_cuda_rows_block(kl_cuda_rows* h, const double* Z, int m, int ldz, double* K, int ldk,
                        char* err, int err_len);
+
+/* The hierarchical Gaussian kernel's pass over pairs, with everything a learner takes from
+ * them, for the points of a tree handle (kl_cuda_rows_create_tree; the n points x_b, the
+ * columns) and new points Z (m x d, leading dimension ldz; the rows z_a), or, with triangle
+ * non-zero, the held points against themselves (Z is ignored and m must be n; only the pairs
+ * b > a count):
+ *   KV (m x L, leading dimension ldkv) = K(Z, X) V, when KV is not NULL (not with triangle);
+ *   grad[t] = sum_{a, b} (sum_l U_al V_bl) dK(z_a, x_b) / dw_t for the tree's weights w_t, in
+ *   the order of kl_cuda_rows_create_tree's weights (with respect to the weights, not their
+ *   logarithms), when grad is not NULL; U (m x L, leading dimension ldu) is then required.
+ * V is n x L (leading dimension ldv), 1 <= L <= KL_CUDA_MAX_TREE_OUTPUTS; grad needs a tree of
+ * at most KL_CUDA_MAX_TREE_WEIGHTS weights. Every pair is computed in double precision (the
+ * derivatives by the backward rule K_v = exp(-s_v sum_m w_m^2 t_m): dK/dw_vm = -2 s_v w_m
+ * sum of Kbar_v K_v t_m, Kbar_c = Kbar_v K_v s_v w_c^2 for a child c); the sums of the thread
+ * blocks are added in a fixed order, so that the results do not change from run to run. Nothing
+ * is written to KV or grad unless the call succeeds. */
+#define KL_CUDA_MAX_TREE_OUTPUTS 64
+#define KL_CUDA_MAX_TREE_WEIGHTS 256
+int kl_cuda_rows_tree_pass(kl_cuda_rows* h, const double* Z, int m, int ldz, int triangle,
+                           const double* V, int ldv, int L, const double* U, int ldu, double* KV,
+                           int ldkv, double* grad, char* err, int err_len);
 
 /* Frees the held points (NULL is allowed). */
 void kl_cuda_rows_free(kl_cuda_rows* h);

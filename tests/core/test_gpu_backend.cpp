@@ -13,9 +13,11 @@
 #include "backend/backend.hpp"
 #include "harness.hpp"
 #include "helpers.hpp"
+#include "kernels/hgk_pass.hpp"
 #include "kernels/hierarchical.hpp"
 #include "kernels/standard.hpp"
 #include "machines/rows.hpp"
+#include "learners/hgk.hpp"
 #include "machines/svm.hpp"
 
 namespace {
@@ -234,5 +236,116 @@ TEST_CASE("gpu backend: SVM solves with the kernel rows on the device equal thos
   const kl::BinaryMachine rg = kl::svm_regress(Kg, z, par, {}, kl::Callbacks());
   CHECK(rc.sv == rg.sv);
   CHECK_EQUAL(rg.rho, rc.rho, 1e-12);
+  gpu->set_gpu_ops(kl::kGpuOpsDefault);
+}
+
+namespace {
+
+// Tree passes the stand-in library has run so far (its own counter).
+long long mock_tree_passes() {
+  void* h = dlopen(mock_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
+  using fn = long long (*)();
+  fn f = h ? reinterpret_cast<fn>(dlsym(h, "kl_cuda_mock_tree_passes")) : nullptr;
+  return f ? f() : -1;
+}
+
+}  // namespace
+
+TEST_CASE("gpu backend: the hierarchical kernel's passes (row sums, derivative contractions, "
+          "the triangle) through the library equal the CPU's pass; small passes stay on the CPU") {
+  kl::Backend* gpu = mock_backend(kl::kGpuHgkPass);
+  if (!gpu) return;
+  kl::Rng rng(ct::seed2(41, 3));
+  const int nx = 700, nz = 1500, d = 7, L = 2;
+  const kl::Mat X = uniform(nx, d, rng), Z = uniform(nz, d, rng);
+  const kl::Mat V = uniform(nz, L, rng).array() - 0.5, U = uniform(nx, L, rng).array() - 0.5;
+  const kl::Mat Vz = uniform(nz, L, rng).array() - 0.5, Uz = uniform(nz, L, rng).array() - 0.5;
+  for (const kl::KernelPtr& k : tree_kernels()) {
+    const std::vector<kl::HgkNode>& nodes = *k->hierarchical();
+    const bool cpu_pass = kl::hgk_pass_available(nodes);
+    // the row sums and the contraction of (X, Z)
+    const long long before = mock_tree_passes();
+    kl::Mat KV;
+    kl::Vec g;
+    CHECK(gpu->hgk_pass(nodes, X, Z, V, nullptr, false, &KV, nullptr));
+    CHECK(gpu->hgk_pass(nodes, X, Z, V, &U, false, nullptr, &g));
+    CHECK_EQ(mock_tree_passes(), before + 2);
+    kl::Mat K(nx, nz);
+    k->block(X, Z, K, 2, kl::Callbacks());
+    CHECK_EQUAL(KV, kl::Mat(K * V), 1e-10 * std::max(1.0, KV.cwiseAbs().maxCoeff()));
+    kl::Vec gc = kl::Vec::Zero(k->num_params());
+    k->contract_derivatives(X, Z, kl::Mat(U * V.transpose()), gc, 2, kl::Callbacks());
+    CHECK_EQ(g.size(), gc.size());
+    CHECK_EQUAL(g, gc, 1e-9 * std::max(1.0, gc.cwiseAbs().maxCoeff()));
+    // the triangle of Z with itself: the pairs b > a
+    kl::Vec gt;
+    CHECK(gpu->hgk_pass(nodes, Z, Z, Vz, &Uz, true, nullptr, &gt));
+    kl::Mat E = Uz * Vz.transpose();
+    E.triangularView<Eigen::Lower>().setZero();
+    kl::Vec gtc = kl::Vec::Zero(k->num_params());
+    k->contract_derivatives(Z, Z, E, gtc, 2, kl::Callbacks());
+    CHECK_EQUAL(gt, gtc, 1e-9 * std::max(1.0, gtc.cwiseAbs().maxCoeff()));
+    if (cpu_pass) {
+      kl::Vec gp;
+      kl::HgkPassJob job;
+      job.V = &V;
+      job.U = &U;
+      job.grad = &gp;
+      kl::hgk_pass(nodes, d, X, Z, job, 2, kl::Callbacks());
+      CHECK_EQUAL(g, gp, 1e-9 * std::max(1.0, gp.cwiseAbs().maxCoeff()));
+    }
+    // under a million pairs, or the operation off: the caller's CPU pass, nothing written
+    const long long mid = mock_tree_passes();
+    kl::Mat KVs = kl::Mat::Constant(3, 1, -1.0);
+    CHECK(!gpu->hgk_pass(nodes, X.topRows(600), Z, V, nullptr, false, &KVs, nullptr));
+    CHECK_EQ(KVs(0, 0), -1.0);
+    gpu->set_gpu_ops(kl::kGpuOpsAll & ~kl::kGpuHgkPass);
+    CHECK(!gpu->hgk_pass(nodes, X, Z, V, nullptr, false, &KV, nullptr));
+    CHECK(!kl::cpu_backend().hgk_pass(nodes, X, Z, V, nullptr, false, &KV, nullptr));
+    CHECK_EQ(mock_tree_passes(), mid);
+    gpu->set_gpu_ops(kl::kGpuHgkPass);
+  }
+  gpu->set_gpu_ops(kl::kGpuOpsDefault);
+}
+
+TEST_CASE("gpu backend: hgk's objective and its gradients (bilevel, fixed; one and three "
+          "outputs) with the passes on the library equal the CPU's") {
+  kl::Backend* gpu = mock_backend(kl::kGpuHgkPass);
+  if (!gpu) return;
+  kl::Rng rng(ct::seed2(41, 4));
+  const int n1 = 1500, n2 = 700, d = 7;
+  const kl::Mat X1 = uniform(n1, d, rng), X2 = uniform(n2, d, rng);
+  for (int L : {1, 3}) {
+    kl::Mat Y1(n1, L), Y2(n2, L);
+    for (int l = 0; l < L; ++l) {
+      Y1.col(l) = (X1.col(l) * 3.0).array().sin() + X1.col(l + 2).array().square();
+      Y2.col(l) = (X2.col(l) * 3.0).array().sin() + X2.col(l + 2).array().square();
+    }
+    for (const kl::KernelPtr& k : tree_kernels()) {
+      const kl::HgkFamily fam(*k->hierarchical(), d);
+      kl::Vec theta = fam.start();
+      for (Eigen::Index t = 0; t < theta.size(); ++t) theta[t] += 0.05 * (t % 3) - 0.05;
+      kl::HgkObjective cpu(fam, X1, Y1, X2, Y2, 1.3, 1e-3, 2, kl::Callbacks());
+      kl::HgkObjective dev(fam, X1, Y1, X2, Y2, 1.3, 1e-3, 2, kl::Callbacks());
+      dev.set_backend(gpu);
+      const long long before = mock_tree_passes();
+      kl::Vec gc, gd;
+      const double rc = cpu.bilevel(theta, &gc), rd = dev.bilevel(theta, &gd);
+      // the residuals, G = K12 Res, the contraction of E21 and the triangle of E11
+      CHECK_EQ(mock_tree_passes(), before + 4);
+      CHECK_LE(std::fabs(rc - rd), 1e-11 * rc);
+      CHECK_EQUAL(gd, gc, 1e-8 * std::max(1e-12, gc.cwiseAbs().maxCoeff()));
+      const kl::LsFit fit = cpu.fit_at(theta);
+      kl::Vec theta2 = theta.array() + 0.1;
+      kl::Vec fc, fd;
+      const double sc = cpu.fixed(theta2, fit, &fc), sd = dev.fixed(theta2, fit, &fd);
+      CHECK_LE(std::fabs(sc - sd), 1e-11 * sc);
+      CHECK_EQUAL(fd, fc, 1e-8 * std::max(1e-12, fc.cwiseAbs().maxCoeff()));
+      CHECK_EQ(mock_tree_passes(), before + 6);
+      // the value alone
+      CHECK_LE(std::fabs(cpu.fixed(theta2, fit, nullptr) - dev.fixed(theta2, fit, nullptr)),
+               1e-11 * sc);
+    }
+  }
   gpu->set_gpu_ops(kl::kGpuOpsDefault);
 }

@@ -24,6 +24,12 @@
 //           CPU core's rows and kernel blocks; and, end to end, the core's SVM
 //           solves (one-vs-one with three classes, epsilon-regression) with the CPU backend
 //           against the GPU backend (the solver's kernel rows on the GPU);
+//   hgk:    the hierarchical Gaussian kernel's passes over pairs (kl_cuda_rows_tree_pass: the
+//           row sums K V, the derivative contraction with an adjoint U V', the triangle of the
+//           held points) for a depth-2 tree (8 leaves of 2 of 16 columns) and a depth-3 tree,
+//           against the CPU core's kernel blocks, fused pass and contraction; and, end to end,
+//           hgk's objective with its bilevel and fixed-coefficient gradients
+//           (kl::HgkObjective) with the CPU backend against the GPU backend;
 // with kernlearn_cuda.so loaded with dlopen, as the package does. It prints the largest
 // differences and the timings, and exits with
 //   0  difference within the tolerance
@@ -54,6 +60,8 @@
 #include "linalg/simd.hpp"
 #include "heads/cls.hpp"
 #include "heads/logistic_f32.hpp"
+#include "kernels/hgk_pass.hpp"
+#include "learners/hgk.hpp"
 #include "machines/kernel_ridge.hpp"
 #include "machines/rows.hpp"
 #include "machines/svm.hpp"
@@ -80,6 +88,8 @@ using fn_rblock = int (*)(kl_cuda_rows*, const double*, int, int, double*, int, 
 using fn_rfree = void (*)(kl_cuda_rows*);
 using fn_rtree = int (*)(const double*, int, int, int, int, const int*, const int*, const int*,
                          const double*, const double*, kl_cuda_rows**, char*, int);
+using fn_rtpass = int (*)(kl_cuda_rows*, const double*, int, int, int, const double*, int, int,
+                          const double*, int, double*, int, double*, char*, int);
 
 struct Options {
   long n = 5000, m = 2000, d = 784;
@@ -91,7 +101,7 @@ struct Options {
   unsigned long long seed = 42;
   double tol = 1e-10;
   std::string lib;
-  std::string op = "all";  // kernel, gemm, chol, cls, rows or all
+  std::string op = "all";  // kernel, gemm, chol, cls, rows, hgk or all
   long svm_n = 0;           // rows of the end-to-end SVM solves (default: n)
   std::string svm_data;     // op svm: a text file of rows (features, then the label)
   long svm_class = -1;      // op svm: that label against the rest (default: all classes)
@@ -106,7 +116,7 @@ void usage(const char* prog) {
   std::fprintf(stderr,
                "usage: %s [--n N] [--m M] [--d D] [--gamma G] [--tile-rows R] [--tile-cols C]\n"
                "          [--threads T] [--device I] [--reps R] [--seed S] [--tol E] [--lib PATH]\n"
-               "          [--op kernel|gemm|chol|cls|rows|all] [--gemm-tile T] [--chol-n N]\n"
+               "          [--op kernel|gemm|chol|cls|rows|hgk|all] [--gemm-tile T] [--chol-n N]\n"
                "          [--lambda L] [--cls-n N] [--cls-p P] [--svm-n N] [--list-ops]\n"
                "          [--op svm --svm-data FILE [--svm-class L] [--svm-gamma G]\n"
                "           [--svm-cost C] [--svm-cpu yes|no]]\n"
@@ -148,6 +158,9 @@ bool parse_args(int argc, char** argv, Options* o) {
                   "        Laplacian, linear and polynomial kernels and a hierarchical Gaussian\n"
                   "        kernel (kl_cuda_rows_create_tree), and the core's SVM solves\n"
                   "        (three classes, regression) with the CPU and the GPU backend\n"
+                  "hgk     the hierarchical Gaussian kernel's passes over pairs (row sums,\n"
+                  "        derivative contractions, the triangle; kl_cuda_rows_tree_pass) and the\n"
+                  "        core's hgk objective and gradients with the CPU and the GPU backend\n"
                   "svm     (only when asked: --op svm --svm-data FILE) the core's SVM solve on\n"
                   "        the rows of a data file with the CPU backend and the GPU backend\n");
       std::exit(0);
@@ -177,7 +190,7 @@ bool parse_args(int argc, char** argv, Options* o) {
     else if (a == "--op") {
       o->op = v;
       ok = o->op == "kernel" || o->op == "gemm" || o->op == "chol" || o->op == "cls" ||
-           o->op == "rows" || o->op == "svm" || o->op == "all";
+           o->op == "rows" || o->op == "hgk" || o->op == "svm" || o->op == "all";
     } else if (a == "--cls-n") {
       ok = parse_long(v, 1, &o->cls_n);
     } else if (a == "--cls-p") {
@@ -1164,6 +1177,186 @@ int check_rows(const Options& o, const RowsApi& api, const kl::Mat& X, const kl:
 }
 // A text file of rows: numbers separated by commas or white space, the label last. X gets the
 // features, labels the last column.
+// The hierarchical Gaussian kernel's passes over pairs: kl_cuda_rows_tree_pass against the CPU
+// core (kernel blocks, the fused pass, Kernel::contract_derivatives), then hgk's objective and
+// gradients with the CPU backend against the GPU backend. Points: n held (the columns), m new
+// (the rows), 16 columns uniform on [0, 1].
+int check_hgk(const Options& o, const RowsApi& api, fn_rtpass tpass, kl::Rng& rng) {
+  int status = 0;
+  std::printf("hierarchical kernel passes:\n");
+  const int d = 16, L = 3;
+  const int n = static_cast<int>(o.n), m = static_cast<int>(o.m);
+  auto uniform = [&](Eigen::Index r, Eigen::Index c, double shift) {
+    kl::Mat A(r, c);
+    for (Eigen::Index j = 0; j < c; ++j)
+      for (Eigen::Index i = 0; i < r; ++i) A(i, j) = rng.uniform() - shift;
+    return A;
+  };
+  const kl::Mat X = uniform(n, d, 0.0), Z = uniform(m, d, 0.0);
+  const kl::Mat V = uniform(n, L, 0.5), U = uniform(m, L, 0.5), Ut = uniform(n, L, 0.5);
+  // trees: depth 2, 8 leaves of 2 columns of a random permutation; depth 3 (leaves of 4, 4 and
+  // 8 columns, two inner nodes under the root)
+  std::vector<int> perm(d);
+  for (int j = 0; j < d; ++j) perm[j] = j;
+  for (int j = d - 1; j > 0; --j) std::swap(perm[j], perm[static_cast<int>(rng.uniform() * (j + 1)) % (j + 1)]);
+  auto leaf = [&](int from, int count, double s) {
+    kl::HgkNode v;
+    v.leaf = true;
+    for (int c = 0; c < count; ++c) {
+      v.members.push_back(perm[from + c]);
+      v.weights.push_back(0.7 + 0.6 * rng.uniform());
+    }
+    v.scale = s;
+    return v;
+  };
+  auto inner = [&](std::vector<int> ch, double s) {
+    kl::HgkNode v;
+    v.leaf = false;
+    v.members = ch;
+    for (std::size_t c = 0; c < ch.size(); ++c) v.weights.push_back(0.5 + 0.5 * rng.uniform());
+    v.scale = s;
+    return v;
+  };
+  std::vector<std::vector<kl::HgkNode>> trees(2);
+  for (int l = 0; l < 8; ++l) trees[0].push_back(leaf(2 * l, 2, 1.0));
+  trees[0].push_back(inner({0, 1, 2, 3, 4, 5, 6, 7}, 2.0));
+  trees[1] = {leaf(0, 4, 1.0), leaf(4, 4, 1.0), leaf(8, 8, 1.0), inner({0, 1}, 1.5),
+              inner({2}, 1.0), inner({3, 4}, 3.0)};
+  const int reps = std::max(1, o.reps);
+  for (std::size_t tr = 0; tr < trees.size(); ++tr) {
+    const std::vector<kl::HgkNode>& nodes = trees[tr];
+    const kl::KernelPtr k = kl::make_hierarchical_gaussian_kernel(nodes, d);
+    std::vector<int> leafs, offsets{0}, members;
+    std::vector<double> weights, scales;
+    for (const kl::HgkNode& v : nodes) {
+      leafs.push_back(v.leaf ? 1 : 0);
+      members.insert(members.end(), v.members.begin(), v.members.end());
+      weights.insert(weights.end(), v.weights.begin(), v.weights.end());
+      scales.push_back(v.scale);
+      offsets.push_back(static_cast<int>(members.size()));
+    }
+    char err[512] = {0};
+    kl_cuda_rows* h = nullptr;
+    if (api.tree(X.data(), n, d, n, static_cast<int>(nodes.size()), leafs.data(), offsets.data(),
+                 members.data(), weights.data(), scales.data(), &h, err, sizeof(err)) != 0) {
+      std::printf("FAIL: kl_cuda_rows_create_tree: %s\n", err);
+      return 1;
+    }
+    const int nw = static_cast<int>(weights.size());
+    kl::Mat KV(m, L);
+    kl::Vec g(nw), gt(nw);
+    double t_gpu = 1e300, t_gpu_tri = 1e300;
+    bool ok = true;
+    for (int r = 0; r < reps && ok; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      ok = tpass(h, Z.data(), m, m, 0, V.data(), n, L, U.data(), m, KV.data(), m, g.data(), err,
+                 sizeof(err)) == 0;
+      t_gpu = std::min(t_gpu, seconds_since(t0));
+      t0 = std::chrono::steady_clock::now();
+      ok = ok && tpass(h, nullptr, n, 1, 1, V.data(), n, L, Ut.data(), n, nullptr, 1, gt.data(),
+                       err, sizeof(err)) == 0;
+      t_gpu_tri = std::min(t_gpu_tri, seconds_since(t0));
+    }
+    // refused: row sums with the triangle; too many outputs
+    const bool refused =
+        tpass(h, nullptr, n, 1, 1, V.data(), n, L, nullptr, 1, KV.data(), m, nullptr, err,
+              sizeof(err)) != 0 &&
+        tpass(h, Z.data(), m, m, 0, V.data(), n, KL_CUDA_MAX_TREE_OUTPUTS + 1, nullptr, 1,
+              KV.data(), m, nullptr, err, sizeof(err)) != 0;
+    api.free(h);
+    if (!ok) {
+      std::printf("FAIL: kl_cuda_rows_tree_pass: %s\n", err);
+      return 1;
+    }
+    if (!refused) {
+      std::printf("FAIL: kl_cuda_rows_tree_pass accepted bad arguments\n");
+      status = 1;
+    }
+    // the CPU core
+    kl::Mat K(m, n);
+    auto t0 = std::chrono::steady_clock::now();
+    k->block(Z, X, K, o.threads, kl::Callbacks());
+    const kl::Mat KVc = K * V;
+    kl::Vec gc = kl::Vec::Zero(nw);
+    k->contract_derivatives(Z, X, kl::Mat(U * V.transpose()), gc, o.threads, kl::Callbacks());
+    const double t_cpu_block = seconds_since(t0);
+    kl::Mat E = Ut * V.transpose();
+    E.triangularView<Eigen::Lower>().setZero();
+    kl::Vec gtc = kl::Vec::Zero(nw);
+    k->contract_derivatives(X, X, E, gtc, o.threads, kl::Callbacks());
+    double t_cpu_pass = -1.0;
+    kl::Vec gp;
+    if (kl::hgk_pass_available(nodes)) {
+      kl::HgkPassJob job;
+      kl::Mat KVp(m, L);
+      job.V = &V;
+      job.U = &U;
+      job.KV = &KVp;
+      job.grad = &gp;
+      t0 = std::chrono::steady_clock::now();
+      kl::hgk_pass(nodes, d, Z, X, job, o.threads, kl::Callbacks());
+      t_cpu_pass = seconds_since(t0);
+    }
+    const double kv_err = (KV - KVc).cwiseAbs().maxCoeff() / std::max(1.0, KVc.cwiseAbs().maxCoeff());
+    const double g_err = (g - gc).cwiseAbs().maxCoeff() / std::max(1e-300, gc.cwiseAbs().maxCoeff());
+    const double gt_err = (gt - gtc).cwiseAbs().maxCoeff() / std::max(1e-300, gtc.cwiseAbs().maxCoeff());
+    const double gp_err = gp.size() ? (g - gp).cwiseAbs().maxCoeff() / std::max(1e-300, gp.cwiseAbs().maxCoeff()) : 0.0;
+    std::printf("  tree %zu (%zu nodes, %d weights), %d x %d pairs, L = %d: row sums %.2e, "
+                "derivatives %.2e (fused pass %.2e), triangle %.2e (relative)\n",
+                tr + 1, nodes.size(), nw, m, n, L, kv_err, g_err, gp_err, gt_err);
+    char fused[32] = "n/a";
+    if (t_cpu_pass >= 0) std::snprintf(fused, sizeof(fused), "%.4f s", t_cpu_pass);
+    std::printf("    GPU pass (row sums + derivatives) %.4f s, triangle %.4f s; CPU (%d threads): "
+                "fused pass %s, block + contraction %.4f s\n",
+                t_gpu, t_gpu_tri, o.threads, fused, t_cpu_block);
+    if (!(kv_err <= 1e-10) || !(g_err <= 1e-9) || !(gt_err <= 1e-9) || !(gp_err <= 1e-9)) {
+      std::printf("FAIL: the passes differ from the CPU core's\n");
+      status = 1;
+    }
+  }
+  // end to end: hgk's objective and gradients with the passes on the GPU backend
+  kl::Backend* gpu = core_gpu_backend(o.lib);
+  if (!gpu) return 1;
+  {
+    const int n1 = n, n2 = m;
+    kl::Mat Y1(n1, 1), Y2(n2, 1);
+    Y1.col(0) = (X.col(0) * 4.0).array().sin() + X.col(1).array().square();
+    Y2.col(0) = (Z.col(0) * 4.0).array().sin() + Z.col(1).array().square();
+    const kl::HgkFamily fam(trees[0], d);
+    const kl::Vec theta = fam.start();
+    kl::HgkObjective cpu(fam, X, Y1, Z, Y2, 1.0, 1e-4, o.threads, kl::Callbacks());
+    kl::HgkObjective dev(fam, X, Y1, Z, Y2, 1.0, 1e-4, o.threads, kl::Callbacks());
+    dev.set_backend(gpu);
+    kl::Vec gc, gd, fc, fd;
+    auto t0 = std::chrono::steady_clock::now();
+    const double rc = cpu.bilevel(theta, &gc);
+    const double t_cb = seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    const double rd = dev.bilevel(theta, &gd);
+    const double t_db = seconds_since(t0);
+    const kl::LsFit fit = cpu.fit_at(theta);
+    const kl::Vec theta2 = theta.array() + 0.05;
+    t0 = std::chrono::steady_clock::now();
+    const double sc = cpu.fixed(theta2, fit, &fc);
+    const double t_cf = seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    const double sd = dev.fixed(theta2, fit, &fd);
+    const double t_df = seconds_since(t0);
+    const double e1 = std::fabs(rc - rd) / rc, e2 = (gc - gd).cwiseAbs().maxCoeff() / gc.cwiseAbs().maxCoeff();
+    const double e3 = std::fabs(sc - sd) / sc, e4 = (fc - fd).cwiseAbs().maxCoeff() / fc.cwiseAbs().maxCoeff();
+    std::printf("  hgk objective, %d fit x %d validation rows: bilevel risk %.2e, gradient %.2e; "
+                "fixed risk %.2e, gradient %.2e (relative)\n", n1, n2, e1, e2, e3, e4);
+    std::printf("    bilevel + gradient: CPU %.4f s, GPU backend %.4f s; fixed + gradient: CPU "
+                "%.4f s, GPU backend %.4f s\n", t_cb, t_db, t_cf, t_df);
+    if (!(e1 <= 1e-10) || !(e2 <= 1e-8) || !(e3 <= 1e-10) || !(e4 <= 1e-8)) {
+      std::printf("FAIL: the objective with the GPU backend differs from the CPU's\n");
+      status = 1;
+    }
+  }
+  if (status == 0) std::printf("OK (hierarchical kernel passes)\n");
+  return status;
+}
+
 bool read_rows(const std::string& path, kl::Mat* X, std::vector<double>* labels) {
   FILE* f = std::fopen(path.c_str(), "r");
   if (!f) {
@@ -1409,6 +1602,15 @@ int main(int argc, char** argv) {
   if (o.op == "cls" || o.op == "all")
     status = std::max(status, check_cls(o, gram, fcreate, fsolve, ffree, rng));
   if (o.op == "rows" || o.op == "all") status = std::max(status, check_rows(o, rows_api, X, Z, rng));
+  if (o.op == "hgk" || o.op == "all") {
+    auto tpass = reinterpret_cast<fn_rtpass>(dlsym(h, "kl_cuda_rows_tree_pass"));
+    if (!tpass) {
+      std::printf("FAIL: the library lacks kl_cuda_rows_tree_pass\n");
+      status = 1;
+    } else {
+      status = std::max(status, check_hgk(o, rows_api, tpass, rng));
+    }
+  }
   if (o.op == "svm") {
     if (o.svm_data.empty()) {
       std::printf("--op svm needs --svm-data FILE\n");

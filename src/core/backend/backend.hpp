@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/common.hpp"
 #include "kernels/standard.hpp"
@@ -24,12 +25,16 @@ enum GpuOp : unsigned {
   kGpuKernelRows = 16u,   // kernel_rows (the SVM solver's kernel rows, the training points
                           // held on the GPU) and the kernel matrices of the Laplacian, linear
                           // and polynomial kernels
+  kGpuHgkPass = 32u,      // the hierarchical Gaussian kernel's passes over pairs in hgk()'s
+                          // learning: the row sums K V and the derivative contractions
 };
 // The operations the GPU runs unless told otherwise: those whose GPU timings and parity with
 // the CPU have been recorded (bench/results/cuda_*.txt). The others are opt-in.
 constexpr unsigned kGpuOpsDefault = kGpuKernelMatrix | kGpuGemm;
 constexpr unsigned kGpuOpsAll =
-    kGpuKernelMatrix | kGpuGemm | kGpuCholesky | kGpuGram | kGpuKernelRows;
+    kGpuKernelMatrix | kGpuGemm | kGpuCholesky | kGpuGram | kGpuKernelRows | kGpuHgkPass;
+
+struct HgkNode;
 
 // A Cholesky factor L L' kept on the GPU for repeated solves.
 class DeviceCholesky {
@@ -89,6 +94,19 @@ class Backend {
   // stay on the GPU while they are large enough; a GPU failure in the middle of a solve
   // switches the remaining rows to the CPU.
   virtual std::unique_ptr<KernelRows> kernel_rows(const Kernel&, CMatRef) { return nullptr; }
+  // A pass of the hierarchical Gaussian kernel given by `nodes` over the pairs (x_a, z_b) of the
+  // rows of X and Z, as hgk_pass() (kernels/hgk_pass.hpp) computes it without a row factor:
+  // KV (nx x L) = K(X, Z) V when KV is non-null (not with triangle); when grad is non-null,
+  // grad = sum_{a, b} (sum_l U_al V_bl) dK(x_a, z_b) / dw for the tree's weights w (U is then
+  // required); triangle: X and Z are the same points and only the pairs b > a count. Returns
+  // false, having written nothing, when the caller is to run the pass on the CPU (the CPU
+  // backend always; the GPU backend when the operation is off, the problem small, the tree too
+  // large for the GPU routine or a GPU call failed). Every pair in double precision.
+  virtual bool hgk_pass(const std::vector<HgkNode>&, CMatRef /*X*/, CMatRef /*Z*/,
+                        CMatRef /*V*/, const Mat* /*U*/, bool /*triangle*/, Mat* /*KV*/,
+                        Vec* /*grad*/) {
+    return false;
+  }
   // The GpuOp flags of the operations to run on the GPU from now on (GPU backend only).
   virtual void set_gpu_ops(unsigned) {}
   virtual unsigned gpu_ops() const { return 0u; }

@@ -41,6 +41,8 @@ using fn_rblock = int (*)(kl_cuda_rows*, const double*, int, int, double*, int, 
 using fn_rfree = void (*)(kl_cuda_rows*);
 using fn_rtree = int (*)(const double*, int, int, int, int, const int*, const int*, const int*,
                          const double*, const double*, kl_cuda_rows**, char*, int);
+using fn_rtpass = int (*)(kl_cuda_rows*, const double*, int, int, int, const double*, int, int,
+                          const double*, int, double*, int, double*, char*, int);
 
 // The entry points of the GPU library.
 struct GpuApi {
@@ -56,10 +58,11 @@ struct GpuApi {
   fn_rblock rblock = nullptr;
   fn_rfree rfree = nullptr;
   fn_rtree rtree = nullptr;
+  fn_rtpass rtpass = nullptr;
   fn_release release = nullptr;
   bool complete() const {
     return gauss && gemm && chol && gram && fcreate && fsolve && ffree && rcreate && rcompute &&
-           rblock && rfree && rtree && release;
+           rblock && rfree && rtree && rtpass && release;
   }
 };
 
@@ -78,6 +81,10 @@ constexpr double kGpuGramMinFlops = 1e10;
 // costs about n d multiply-adds there; on the GPU mostly the copy of 4 n bytes and the
 // latency of a few calls: the break-even is still to be measured on a GPU).
 constexpr Eigen::Index kGpuRowsMinRows = 2048;
+// Passes of the hierarchical kernel over fewer pairs than this stay on the CPU (the CPU's fused
+// pass does about 1.5e8 pairs a second on 2 threads for a depth-2 tree of 8 nodes; the
+// break-even is still to be measured on a GPU).
+constexpr double kGpuHgkMinPairs = 1e6;
 
 // The kernel type code of kl_cuda_rows_create for a standard kernel.
 int rows_type(const KernelSpec& s) {
@@ -112,7 +119,12 @@ struct DeviceKernel {
       return true;
     }
     const std::vector<HgkNode>* nodes = kernel.hierarchical();
-    if (!nodes || nodes->empty() || nodes->size() > KL_CUDA_MAX_TREE_NODES) return false;
+    return nodes && of_tree(*nodes, out);
+  }
+  // The description of a hierarchical kernel's tree, or false when the library cannot take it.
+  static bool of_tree(const std::vector<HgkNode>& tree, DeviceKernel* out) {
+    const std::vector<HgkNode>* nodes = &tree;
+    if (nodes->empty() || nodes->size() > KL_CUDA_MAX_TREE_NODES) return false;
     out->tree = true;
     out->offsets.push_back(0);
     for (const HgkNode& v : *nodes) {
@@ -168,6 +180,31 @@ class DevicePoints {
     char err[512] = {0};
     std::lock_guard<std::mutex> lock(device_call_mutex());
     if (api_.rcompute(h_, idx, count, out, ldo, err, sizeof(err)) == 0) return true;
+    if (why) *why = err;
+    return false;
+  }
+  // kl_cuda_rows_tree_pass over these points (the columns) and the rows of Z (or, with
+  // triangle, these points themselves); results into KV (m x L) and grad when non-null.
+  bool tree_pass(CMatRef Z, bool triangle, CMatRef V, const Mat* U, Mat* KV, Vec* grad,
+                 std::string* why) const {
+    const Eigen::Index m = triangle ? V.rows() : Z.rows();
+    if (!fits_int(m) || !fits_int(V.cols()) || !fits_int(Z.outerStride()) ||
+        !fits_int(V.outerStride())) {
+      if (why) *why = "matrix too large for the GPU routine";
+      return false;
+    }
+    char err[512] = {0};
+    const auto ld = [](Eigen::Index stride, Eigen::Index rows) {
+      return static_cast<int>(std::max<Eigen::Index>(stride, std::max<Eigen::Index>(rows, 1)));
+    };
+    std::lock_guard<std::mutex> lock(device_call_mutex());
+    if (api_.rtpass(h_, triangle ? nullptr : Z.data(), static_cast<int>(m),
+                    triangle ? 1 : ld(Z.outerStride(), Z.rows()), triangle ? 1 : 0, V.data(),
+                    ld(V.outerStride(), V.rows()), static_cast<int>(V.cols()),
+                    U ? U->data() : nullptr, U ? ld(U->outerStride(), U->rows()) : 1,
+                    KV ? KV->data() : nullptr, KV ? ld(KV->outerStride(), KV->rows()) : 1,
+                    grad ? grad->data() : nullptr, err, sizeof(err)) == 0)
+      return true;
     if (why) *why = err;
     return false;
   }
@@ -412,6 +449,31 @@ class GpuBackend final : public Backend {
                                                          kGpuRowsMinRows));
   }
 
+  bool hgk_pass(const std::vector<HgkNode>& nodes, CMatRef X, CMatRef Z, CMatRef V, const Mat* U,
+                bool triangle, Mat* KV, Vec* grad) override {
+    if (!(ops_ & kGpuHgkPass) || (!KV && !grad)) return false;
+    const double pairs = static_cast<double>(X.rows()) * static_cast<double>(Z.rows()) /
+                         (triangle ? 2.0 : 1.0);
+    if (pairs < kGpuHgkMinPairs || X.cols() < 1 || Z.cols() != X.cols() ||
+        V.rows() != Z.rows() || V.cols() < 1 || V.cols() > KL_CUDA_MAX_TREE_OUTPUTS ||
+        (U && (U->rows() != X.rows() || U->cols() != V.cols())) || (grad && !U) ||
+        (triangle && (X.rows() != Z.rows() || KV)))
+      return false;
+    DeviceKernel dk;
+    if (!DeviceKernel::of_tree(nodes, &dk)) return false;
+    const Eigen::Index nw = static_cast<Eigen::Index>(dk.weights.size());
+    if (grad && nw > KL_CUDA_MAX_TREE_WEIGHTS) return false;
+    std::unique_ptr<DevicePoints> dev = DevicePoints::create(api_, dk, Z, nullptr);
+    if (!dev) return false;  // (no device memory, say) the CPU runs the pass
+    Mat kv(KV ? X.rows() : 0, KV ? V.cols() : 0);
+    Vec g(grad ? nw : 0);
+    if (!dev->tree_pass(X, triangle, V, U, KV ? &kv : nullptr, grad ? &g : nullptr, nullptr))
+      return false;
+    if (KV) *KV = std::move(kv);
+    if (grad) *grad = std::move(g);
+    return true;
+  }
+
   DeviceFactor device_cholesky(CMatRef S, double scale, double shift, bool single) override {
     DeviceFactor out;
     const Eigen::Index n = S.rows();
@@ -510,6 +572,7 @@ Backend* gpu_backend(const std::string& path, std::string* why) {
       api.rblock = reinterpret_cast<fn_rblock>(dlsym(h, "kl_cuda_rows_block"));
       api.rfree = reinterpret_cast<fn_rfree>(dlsym(h, "kl_cuda_rows_free"));
       api.rtree = reinterpret_cast<fn_rtree>(dlsym(h, "kl_cuda_rows_create_tree"));
+      api.rtpass = reinterpret_cast<fn_rtpass>(dlsym(h, "kl_cuda_rows_tree_pass"));
       if (!version) {
         s.why = "the GPU library lacks expected symbols";
       } else if (version() != KL_CUDA_API_VERSION) {

@@ -228,8 +228,40 @@ Mat HgkObjective::solve(const Mat& B) {
 
 void HgkObjective::residuals() {
   if (have_res_) return;
-  res_ = pass_residuals(nodes_, fam_.input_dim(), X2_, X1_, Y2_, fit_, threads_, cb_, single_);
+  if (!device_residuals(nodes_, fit_, res_))
+    res_ = pass_residuals(nodes_, fam_.input_dim(), X2_, X1_, Y2_, fit_, threads_, cb_, single_);
   have_res_ = true;
+}
+
+bool HgkObjective::device_residuals(const std::vector<HgkNode>& nodes, const LsFit& fit,
+                                    Mat& res) {
+  Mat KV;
+  if (!backend_ || !backend_->hgk_pass(nodes, X2_, X1_, fit.alpha, nullptr, false, &KV, nullptr))
+    return false;
+  cb_.check();
+  res = Y2_ - KV;
+  res.rowwise() -= fit.bias.transpose();
+  return true;
+}
+
+void HgkObjective::e21(const std::vector<HgkNode>& nodes, const KernelPtr& kernel,
+                       const Mat& res, const Mat& alpha, Vec& g) {
+  const double f = -2.0 / static_cast<double>(res.size());
+  if (backend_) {
+    const Mat U = f * res;
+    if (backend_->hgk_pass(nodes, X2_, X1_, alpha, &U, false, nullptr, &g)) {
+      cb_.check();
+      return;
+    }
+  }
+  if (hgk_pass_available(nodes)) {
+    pass_e21(nodes, fam_.input_dim(), X2_, X1_, res, alpha, g, threads_, cb_, single_);
+  } else {
+    const KernelPtr k = kernel ? kernel : make_hierarchical_gaussian_kernel(nodes, fam_.input_dim());
+    const Mat E = f * (res * alpha.transpose());
+    g = Vec::Zero(fam_.num_params());
+    k->contract_derivatives(X2_, X1_, E, g, threads_, cb_);
+  }
 }
 
 double HgkObjective::bilevel(const CVecRef& theta, Vec* grad) {
@@ -243,7 +275,17 @@ double HgkObjective::bilevel(const CVecRef& theta, Vec* grad) {
   const Eigen::Index T = fam_.num_params();
   Vec g21 = Vec::Zero(T), g11 = Vec::Zero(T);
   Mat G;  // K21' Res
-  if (pass_) {
+  // through the backend: the residuals, G = K12 Res as the row sums of the pairs (x1, x2)
+  // weighted by Res, and <E21, dK21>
+  bool device = false;
+  if (backend_) {
+    if (!have_res_) residuals();
+    device = backend_->hgk_pass(nodes_, X1_, X2_, res_, nullptr, false, &G, nullptr);
+    if (device) e21(nodes_, kernel_, res_, fit_.alpha, g21);
+  }
+  if (device) {
+    cb_.check();  // done on the device
+  } else if (pass_) {
     // One sweep of the validation pairs: K21 alpha, hence the residuals at the end of each row;
     // the row's K21 entries times its residuals into its block's share of G; and with one
     // output the derivative sums weighted by alpha, which the residual multiplies
@@ -278,7 +320,18 @@ double HgkObjective::bilevel(const CVecRef& theta, Vec* grad) {
   const Eigen::RowVectorXd corr = (v_.transpose() * G - res_.colwise().sum()) / s_;
   Mat B = solve(G);
   B.noalias() -= v_ * corr;
-  if (pass_) {
+  bool device11 = false;
+  if (backend_) {
+    // the pairs b > a once, with the symmetric adjoint as below
+    Mat U(n1, 2 * L), V(n1, 2 * L);
+    U << (2.0 / n2L) * B, (2.0 / n2L) * fit_.alpha;
+    V << fit_.alpha, B;
+    device11 = backend_->hgk_pass(nodes_, X1_, X1_, V, &U, true, nullptr, &g11);
+    if (device11) cb_.check();
+  }
+  if (device11) {
+    // done on the device
+  } else if (pass_) {
     // the pairs b > a once, with the adjoint E11_ab + E11_ba = 2/(n2 L) (B_a alpha_b' +
     // alpha_a B_b') (the diagonal pairs have no derivative: K(x, x) = 1)
     Mat U(n1, 2 * L), V(n1, 2 * L);
@@ -305,6 +358,17 @@ double HgkObjective::fixed(const CVecRef& theta, const LsFit& fit, Vec* grad) {
   const double n2L = static_cast<double>(n2 * L);
   if (fit.alpha.rows() != X1_.rows() || fit.alpha.cols() != L || fit.bias.size() != L)
     throw Error("the fixed coefficients do not match the fit rows");
+  if (backend_) {
+    Mat res;
+    if (device_residuals(nodes, fit, res)) {
+      if (grad) {
+        Vec g;
+        e21(nodes, nullptr, res, fit.alpha, g);
+        *grad = g.cwiseProduct(fam_.weights(theta));
+      }
+      return res.squaredNorm() / n2L;
+    }
+  }
   if (!hgk_pass_available(nodes)) {
     KernelPtr k = make_hierarchical_gaussian_kernel(nodes, fam_.input_dim());
     Mat K21(n2, X1_.rows());
@@ -513,6 +577,7 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
   if (search) {
     auto obj = std::make_unique<HgkObjective>(fam, X1, Y1, X2, Y2, gamma, lambda, threads, cb,
                                               opt.single);
+    obj->set_backend(opt.backend);
     LsFit cur = obj->fit_at(theta);
     double risk = obj->bilevel(theta, nullptr);
     const auto d3_error = [&](const LsFit& f) {
@@ -612,6 +677,7 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
         split12();
         obj = std::make_unique<HgkObjective>(fam, X1, Y1, X2, Y2, gamma, lambda, threads, cb,
                                              opt.single);
+        obj->set_backend(opt.backend);
         cur = obj->fit_at(theta);
         risk = obj->bilevel(theta, nullptr);
         err = d3_error(cur);

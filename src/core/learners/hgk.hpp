@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "kernels/hierarchical.hpp"
 #include "linalg/chol.hpp"
 #include "base/rng.hpp"
@@ -86,6 +87,11 @@ class HgkObjective {
   // The fit of the last bilevel() evaluation at theta (computed when it is not cached).
   const LsFit& fit_at(const CVecRef& theta);
 
+  // The passes over pairs (the row sums K21 alpha and K12 Res, the derivative contractions)
+  // through `backend` where it takes them (Backend::hgk_pass: the GPU with its hgk_pass
+  // operation on; every pair in double precision there), else on the CPU. nullptr: the CPU.
+  void set_backend(Backend* backend) { backend_ = backend; }
+
   // Whether the last factorisation is the mixed-precision one (single precision with the
   // pass, and refinement converging so far).
   bool mixed() const { return use_mixed_; }
@@ -100,8 +106,16 @@ class HgkObjective {
   void factor_double_from_single();
   // Residuals on (X2, Y2) of the last factorisation (the fused pass, value only).
   void residuals();
+  // Y2 - K21 alpha - 1 b' for the tree `nodes` through the backend; false when it does not
+  // take the pass.
+  bool device_residuals(const std::vector<HgkNode>& nodes, const LsFit& fit, Mat& res);
+  // <E21, dK21> with E21 = -2/(n2 L) res alpha' for the tree `nodes`: through the backend when
+  // it takes it, else by the fused pass or the kernel's contraction on the CPU.
+  void e21(const std::vector<HgkNode>& nodes, const KernelPtr& kernel, const Mat& res,
+           const Mat& alpha, Vec& g);
 
   const HgkFamily& fam_;
+  Backend* backend_ = nullptr;
   CMatRef X1_, Y1_, X2_, Y2_;
   double gamma_, lambda_;
   int threads_;
@@ -145,6 +159,7 @@ struct HgkOptions {
   std::vector<double> gamma_factors{0.25, 0.5, 1, 2, 4, 8};
   std::vector<double> lambdas;  // candidate penalties; empty: 6 values from 1e-3/n1 to 0.1
   int threads = 1;
+  Backend* backend = nullptr;   // the objective's passes (HgkObjective::set_backend)
 };
 
 struct HgkTraceRow {

@@ -373,6 +373,79 @@ KL_EXPORT int kl_cuda_rows_block(kl_cuda_rows* h, const double* Z, int m, int ld
   return 0;
 }
 
+// Tree passes run since the library was loaded (the mock only, as kl_cuda_mock_rows_computed).
+long long g_tree_passes = 0;
+KL_EXPORT long long kl_cuda_mock_tree_passes(void) { return g_tree_passes; }
+
+KL_EXPORT int kl_cuda_rows_tree_pass(kl_cuda_rows* h, const double* Z, int m, int ldz,
+                                     int triangle, const double* V, int ldv, int L,
+                                     const double* U, int ldu, double* KV, int ldkv, double* grad,
+                                     char* err, int err_len) {
+  clear(err, err_len);
+  if (!h || h->type != 4) {
+    set_err(err, err_len, "the pass needs the points of a hierarchical kernel");
+    return 1;
+  }
+  const int n = static_cast<int>(h->X.rows());
+  const int nn = static_cast<int>(h->leaf.size()), M = h->offsets[nn];
+  if (L < 1 || L > KL_CUDA_MAX_TREE_OUTPUTS || !V || ldv < n ||
+      (triangle ? (m != n || KV) : (m < 0 || (m > 0 && (!Z || ldz < m)))) ||
+      (KV && ldkv < m) || (grad && (!U || ldu < m)) ||
+      (grad && M > KL_CUDA_MAX_TREE_WEIGHTS)) {
+    set_err(err, err_len, "bad arguments");
+    return 1;
+  }
+  ++g_tree_passes;
+  const int d = static_cast<int>(h->X.cols());
+  const Mat Xt = h->X.transpose();  // d x n
+  std::vector<double> gsum(M, 0.0), kv(static_cast<std::size_t>(m) * L, 0.0);
+  std::vector<double> z(d), kval(nn), om(nn), gb(nn);
+  for (int a = 0; a < m; ++a) {
+    for (int c = 0; c < d; ++c)
+      z[c] = triangle ? h->X(a, c) : Z[a + static_cast<std::size_t>(c) * ldz];
+    for (int b = triangle ? a + 1 : 0; b < n; ++b) {
+      const double* x = Xt.data() + static_cast<std::size_t>(b) * d;
+      for (int v = 0; v < nn; ++v) {
+        double acc = 0;
+        for (int k = h->offsets[v]; k < h->offsets[v + 1]; ++k) {
+          const double w = h->weights[k];
+          const double t = h->leaf[v] ? (z[h->members[k]] - x[h->members[k]]) *
+                                            (z[h->members[k]] - x[h->members[k]])
+                                      : om[h->members[k]];
+          acc += w * w * t;
+        }
+        const double e = h->scales[v] * acc;
+        kval[v] = std::exp(-e);
+        om[v] = -std::expm1(-e);
+      }
+      const double kr = kval[nn - 1];
+      for (int l = 0; l < L; ++l) kv[a + static_cast<std::size_t>(l) * m] += kr * V[b + static_cast<std::size_t>(l) * ldv];
+      if (!grad) continue;
+      double adj = 0;
+      for (int l = 0; l < L; ++l)
+        adj += U[a + static_cast<std::size_t>(l) * ldu] * V[b + static_cast<std::size_t>(l) * ldv];
+      gb[nn - 1] = adj * kr;
+      for (int v = nn - 1; v >= 0; --v) {
+        const double s = h->scales[v];
+        for (int k = h->offsets[v]; k < h->offsets[v + 1]; ++k) {
+          const int c = h->members[k];
+          const double w = h->weights[k];
+          const double t = h->leaf[v] ? (z[c] - x[c]) * (z[c] - x[c]) : om[c];
+          gsum[k] += -2.0 * s * w * gb[v] * t;
+          if (!h->leaf[v]) gb[c] = gb[v] * s * w * w * kval[c];
+        }
+      }
+    }
+  }
+  if (KV)
+    for (int l = 0; l < L; ++l)
+      for (int a = 0; a < m; ++a)
+        KV[a + static_cast<std::size_t>(l) * ldkv] = kv[a + static_cast<std::size_t>(l) * m];
+  if (grad)
+    for (int k = 0; k < M; ++k) grad[k] = gsum[k];
+  return 0;
+}
+
 KL_EXPORT void kl_cuda_rows_free(kl_cuda_rows* h) { delete h; }
 
 KL_EXPORT void kl_cuda_release(void) {}
