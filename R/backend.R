@@ -28,15 +28,17 @@
 #' for the whole solve and each row the solver's cache misses computed there;
 #' problems of 2048 rows or more; also the kernel matrices, hence the
 #' predictions, of the Laplacian, linear, polynomial and hierarchical Gaussian
-#' kernels) and \code{"hgk_pass"} (the passes over pairs of points when
+#' kernels), \code{"hgk_pass"} (the passes over pairs of points when
 #' \code{\link{hgk}} learns kernel weights: the sums \eqn{K \alpha} of its
 #' least-squares SVM and the derivatives of its validation risk in the weights,
 #' every pair in double precision; trees of at most 64 nodes, 256 weights and
-#' 64 outputs, a million pairs or more). The default,
+#' 64 outputs, a million pairs or more) and \code{"tkl_block"} (kernel matrices
+#' of the tessellated kernel of \code{\link{tkl}}, a million entries or more:
+#' the start kernel of a fit in double precision, and the kernel expansions of
+#' predictions). The default,
 #' \code{c("kernel_matrix", "gemm")}, holds the operations whose GPU results and
-#' timings have been checked against the CPU; \code{"cholesky"}, \code{"gram"},
-#' \code{"kernel_rows"} and \code{"hgk_pass"} are to be switched on explicitly
-#' until then. Problems too small
+#' timings have been checked against the CPU; the others are to be switched on
+#' explicitly until then. Problems too small
 #' to gain from the transfers stay on the CPU, and so does an operation that does
 #' not fit in the GPU's memory.
 #'
@@ -77,8 +79,9 @@ kl_backend <- function(verbose = FALSE) {
 
 # The operations the GPU can take over, with their flags in the C++ core (GpuOp in
 # src/core/backend/backend.hpp), and those run there by default.
-.gpu_op_names <- c("kernel_matrix", "gemm", "cholesky", "gram", "kernel_rows", "hgk_pass")
-.gpu_op_bits <- c(1L, 2L, 4L, 8L, 16L, 32L)
+.gpu_op_names <- c("kernel_matrix", "gemm", "cholesky", "gram", "kernel_rows", "hgk_pass",
+                   "tkl_block")
+.gpu_op_bits <- c(1L, 2L, 4L, 8L, 16L, 32L, 64L)
 .gpu_ops_default <- c("kernel_matrix", "gemm")
 
 # The flags of options(kernlearn.gpu_ops), checked.

@@ -323,7 +323,8 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
   lower <- rep(-delta, d)
   upper <- rep(1 + delta, d)
   opts <- list(degree = degree, tol = as.numeric(tol), maxit = as.integer(maxit),
-               ridge = as.numeric(ridge), normalize = normalize, single = single)
+               ridge = as.numeric(ridge), normalize = normalize, single = single,
+               backend = .kl_backend_arg())
   progress <- if (n >= 1000L && is.null(path)) .kl_progressor() else NULL
   cls <- inp$task == "classification"
   w <- if (cls) .svm_class_weights(class.weights, inp$y, caller)

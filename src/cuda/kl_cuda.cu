@@ -370,6 +370,26 @@ __global__ void sum_chunks(const double* __restrict__ part, int rows, int L, int
   }
 }
 
+// K[i + j * rows] += A_ij T1[i + j * rows], A_ij = prod_c (upper_c - max(X_ic, Y_jc)) for the
+// points X (rows x d, leading dimension rows) and Y (cols x d, leading dimension cols).
+__global__ void tessellated_finish(const double* __restrict__ X, int rows,
+                                   const double* __restrict__ Y, int cols, int d,
+                                   const double* __restrict__ upper,
+                                   const double* __restrict__ T1, double* __restrict__ K) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= rows) return;
+  for (int j = blockIdx.y * blockDim.y + threadIdx.y; j < cols; j += gridDim.y * blockDim.y) {
+    double a = 1.0;
+    for (int c = 0; c < d; ++c) {
+      const double x = X[i + static_cast<std::size_t>(c) * rows];
+      const double y = Y[j + static_cast<std::size_t>(c) * cols];
+      a *= upper[c] - (x > y ? x : y);
+    }
+    const std::size_t at = static_cast<std::size_t>(j) * rows + i;
+    K[at] += a * T1[at];
+  }
+}
+
 // Grid for the column loops above: one thread per row, columns strided over at most 65535
 // blocks.
 dim3 grid_2d(long rows, long cols, dim3 block) {
@@ -1693,6 +1713,82 @@ KL_EXPORT int kl_cuda_rows_tree_pass(kl_cuda_rows* h, const double* Z, int m, in
         KV[i + l * static_cast<std::size_t>(ldkv)] = kv_host[i + l * static_cast<std::size_t>(m)];
   if (grad)
     for (int k = 0; k < nw; ++k) grad[k] = gsum[k] * h->tree_factor[k];
+  return 0;
+}
+
+KL_EXPORT int kl_cuda_tessellated_block(const double* X, const double* F, const double* G,
+                                        int n, const double* Y, const double* Zm,
+                                        const double* Zt, int m, int d, int h,
+                                        const double* upper, double* K, int ldk, char* err,
+                                        int err_len) {
+  if (err && err_len > 0) err[0] = '\0';
+  if (n < 0 || m < 0 || d < 1 || h < 1 || ldk < n) {
+    set_err(err, err_len, "bad dimensions (n = %d, m = %d, d = %d, h = %d, ldk = %d)", n, m, d,
+            h, ldk);
+    return 1;
+  }
+  if (n == 0 || m == 0) return 0;
+  if (!X || !F || !G || !Y || !Zm || !Zt || !upper || !K) {
+    set_err(err, err_len, "null matrix pointer");
+    return 1;
+  }
+  std::size_t budget = 0, free_b = 0;
+  if (prepare_call(kMaxWorkspaceBytes, &budget, &free_b, err, err_len) != 0) return 1;
+  const std::size_t N = static_cast<std::size_t>(n), M = static_cast<std::size_t>(m),
+                    D = static_cast<std::size_t>(d), H = static_cast<std::size_t>(h);
+  // held: Y, Zm, Zt and the bounds; per row of a tile of X: its point, F and G rows, the
+  // product T1 and the block of K
+  const std::size_t held = M * (D + 3 * H) + D;
+  const std::size_t per_row = D + 3 * H + 2 * M;
+  const std::size_t words = budget / sizeof(double);
+  if (words <= held + per_row) {
+    set_err(err, err_len, "the points do not fit in the GPU memory allowed (%.1f MiB)",
+            static_cast<double>(budget) / 1048576.0);
+    return 1;
+  }
+  std::size_t tr = (words - held) / per_row;
+  if (tr > N) tr = N;
+  const long cap = env_positive("KL_CUDA_TILE_ROWS");
+  if (cap > 0 && static_cast<std::size_t>(cap) < tr) tr = static_cast<std::size_t>(cap);
+  if (ensure_workspace((held + tr * per_row) * sizeof(double), err, err_len) != 0) return 1;
+  double* Yd = g.buf;
+  double* Zmd = Yd + M * D;
+  double* Ztd = Zmd + M * H;
+  double* up = Ztd + M * 2 * H;
+  double* Xt = up + D;
+  double* Ft = Xt + tr * D;
+  double* Gt = Ft + tr * H;
+  double* T1 = Gt + tr * 2 * H;
+  double* Kt = T1 + tr * M;
+  if (upload_block(Yd, Y, M, 0, 0, M, D, "the points", err, err_len) != 0 ||
+      upload_block(Zmd, Zm, M, 0, 0, M, H, "the monomials", err, err_len) != 0 ||
+      upload_block(Ztd, Zt, M, 0, 0, M, 2 * H, "the monomials", err, err_len) != 0 ||
+      upload_block(up, upper, D, 0, 0, D, 1, "the box", err, err_len) != 0)
+    return 1;
+  const double one = 1.0, zero = 0.0;
+  const dim3 tg(32, 8);
+  for (std::size_t r0 = 0; r0 < N; r0 += tr) {
+    const std::size_t r = std::min(tr, N - r0);
+    const int ri = static_cast<int>(r);
+    if (upload_block(Xt, X, N, r0, 0, r, D, "the points", err, err_len) != 0 ||
+        upload_block(Ft, F, N, r0, 0, r, H, "the factors", err, err_len) != 0 ||
+        upload_block(Gt, G, N, r0, 0, r, 2 * H, "the factors", err, err_len) != 0)
+      return 1;
+    // T1 (r x m) = F Zm', K (r x m) = G Zt'
+    KL_BLAS_TRY(cublasDgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_T, ri, m, h, &one, Ft, ri, Zmd, m,
+                            &zero, T1, ri),
+                "cuBLAS DGEMM failed");
+    KL_BLAS_TRY(cublasDgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_T, ri, m, 2 * h, &one, Gt, ri, Ztd, m,
+                            &zero, Kt, ri),
+                "cuBLAS DGEMM failed");
+    tessellated_finish<<<grid_2d(ri, m, tg), tg, 0, g.stream>>>(Xt, ri, Yd, m, d, up, T1, Kt);
+    KL_CUDA_TRY(cudaGetLastError(), "cannot launch the tessellated kernel block");
+    KL_CUDA_TRY(cudaMemcpy2DAsync(K + r0, static_cast<std::size_t>(ldk) * sizeof(double), Kt,
+                                  r * sizeof(double), r * sizeof(double), M,
+                                  cudaMemcpyDeviceToHost, g.stream),
+                "cannot copy the kernel block from the GPU");
+    KL_CUDA_TRY(cudaStreamSynchronize(g.stream), "computing the kernel block failed");
+  }
   return 0;
 }
 

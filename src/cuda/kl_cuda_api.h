@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define KL_CUDA_API_VERSION 5
+#define KL_CUDA_API_VERSION 6
 
 /* Version of this interface; the loader refuses a library whose version differs. */
 int kl_cuda_api_version(void);
@@ -131,6 +131,19 @@ int kl_cuda_rows_block(kl_cuda_rows* h, const double* Z, int m, int ldz, double*
 int kl_cuda_rows_tree_pass(kl_cuda_rows* h, const double* Z, int m, int ldz, int triangle,
                            const double* V, int ldv, int L, const double* U, int ldu, double* KV,
                            int ldkv, double* grad, char* err, int err_len);
+
+/* A block of the tessellated kernel of tkl() (its closed form: src/core/kernels/tessellated.hpp):
+ *   K (n x m, leading dimension ldk) = A .* (F Zm') + G Zt',
+ *   A_kl = prod_c (upper_c - max(X_kc, Y_lc)),
+ * for the points X (n x d) and Y (m x d), clamped into the box by the caller, and the factors
+ * F (n x h), G (n x 2h), Zm (m x h), Zt (m x 2h); every matrix column-major with its row count
+ * as leading dimension. In double precision (cuBLAS DGEMM for the products); the right side is
+ * held on the device and X worked through in row tiles. Returns 1 with K unchanged when the
+ * right side does not fit in the device memory the library allows itself. */
+int kl_cuda_tessellated_block(const double* X, const double* F, const double* G, int n,
+                              const double* Y, const double* Zm, const double* Zt, int m, int d,
+                              int h, const double* upper, double* K, int ldk, char* err,
+                              int err_len);
 
 /* Frees the held points (NULL is allowed). */
 void kl_cuda_rows_free(kl_cuda_rows* h);

@@ -16,8 +16,10 @@
 #include "kernels/hgk_pass.hpp"
 #include "kernels/hierarchical.hpp"
 #include "kernels/standard.hpp"
+#include "kernels/tessellated.hpp"
 #include "machines/rows.hpp"
 #include "learners/hgk.hpp"
+#include "learners/tkl.hpp"
 #include "machines/svm.hpp"
 
 namespace {
@@ -347,5 +349,79 @@ TEST_CASE("gpu backend: hgk's objective and its gradients (bilevel, fixed; one a
                1e-11 * sc);
     }
   }
+  gpu->set_gpu_ops(kl::kGpuOpsDefault);
+}
+
+namespace {
+
+long long mock_tessellated_blocks() {
+  void* h = dlopen(mock_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
+  using fn = long long (*)();
+  fn f = h ? reinterpret_cast<fn>(dlsym(h, "kl_cuda_mock_tessellated_blocks")) : nullptr;
+  return f ? f() : -1;
+}
+
+}  // namespace
+
+TEST_CASE("gpu backend: tessellated kernel matrices through the library equal the CPU's; "
+          "small blocks and the operation off stay on the CPU; a tkl fit with the start kernel "
+          "on the library equals the CPU's") {
+  kl::Backend* gpu = mock_backend(kl::kGpuTklBlock);
+  if (!gpu) return;
+  kl::Rng rng(ct::seed2(41, 5));
+  const int d = 3;
+  // points partly outside the box [0.1, 0.9]^3 (clamped by the kernel)
+  const kl::Mat X = uniform(1100, d, rng), Z = uniform(1000, d, rng);
+  const kl::Vec lo = kl::Vec::Constant(d, 0.1), hi = kl::Vec::Constant(d, 0.9);
+  for (int degree : {1, 2}) {
+    const int h = static_cast<int>(kl::monomial_count(d, degree));
+    kl::Mat R = uniform(2 * h, 2 * h, rng);
+    const kl::Mat P = R * R.transpose() / (2.0 * h) + kl::Mat::Identity(2 * h, 2 * h);
+    const kl::KernelPtr k = kl::make_tessellated_kernel(P, degree, lo, hi);
+    CHECK(k->tessellated() != nullptr);
+    CHECK(gpu->computes(*k));
+    const long long before = mock_tessellated_blocks();
+    kl::Mat Kg(X.rows(), Z.rows()), Kc(X.rows(), Z.rows());
+    gpu->kernel_matrix(*k, X, Z, Kg, 2, kl::Callbacks());
+    k->block(X, Z, Kc, 2, kl::Callbacks());
+    CHECK_EQ(mock_tessellated_blocks(), before + 1);
+    CHECK_EQUAL(Kg, Kc, 1e-12 * std::max(1.0, Kc.cwiseAbs().maxCoeff()));
+    // into a block of a larger matrix
+    kl::Mat big = kl::Mat::Constant(X.rows() + 3, Z.rows() + 2, -7.0);
+    gpu->kernel_matrix(*k, X, Z, big.block(2, 1, X.rows(), Z.rows()), 2, kl::Callbacks());
+    CHECK_EQUAL(kl::Mat(big.block(2, 1, X.rows(), Z.rows())), Kc,
+                1e-12 * std::max(1.0, Kc.cwiseAbs().maxCoeff()));
+    CHECK_EQ(big(0, 0), -7.0);
+    CHECK_EQ(big(X.rows() + 2, Z.rows() + 1), -7.0);
+    // under a million entries, or with the operation off: the CPU's block
+    kl::Mat Ks(50, Z.rows());
+    gpu->kernel_matrix(*k, X.topRows(50), Z, Ks, 2, kl::Callbacks());
+    CHECK_EQUAL(Ks, kl::Mat(Kc.topRows(50)), 1e-12 * std::max(1.0, Kc.cwiseAbs().maxCoeff()));
+    gpu->set_gpu_ops(kl::kGpuOpsDefault);
+    CHECK(!gpu->computes(*k));
+    gpu->kernel_matrix(*k, X, Z, Kg, 2, kl::Callbacks());
+    CHECK_EQ(mock_tessellated_blocks(), before + 2);
+    gpu->set_gpu_ops(kl::kGpuTklBlock);
+  }
+  // a tkl regression fit: the start kernel K(I) on the library, the rest as on the CPU
+  kl::Mat Xf = X.topRows(1000);
+  std::vector<double> z(1000);
+  for (int i = 0; i < 1000; ++i) z[i] = std::sin(4 * Xf(i, 0)) + Xf(i, 1) * Xf(i, 2);
+  kl::TklParams par;
+  par.degree = 1;
+  par.maxit = 3;
+  par.normalize = true;
+  par.svm.cost = 1.0;
+  par.svm.epsilon = 0.1;
+  par.svm.threads = 2;
+  const kl::TklResult rc = kl::tkl_regress(Xf, z, lo, hi, par, kl::Callbacks());
+  par.backend = gpu;
+  const long long before = mock_tessellated_blocks();
+  const kl::TklResult rg = kl::tkl_regress(Xf, z, lo, hi, par, kl::Callbacks());
+  CHECK_EQ(mock_tessellated_blocks(), before + 1);
+  CHECK_EQ(rg.trace.size(), rc.trace.size());
+  CHECK_EQUAL(rg.P, rc.P, 1e-8 * rc.P.cwiseAbs().maxCoeff());
+  CHECK_LE(std::fabs(rg.trace.back().objective - rc.trace.back().objective),
+           1e-8 * std::fabs(rc.trace.back().objective));
   gpu->set_gpu_ops(kl::kGpuOpsDefault);
 }

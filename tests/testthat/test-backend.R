@@ -114,7 +114,7 @@ test_that("options(kernlearn.gpu_ops) chooses the operations for the GPU, checke
   }
   options(kernlearn.gpu_ops = "qr")
   expect_error(kl_backend(),
-               "kernlearn.gpu_ops.*\"kernel_matrix\", \"gemm\", \"cholesky\", \"gram\", \"kernel_rows\", \"hgk_pass\"")
+               "kernlearn.gpu_ops.*\"kernel_matrix\", \"gemm\", \"cholesky\", \"gram\", \"kernel_rows\", \"hgk_pass\", \"tkl_block\"")
   options(kernlearn.gpu_ops = 1)
   expect_error(kernel_matrix(gaussian_kernel(1), diag(2)), "kernlearn.gpu_ops")
   options(kernlearn.gpu_ops = NA_character_)

@@ -11,7 +11,8 @@
 #            shapes (60,000 x 14,000) on all CPU threads and the GPU, and the SVM's kernel
 #            rows at 100,000 points of 54 columns (Covertype's shape) with end-to-end SVM
 #            solves of 20,000 rows on 2 CPU threads and with the GPU backend, and hgk's passes
-#            and objective at n1 = n2 = 2,500 (2 CPU threads) and 20,000 (all CPU threads)
+#            and objective at n1 = n2 = 2,500 (2 CPU threads) and 20,000 (all CPU threads), and
+#            a 20,000 x 20,000 tessellated kernel block (2 CPU threads and the GPU)
 #            With Covertype at hand (data/covtype.data.gz here, a copy of the UCI file carried
 #            along, or KL_SVM_DATA=<its path>), also the core's SVM solve of Lodgepole pine
 #            (label 2) against the rest with kernel_svm's width and cost on Covertype's cells
@@ -45,6 +46,7 @@ fi
     ./parity --op rows --n 100000 --m 2000 --d 54 --svm-n 20000 --threads 2 --reps 1 || status=1
     ./parity --op hgk --n 2500 --m 2500 --threads 2 --reps 3 || status=1
     ./parity --op hgk --n 20000 --m 20000 --threads 16 --reps 1 || status=1
+    ./parity --op tkl --n 20000 --m 20000 --threads 2 --reps 1 || status=1
     data=${KL_SVM_DATA:-data/covtype.data.gz}
     if [ -f "$data" ]; then
       csv=$(mktemp)

@@ -30,6 +30,9 @@
 //           against the CPU core's kernel blocks, fused pass and contraction; and, end to end,
 //           hgk's objective with its bilevel and fixed-coefficient gradients
 //           (kl::HgkObjective) with the CPU backend against the GPU backend;
+//   tkl:    blocks of the tessellated kernel (kl_cuda_tessellated_block) of degree 1 and 2 on
+//           8 columns against the CPU core's block(), directly and through the GPU backend's
+//           kernel_matrix;
 // with kernlearn_cuda.so loaded with dlopen, as the package does. It prints the largest
 // differences and the timings, and exits with
 //   0  difference within the tolerance
@@ -56,6 +59,7 @@
 #include "base/rng.hpp"
 #include "kernels/hierarchical.hpp"
 #include "kernels/standard.hpp"
+#include "kernels/tessellated.hpp"
 #include "linalg/chol.hpp"
 #include "linalg/simd.hpp"
 #include "heads/cls.hpp"
@@ -90,6 +94,9 @@ using fn_rtree = int (*)(const double*, int, int, int, int, const int*, const in
                          const double*, const double*, kl_cuda_rows**, char*, int);
 using fn_rtpass = int (*)(kl_cuda_rows*, const double*, int, int, int, const double*, int, int,
                           const double*, int, double*, int, double*, char*, int);
+using fn_tblock = int (*)(const double*, const double*, const double*, int, const double*,
+                          const double*, const double*, int, int, int, const double*, double*,
+                          int, char*, int);
 
 struct Options {
   long n = 5000, m = 2000, d = 784;
@@ -101,7 +108,7 @@ struct Options {
   unsigned long long seed = 42;
   double tol = 1e-10;
   std::string lib;
-  std::string op = "all";  // kernel, gemm, chol, cls, rows, hgk or all
+  std::string op = "all";  // kernel, gemm, chol, cls, rows, hgk, tkl or all
   long svm_n = 0;           // rows of the end-to-end SVM solves (default: n)
   std::string svm_data;     // op svm: a text file of rows (features, then the label)
   long svm_class = -1;      // op svm: that label against the rest (default: all classes)
@@ -116,7 +123,8 @@ void usage(const char* prog) {
   std::fprintf(stderr,
                "usage: %s [--n N] [--m M] [--d D] [--gamma G] [--tile-rows R] [--tile-cols C]\n"
                "          [--threads T] [--device I] [--reps R] [--seed S] [--tol E] [--lib PATH]\n"
-               "          [--op kernel|gemm|chol|cls|rows|hgk|all] [--gemm-tile T] [--chol-n N]\n"
+               "          [--op kernel|gemm|chol|cls|rows|hgk|tkl|all] [--gemm-tile T]\n"
+               "          [--chol-n N]\n"
                "          [--lambda L] [--cls-n N] [--cls-p P] [--svm-n N] [--list-ops]\n"
                "          [--op svm --svm-data FILE [--svm-class L] [--svm-gamma G]\n"
                "           [--svm-cost C] [--svm-cpu yes|no]]\n"
@@ -161,6 +169,8 @@ bool parse_args(int argc, char** argv, Options* o) {
                   "hgk     the hierarchical Gaussian kernel's passes over pairs (row sums,\n"
                   "        derivative contractions, the triangle; kl_cuda_rows_tree_pass) and the\n"
                   "        core's hgk objective and gradients with the CPU and the GPU backend\n"
+                  "tkl     blocks of the tessellated kernel (kl_cuda_tessellated_block), directly\n"
+                  "        and through the GPU backend's kernel matrices\n"
                   "svm     (only when asked: --op svm --svm-data FILE) the core's SVM solve on\n"
                   "        the rows of a data file with the CPU backend and the GPU backend\n");
       std::exit(0);
@@ -190,7 +200,8 @@ bool parse_args(int argc, char** argv, Options* o) {
     else if (a == "--op") {
       o->op = v;
       ok = o->op == "kernel" || o->op == "gemm" || o->op == "chol" || o->op == "cls" ||
-           o->op == "rows" || o->op == "hgk" || o->op == "svm" || o->op == "all";
+           o->op == "rows" || o->op == "hgk" || o->op == "tkl" || o->op == "svm" ||
+           o->op == "all";
     } else if (a == "--cls-n") {
       ok = parse_long(v, 1, &o->cls_n);
     } else if (a == "--cls-p") {
@@ -1357,6 +1368,68 @@ int check_hgk(const Options& o, const RowsApi& api, fn_rtpass tpass, kl::Rng& rn
   return status;
 }
 
+// Blocks of the tessellated kernel: kl_cuda_tessellated_block and the GPU backend's
+// kernel_matrix against the CPU core's block(), for n x m points on 8 columns (uniform on
+// [0, 1], the box [0.05, 0.95]^8, so that some are clamped), degrees 1 and 2.
+int check_tkl(const Options& o, fn_tblock tblock, kl::Rng& rng) {
+  int status = 0;
+  std::printf("tessellated kernel blocks:\n");
+  const int d = 8, n = static_cast<int>(o.n), m = static_cast<int>(o.m);
+  kl::Mat X(n, d), Y(m, d);
+  for (Eigen::Index j = 0; j < d; ++j) {
+    for (Eigen::Index i = 0; i < n; ++i) X(i, j) = rng.uniform();
+    for (Eigen::Index i = 0; i < m; ++i) Y(i, j) = rng.uniform();
+  }
+  const kl::Vec lo = kl::Vec::Constant(d, 0.05), hi = kl::Vec::Constant(d, 0.95);
+  kl::Backend* gpu = core_gpu_backend(o.lib);
+  if (!gpu) return 1;
+  for (int degree : {1, 2}) {
+    const int h = static_cast<int>(kl::monomial_count(d, degree));
+    kl::Mat R(2 * h, 2 * h);
+    for (Eigen::Index j = 0; j < R.cols(); ++j)
+      for (Eigen::Index i = 0; i < R.rows(); ++i) R(i, j) = rng.uniform() - 0.5;
+    const kl::Mat P = R * R.transpose() / (2.0 * h) + kl::Mat::Identity(2 * h, 2 * h);
+    const kl::KernelPtr k = kl::make_tessellated_kernel(P, degree, lo, hi);
+    const kl::TessellatedForm* tf = k->tessellated();
+    if (!tf) {
+      std::printf("FAIL: the tessellated kernel does not give its factors\n");
+      return 1;
+    }
+    kl::Mat Kc(n, m), Kg(n, m), Kb(n, m);
+    auto t0 = std::chrono::steady_clock::now();
+    k->block(X, Y, Kc, o.threads, kl::Callbacks());
+    const double t_cpu = seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    kl::Mat Xc, F, G, Yc, Zm, Zt;
+    tf->left(X, Xc, F, G);
+    tf->right(Y, Yc, Zm, Zt);
+    char err[512] = {0};
+    const int rc = tblock(Xc.data(), F.data(), G.data(), n, Yc.data(), Zm.data(), Zt.data(), m, d,
+                          h, tf->upper().data(), Kg.data(), n, err, sizeof(err));
+    const double t_gpu = seconds_since(t0);
+    if (rc != 0) {
+      std::printf("FAIL: kl_cuda_tessellated_block: %s\n", err);
+      return 1;
+    }
+    t0 = std::chrono::steady_clock::now();
+    gpu->kernel_matrix(*k, X, Y, Kb, o.threads, kl::Callbacks());
+    const double t_be = seconds_since(t0);
+    const double scale = std::max(1e-300, Kc.cwiseAbs().maxCoeff());
+    const double e1 = (Kg - Kc).cwiseAbs().maxCoeff() / scale;
+    const double e2 = (Kb - Kc).cwiseAbs().maxCoeff() / scale;
+    std::printf("  degree %d (h = %d), %d x %d: library %.2e, backend %.2e (relative to the "
+                "largest entry); CPU (%d threads) %.4f s, GPU %.4f s, through the backend "
+                "(factors on the CPU) %.4f s\n",
+                degree, h, n, m, e1, e2, o.threads, t_cpu, t_gpu, t_be);
+    if (!(e1 <= 1e-12) || !(e2 <= 1e-12)) {
+      std::printf("FAIL: the tessellated blocks differ from the CPU core's\n");
+      status = 1;
+    }
+  }
+  if (status == 0) std::printf("OK (tessellated kernel blocks)\n");
+  return status;
+}
+
 bool read_rows(const std::string& path, kl::Mat* X, std::vector<double>* labels) {
   FILE* f = std::fopen(path.c_str(), "r");
   if (!f) {
@@ -1609,6 +1682,15 @@ int main(int argc, char** argv) {
       status = 1;
     } else {
       status = std::max(status, check_hgk(o, rows_api, tpass, rng));
+    }
+  }
+  if (o.op == "tkl" || o.op == "all") {
+    auto tblock = reinterpret_cast<fn_tblock>(dlsym(h, "kl_cuda_tessellated_block"));
+    if (!tblock) {
+      std::printf("FAIL: the library lacks kl_cuda_tessellated_block\n");
+      status = 1;
+    } else {
+      status = std::max(status, check_tkl(o, tblock, rng));
     }
   }
   if (o.op == "svm") {

@@ -27,12 +27,13 @@ enum GpuOp : unsigned {
                           // and polynomial kernels
   kGpuHgkPass = 32u,      // the hierarchical Gaussian kernel's passes over pairs in hgk()'s
                           // learning: the row sums K V and the derivative contractions
+  kGpuTklBlock = 64u,     // kernel matrices of the tessellated kernel (tkl())
 };
 // The operations the GPU runs unless told otherwise: those whose GPU timings and parity with
 // the CPU have been recorded (bench/results/cuda_*.txt). The others are opt-in.
 constexpr unsigned kGpuOpsDefault = kGpuKernelMatrix | kGpuGemm;
 constexpr unsigned kGpuOpsAll =
-    kGpuKernelMatrix | kGpuGemm | kGpuCholesky | kGpuGram | kGpuKernelRows | kGpuHgkPass;
+    kGpuKernelMatrix | kGpuGemm | kGpuCholesky | kGpuGram | kGpuKernelRows | kGpuHgkPass | kGpuTklBlock;
 
 struct HgkNode;
 

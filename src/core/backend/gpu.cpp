@@ -4,6 +4,7 @@
 #include "backend/backend.hpp"
 
 #include "kernels/hierarchical.hpp"
+#include "kernels/tessellated.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -43,6 +44,9 @@ using fn_rtree = int (*)(const double*, int, int, int, int, const int*, const in
                          const double*, const double*, kl_cuda_rows**, char*, int);
 using fn_rtpass = int (*)(kl_cuda_rows*, const double*, int, int, int, const double*, int, int,
                           const double*, int, double*, int, double*, char*, int);
+using fn_tblock = int (*)(const double*, const double*, const double*, int, const double*,
+                          const double*, const double*, int, int, int, const double*, double*,
+                          int, char*, int);
 
 // The entry points of the GPU library.
 struct GpuApi {
@@ -59,10 +63,11 @@ struct GpuApi {
   fn_rfree rfree = nullptr;
   fn_rtree rtree = nullptr;
   fn_rtpass rtpass = nullptr;
+  fn_tblock tblock = nullptr;
   fn_release release = nullptr;
   bool complete() const {
     return gauss && gemm && chol && gram && fcreate && fsolve && ffree && rcreate && rcompute &&
-           rblock && rfree && rtree && rtpass && release;
+           rblock && rfree && rtree && rtpass && tblock && release;
   }
 };
 
@@ -85,6 +90,10 @@ constexpr Eigen::Index kGpuRowsMinRows = 2048;
 // pass does about 1.5e8 pairs a second on 2 threads for a depth-2 tree of 8 nodes; the
 // break-even is still to be measured on a GPU).
 constexpr double kGpuHgkMinPairs = 1e6;
+// Tessellated kernel matrices with fewer entries than this stay on the CPU (its block is
+// matrix products of h and 2h columns and an elementwise box product; the break-even is still
+// to be measured on a GPU).
+constexpr double kGpuTklMinEntries = 1e6;
 
 // The kernel type code of kl_cuda_rows_create for a standard kernel.
 int rows_type(const KernelSpec& s) {
@@ -320,6 +329,7 @@ class GpuBackend final : public Backend {
   // The Gaussian kernel with kernel_matrix on (kl_cuda_gaussian_kernel), the other standard
   // kernels with kernel_rows on (kl_cuda_rows_block); the rest runs on the CPU.
   bool computes(const Kernel& kernel) const override {
+    if (kernel.tessellated()) return (ops_ & kGpuTklBlock) != 0;
     const KernelSpec* s = kernel.standard();
     if (s && s->type == KernelType::Gaussian) return (ops_ & kGpuKernelMatrix) != 0;
     DeviceKernel k;
@@ -330,6 +340,11 @@ class GpuBackend final : public Backend {
                      const Callbacks& cb) override {
     if (!computes(kernel)) {
       cpu_backend().kernel_matrix(kernel, X, Z, K, threads, cb);
+      return;
+    }
+    if (const TessellatedForm* tf = kernel.tessellated()) {
+      if (!tessellated_block(*tf, X, Z, K)) cpu_backend().kernel_matrix(kernel, X, Z, K, threads, cb);
+      cb.check();
       return;
     }
     const KernelSpec* sp = kernel.standard();
@@ -496,6 +511,30 @@ class GpuBackend final : public Backend {
   }
 
  private:
+  // K = k(X, Z) for the tessellated kernel by kl_cuda_tessellated_block; false (the caller
+  // computes K on the CPU, overwriting whatever was written) when the block is small or the
+  // call fails.
+  bool tessellated_block(const TessellatedForm& tf, CMatRef X, CMatRef Z, MatRef K) {
+    if (Z.cols() != X.cols()) throw Error("X and Z must have the same number of columns");
+    if (K.rows() != X.rows() || K.cols() != Z.rows()) throw Error("K has the wrong shape");
+    if (X.rows() == 0 || Z.rows() == 0) return true;
+    if (static_cast<double>(X.rows()) * static_cast<double>(Z.rows()) < kGpuTklMinEntries ||
+        !fits_int(X.rows()) || !fits_int(Z.rows()) || !fits_int(K.outerStride()))
+      return false;
+    Mat Xc, F, G, Zc, Zm, Zt;
+    tf.left(X, Xc, F, G);
+    tf.right(Z, Zc, Zm, Zt);
+    if (!fits_int(F.cols())) return false;
+    char err[512] = {0};
+    std::lock_guard<std::mutex> lock(device_call_mutex());
+    return api_.tblock(Xc.data(), F.data(), G.data(), static_cast<int>(X.rows()), Zc.data(),
+                       Zm.data(), Zt.data(), static_cast<int>(Z.rows()),
+                       static_cast<int>(X.cols()), static_cast<int>(F.cols()),
+                       tf.upper().data(), K.data(),
+                       static_cast<int>(std::max<Eigen::Index>(K.outerStride(), K.rows())), err,
+                       sizeof(err)) == 0;
+  }
+
   static bool on_gpu(Eigen::Index m, Eigen::Index n, Eigen::Index k, Eigen::Index lda,
                      Eigen::Index ldb, Eigen::Index ldc) {
     return static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >=
@@ -573,6 +612,7 @@ Backend* gpu_backend(const std::string& path, std::string* why) {
       api.rfree = reinterpret_cast<fn_rfree>(dlsym(h, "kl_cuda_rows_free"));
       api.rtree = reinterpret_cast<fn_rtree>(dlsym(h, "kl_cuda_rows_create_tree"));
       api.rtpass = reinterpret_cast<fn_rtpass>(dlsym(h, "kl_cuda_rows_tree_pass"));
+      api.tblock = reinterpret_cast<fn_tblock>(dlsym(h, "kl_cuda_tessellated_block"));
       if (!version) {
         s.why = "the GPU library lacks expected symbols";
       } else if (version() != KL_CUDA_API_VERSION) {

@@ -24,6 +24,7 @@ namespace kl {
 
 struct KernelSpec;
 struct HgkNode;
+class TessellatedForm;
 
 // A kernel bound to a fixed set of points, local indices 0..size()-1.
 class KernelRows {
@@ -72,6 +73,9 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   // Non-null for the hierarchical Gaussian kernel: its nodes (kernels/hierarchical.hpp), for a
   // backend with its own routine.
   virtual const std::vector<HgkNode>* hierarchical() const { return nullptr; }
+  // Non-null for the tessellated kernel: the factors of its closed form
+  // (kernels/tessellated.hpp), for a backend with its own routine.
+  virtual const TessellatedForm* tessellated() const { return nullptr; }
 
   // Throws a clear error when X has a number of columns the kernel is not defined on.
   void check_dim(Eigen::Index d, const char* what = "the data") const;

@@ -39,7 +39,7 @@ Terms monomial_terms(int d, int q) {
 }
 
 
-class TklKernel final : public Kernel {
+class TklKernel final : public Kernel, public TessellatedForm {
  public:
   TklKernel(const Mat& P, int q, const Vec& lo, const Vec& hi)
       : P_(P), q_(q), lo_(lo), hi_(hi), d_(static_cast<int>(lo.size())) {
@@ -80,6 +80,22 @@ class TklKernel final : public Kernel {
   }
 
   std::string name() const override { return "tessellated"; }
+  const TessellatedForm* tessellated() const override { return this; }
+  void left(CMatRef X, Mat& Xc, Mat& F, Mat& G) const override {
+    check_dim(X.cols(), "x");
+    Side x = side(X);
+    F = x.Zm * S_;
+    G = x.Zt * M_;
+    Xc = std::move(x.Xc);
+  }
+  void right(CMatRef Y, Mat& Yc, Mat& Zm, Mat& Zt) const override {
+    check_dim(Y.cols(), "y");
+    Side y = side(Y);
+    Yc = std::move(y.Xc);
+    Zm = std::move(y.Zm);
+    Zt = std::move(y.Zt);
+  }
+  const Vec& upper() const override { return hi_; }
   int input_dim() const override { return d_; }
   int num_params() const override { return 4 * h_ * h_; }
 

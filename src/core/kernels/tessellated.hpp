@@ -23,6 +23,20 @@
 
 namespace kl {
 
+// The closed form above as factors, for a backend that computes blocks itself:
+//   K(X, Y) = A .* (F Zm_y') + G Zt_y',  F = Zm_x S (n x h),  G = Zt_x M (n x 2h),
+// with A_kl = prod_i (b_i - max(x_ki, y_li)) on the points clamped into the box.
+class TessellatedForm {
+ public:
+  virtual ~TessellatedForm() = default;
+  // The left side of a block: the clamped rows of X (n x d), F and G.
+  virtual void left(CMatRef X, Mat& Xc, Mat& F, Mat& G) const = 0;
+  // The right side: the clamped rows of Y (m x d), Zm_y (m x h) and Zt_y (m x 2h).
+  virtual void right(CMatRef Y, Mat& Yc, Mat& Zm, Mat& Zt) const = 0;
+  // The box's upper bounds b (length d).
+  virtual const Vec& upper() const = 0;
+};
+
 // The number of monomials of degree <= q in d variables, choose(d + q, q); -1 above 1e9.
 long long monomial_count(int d, int q);
 

@@ -92,8 +92,11 @@ TklState tkl_start(CMatRef X, const Vec& lower, const Vec& upper, const TklParam
     mean_diag = S.Kf.diagonal().cast<double>().mean();
   } else {
     S.K.resize(n, n);
-    make_tessellated_kernel(S.P, par.degree, lower, upper)->block(X, X, S.K, threads,
-                                                                  interrupts_only(cb));
+    const KernelPtr k0 = make_tessellated_kernel(S.P, par.degree, lower, upper);
+    if (par.backend)
+      par.backend->kernel_matrix(*k0, X, X, S.K, threads, interrupts_only(cb));
+    else
+      k0->block(X, X, S.K, threads, interrupts_only(cb));
     mean_diag = S.K.diagonal().mean();
   }
   S.q = 2.0 * S.h;

@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "machines/svm.hpp"
 
 namespace kl {
@@ -51,6 +52,8 @@ struct TklParams {
   double ridge = 0;    // the solves of the optimisation use K + ridge * mean(diag K(P0)) * I
   bool normalize = false;  // start from P0 = I / s, s the mean diagonal of K(I) (see above)
   bool single = false;     // the n x n matrices in single precision (see TklGram)
+  Backend* backend = nullptr;  // the start kernel K(P0) (double precision) through this
+                               // backend's kernel_matrix (the GPU's tkl_block operation)
   SvmParams svm;       // cost, epsilon, solver tolerance, cache, threads, probability
 };
 

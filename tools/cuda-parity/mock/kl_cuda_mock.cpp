@@ -5,6 +5,7 @@
 // the CUDA code itself.
 #include <Eigen/Dense>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -443,6 +444,35 @@ KL_EXPORT int kl_cuda_rows_tree_pass(kl_cuda_rows* h, const double* Z, int m, in
         KV[a + static_cast<std::size_t>(l) * ldkv] = kv[a + static_cast<std::size_t>(l) * m];
   if (grad)
     for (int k = 0; k < M; ++k) grad[k] = gsum[k];
+  return 0;
+}
+
+// Tessellated blocks computed since the library was loaded (the mock only).
+long long g_tessellated_blocks = 0;
+KL_EXPORT long long kl_cuda_mock_tessellated_blocks(void) { return g_tessellated_blocks; }
+
+KL_EXPORT int kl_cuda_tessellated_block(const double* X, const double* F, const double* G,
+                                        int n, const double* Y, const double* Zm,
+                                        const double* Zt, int m, int d, int h,
+                                        const double* upper, double* K, int ldk, char* err,
+                                        int err_len) {
+  clear(err, err_len);
+  if (n < 0 || m < 0 || d < 1 || h < 1 || ldk < n) {
+    set_err(err, err_len, "bad dimensions");
+    return 1;
+  }
+  if (n == 0 || m == 0) return 0;
+  ++g_tessellated_blocks;
+  using CMap = Eigen::Map<const Mat>;
+  const Mat T1 = CMap(F, n, h) * CMap(Zm, m, h).transpose();
+  const Mat T2 = CMap(G, n, 2 * h) * CMap(Zt, m, 2 * h).transpose();
+  for (int j = 0; j < m; ++j)
+    for (int i = 0; i < n; ++i) {
+      double a = 1.0;
+      for (int c = 0; c < d; ++c)
+        a *= upper[c] - std::max(X[i + static_cast<std::size_t>(c) * n], Y[j + static_cast<std::size_t>(c) * m]);
+      K[i + static_cast<std::size_t>(j) * ldk] = a * T1(i, j) + T2(i, j);
+    }
   return 0;
 }
 
