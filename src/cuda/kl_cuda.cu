@@ -225,10 +225,13 @@ struct TreeParams {
   const double* scales;
 };
 
-// The tree's kernel between the point a (coordinates a[i * lda]) and b (b[i * ldb]).
-__device__ double tree_value(const TreeParams& t, const double* a, std::size_t lda,
-                             const double* b, std::size_t ldb) {
-  double om[KL_CUDA_MAX_TREE_NODES];  // 1 - K_v of the nodes below the root
+// The tree's kernel between the point a (coordinates a[i * lda]) and b (b[i * ldb]), node by
+// node: om[v] = 1 - K_v (as -expm1) for the nodes below the root, and with Keep also for the
+// root and kval[v] = K_v for every node (the backward pass of tree_pass reads them).
+template <bool Keep>
+__device__ __forceinline__ double tree_forward(const TreeParams& t, const double* a,
+                                               std::size_t lda, const double* b,
+                                               std::size_t ldb, double* kval, double* om) {
   double e = 0.0;
   for (int v = 0; v < t.nnodes; ++v) {
     double acc = 0.0;
@@ -244,9 +247,20 @@ __device__ double tree_value(const TreeParams& t, const double* a, std::size_t l
       }
     }
     e = t.scales[v] * acc;
-    if (v + 1 < t.nnodes) om[v] = -expm1(-e);
+    if (Keep) {
+      kval[v] = exp(-e);
+      om[v] = -expm1(-e);
+    } else if (v + 1 < t.nnodes) {
+      om[v] = -expm1(-e);
+    }
   }
-  return exp(-e);
+  return Keep ? kval[t.nnodes - 1] : exp(-e);
+}
+
+__device__ double tree_value(const TreeParams& t, const double* a, std::size_t lda,
+                             const double* b, std::size_t ldb) {
+  double om[KL_CUDA_MAX_TREE_NODES];
+  return tree_forward<false>(t, a, lda, b, ldb, nullptr, om);
 }
 
 // out[i + j * rows] = k(A_i, B_j) for the points A (rows x d, leading dimension lda) and
@@ -298,23 +312,8 @@ tree_pass(const double* __restrict__ A, int rows, int lda, const double* __restr
     const int jstart = triangle ? max(j0, row0 + i + 1) : j0;
     for (int j = jstart; j < j1; ++j) {
       const double* b = B + j;
-      for (int v = 0; v < nn; ++v) {
-        double acc = 0.0;
-        const bool leaf = t.leaf[v] != 0;
-        for (int k = t.offsets[v]; k < t.offsets[v + 1]; ++k) {
-          const double w = t.weights[k];
-          const int m = t.members[k];
-          if (leaf) {
-            const double df = a[static_cast<std::size_t>(m) * lda] - b[static_cast<std::size_t>(m) * ldb];
-            acc += w * w * df * df;
-          } else {
-            acc += w * w * om[m];
-          }
-        }
-        const double e = t.scales[v] * acc;
-        kval[v] = exp(-e);
-        om[v] = -expm1(-e);
-      }
+      tree_forward<true>(t, a, static_cast<std::size_t>(lda), b, static_cast<std::size_t>(ldb),
+                         kval, om);
       const double kr = kval[root];
       if (Sums)
         for (int l = 0; l < L; ++l) kvacc[l] += kr * V[j + static_cast<std::size_t>(l) * ldv];
