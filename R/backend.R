@@ -18,8 +18,9 @@
 #' \code{"kernel_matrix"} (Gaussian kernel matrices), \code{"gemm"} (the
 #' matrix products of \code{\link{dikl}} training), \code{"cholesky"} (with
 #' cuSOLVER: the factorisation and solve of \code{\link{kernel_ridge}}, and
-#' the factorisations of the calibrated least-squares head of \code{\link{gem}},
-#' kept on the GPU for its solves; systems of 2048 rows or more) and
+#' the factorisations of the calibrated least-squares head of \code{\link{gem}}
+#' and of the least-squares SVM in \code{\link{hgk}}'s learning (in double
+#' precision), kept on the GPU for their solves; systems of 2048 rows or more) and
 #' \code{"gram"} (with cuBLAS: the Gram matrix of that head's single-precision
 #' features, for 512 features or more), \code{"kernel_rows"} (the kernel
 #' rows of the SVM solver of \code{\link{kernel_svm}}, for the four standard
@@ -28,7 +29,8 @@
 #' for the whole solve and each row the solver's cache misses computed there;
 #' problems of 2048 rows or more; also the kernel matrices, hence the
 #' predictions, of the Laplacian, linear, polynomial and hierarchical Gaussian
-#' kernels), \code{"hgk_pass"} (the passes over pairs of points when
+#' kernels, among them the fit block of \code{\link{hgk}}'s objective in double
+#' precision), \code{"hgk_pass"} (the passes over pairs of points when
 #' \code{\link{hgk}} learns kernel weights: the sums \eqn{K \alpha} of its
 #' least-squares SVM and the derivatives of its validation risk in the weights,
 #' every pair in double precision; trees of at most 64 nodes, 256 weights and

@@ -167,8 +167,9 @@ bool parse_args(int argc, char** argv, Options* o) {
                   "        kernel (kl_cuda_rows_create_tree), and the core's SVM solves\n"
                   "        (three classes, regression) with the CPU and the GPU backend\n"
                   "hgk     the hierarchical Gaussian kernel's passes over pairs (row sums,\n"
-                  "        derivative contractions, the triangle; kl_cuda_rows_tree_pass) and the\n"
-                  "        core's hgk objective and gradients with the CPU and the GPU backend\n"
+                  "        derivative contractions, the triangle; kl_cuda_rows_tree_pass), the\n"
+                  "        core's hgk objective and gradients and its learning (the fit block\n"
+                  "        and its factorisation on the device) with the CPU and the GPU backend\n"
                   "tkl     blocks of the tessellated kernel (kl_cuda_tessellated_block), directly\n"
                   "        and through the GPU backend's kernel matrices\n"
                   "svm     (only when asked: --op svm --svm-data FILE) the core's SVM solve on\n"
@@ -1361,6 +1362,43 @@ int check_hgk(const Options& o, const RowsApi& api, fn_rtpass tpass, kl::Rng& rn
                 "%.4f s, GPU backend %.4f s\n", t_cb, t_db, t_cf, t_df);
     if (!(e1 <= 1e-10) || !(e2 <= 1e-8) || !(e3 <= 1e-10) || !(e4 <= 1e-8)) {
       std::printf("FAIL: the objective with the GPU backend differs from the CPU's\n");
+      status = 1;
+    }
+  }
+  {
+    // end to end: hgk's learning (two widths x two penalties, two steps) on the n rows, with
+    // the fit block (n1 = 0.8 n rows), its factorisation and solves, the passes, the grid's
+    // factorisations and the fit on all rows through the GPU backend
+    const kl::HgkFamily fam(trees[0], d);
+    kl::Mat Y(n, 1);
+    Y.col(0) = (X.col(0) * 4.0).array().sin() + X.col(1).array().square();
+    kl::HgkOptions opt;
+    opt.split1 = 0.8;
+    opt.split2 = 0.1;
+    opt.maxit = 2;
+    opt.anneal_steps = 2;
+    opt.gamma_factors = {0.5, 2.0};
+    opt.lambdas = {1e-4, 1e-2};
+    opt.threads = o.threads;
+    kl::Rng r1(7), r2(7);
+    auto t0 = std::chrono::steady_clock::now();
+    const kl::HgkResult a = kl::hgk_learn(fam, X, Y, fam.start(), opt, r1, kl::Callbacks());
+    const double t_cpu = seconds_since(t0);
+    opt.backend = gpu;
+    t0 = std::chrono::steady_clock::now();
+    const kl::HgkResult b = kl::hgk_learn(fam, X, Y, fam.start(), opt, r2, kl::Callbacks());
+    const double t_gpu = seconds_since(t0);
+    const double et = (a.theta - b.theta).cwiseAbs().maxCoeff();
+    const double ea = (a.fit.alpha - b.fit.alpha).cwiseAbs().maxCoeff() /
+                      std::max(1e-300, a.fit.alpha.cwiseAbs().maxCoeff());
+    std::printf("  hgk learning, %d rows (fit part %d), %d steps: log-weights %.2e (absolute), "
+                "coefficients %.2e (relative); width and penalty %s\n",
+                n, static_cast<int>(0.8 * n), a.steps, et, ea,
+                a.gamma == b.gamma && a.lambda == b.lambda ? "equal" : "DIFFER");
+    std::printf("    CPU (%d threads) %.3f s, GPU backend %.3f s\n", o.threads, t_cpu, t_gpu);
+    if (!(et <= 1e-7) || !(ea <= 1e-6) || a.gamma != b.gamma || a.lambda != b.lambda ||
+        a.steps != b.steps) {
+      std::printf("FAIL: hgk's learning with the GPU backend differs from the CPU's\n");
       status = 1;
     }
   }

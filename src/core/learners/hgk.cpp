@@ -139,6 +139,36 @@ LsFit ls_svm_fit(Mat& K, CMatRef Y, double c, int threads, const Callbacks& cb) 
   return ls_factor_solve(K, Y, c, threads, cb).fit;
 }
 
+namespace {
+
+// The least-squares SVM with penalty c on K, factored on the device of `backend` where it
+// takes the factorisation (Backend::device_cholesky in double precision; K is left as it
+// was), else on the CPU in `work` (a copy of K, or K itself when `work` is K).
+LsFit ls_svm_fit_on(Backend* backend, const Mat& K, Mat& work, CMatRef Y, double c, int threads,
+                    const Callbacks& cb) {
+  check_penalty(c);
+  if (backend && backend->is_gpu()) {
+    DeviceFactor df = backend->device_cholesky(K, 1.0, c, false);
+    if (df.handled) {
+      if (!df.positive_definite)
+        throw Error("K + lambda I is not positive definite (increase lambda)");
+      LsFit f = ls_from_solution(df.factor->solve(with_ones(Y)), Y.cols()).fit;
+      cb.check();
+      return f;
+    }
+  }
+  if (&work != &K) work = K;
+  return ls_svm_fit(work, Y, c, threads, cb);
+}
+
+// Whether the blocks of `kernel` go through the backend (the GPU, computing this kernel), in
+// double precision only.
+bool device_blocks(Backend* backend, const Kernel& kernel, bool single) {
+  return backend && backend->is_gpu() && !single && backend->computes(kernel);
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
 HgkObjective::HgkObjective(const HgkFamily& family, CMatRef X1, CMatRef Y1, CMatRef X2,
                            CMatRef Y2, double gamma, double lambda, int threads,
@@ -161,6 +191,7 @@ void HgkObjective::factor(const CVecRef& theta) {
   const double c = static_cast<double>(n1) * lambda_;
   check_penalty(c);
   use_mixed_ = false;
+  dev_.reset();
   LsSystem sys;
   bool solved = false;
   if (pass_ && nodes_.size() > 1 && single_ && !mixed_failed_) {
@@ -183,12 +214,27 @@ void HgkObjective::factor(const CVecRef& theta) {
   if (!solved) {
     L_.resize(n1, n1);
     // the factorisation reads the lower triangle only: through the pass, no mirror image (a
-    // depth-1 tree is the Gaussian kernel, whose block goes through matrix products)
-    if (pass_ && nodes_.size() > 1)
+    // depth-1 tree is the Gaussian kernel, whose block goes through matrix products); in
+    // double precision through the backend where it computes this kernel
+    if (device_blocks(backend_, *kernel_, single_))
+      backend_->kernel_matrix(*kernel_, X1_, X1_, L_, threads_, cb_);
+    else if (pass_ && nodes_.size() > 1)
       hgk_pass_lower(nodes_, fam_.input_dim(), X1_, L_, threads_, cb_, single_);
     else
       kernel_->block(X1_, X1_, L_, threads_, cb_);
-    sys = ls_factor_solve(L_, Y1_, c, threads_, cb_);
+    if (backend_ && backend_->is_gpu() && !single_) {
+      // K11 + c I factored on the device, where the factor stays for the gradient's solve
+      DeviceFactor df = backend_->device_cholesky(L_, 1.0, c, false);
+      if (df.handled) {
+        if (!df.positive_definite)
+          throw Error("K + lambda I is not positive definite (increase lambda)");
+        dev_ = std::move(df.factor);
+        sys = ls_from_solution(dev_->solve(with_ones(Y1_)), Y1_.cols());
+        solved = true;
+        cb_.check();
+      }
+    }
+    if (!solved) sys = ls_factor_solve(L_, Y1_, c, threads_, cb_);
   }
   v_ = std::move(sys.v);
   s_ = sys.s;
@@ -217,6 +263,7 @@ void HgkObjective::factor_double_from_single() {
 }
 
 Mat HgkObjective::solve(const Mat& B) {
+  if (dev_) return dev_->solve(B);
   if (use_mixed_) {
     Mat X;
     if (mixed_.solve(B, X, kMixedTol, threads_)) return X;
@@ -460,19 +507,25 @@ struct Choice {
 // precision when the tree has it (depth 2 and more; a depth-1 tree is the Gaussian kernel,
 // whose blocks go through matrix products), else through the kernel's own blocks in double.
 // In double the values are those of the kernel's blocks.
+// With a backend that computes the kernel (the GPU) and in double precision, both blocks come
+// from the backend (K(X, X) whole).
 class LearnBlocks {
  public:
-  LearnBlocks(const HgkFamily& fam, const CVecRef& theta, double gamma, bool single)
+  LearnBlocks(const HgkFamily& fam, const CVecRef& theta, double gamma, bool single,
+              Backend* backend = nullptr)
       : nodes_(fam.nodes_at(theta, gamma)), d_(fam.input_dim()), single_(single) {
     pass_ = nodes_.size() > 1 && hgk_pass_available(nodes_);
-    if (!pass_) kernel_ = make_hierarchical_gaussian_kernel(nodes_, d_);
+    if (!pass_ || (backend && backend->is_gpu())) kernel_ = make_hierarchical_gaussian_kernel(nodes_, d_);
+    if (kernel_ && device_blocks(backend, *kernel_, single)) backend_ = backend;
   }
   void lower(CMatRef X, MatRef K, int threads, const Callbacks& cb) const {
-    if (pass_) hgk_pass_lower(nodes_, d_, X, K, threads, cb, single_);
+    if (backend_) backend_->kernel_matrix(*kernel_, X, X, K, threads, cb);
+    else if (pass_) hgk_pass_lower(nodes_, d_, X, K, threads, cb, single_);
     else kernel_->block(X, X, K, threads, cb);
   }
   void cross(CMatRef X, CMatRef Z, MatRef K, int threads, const Callbacks& cb) const {
-    if (pass_) hgk_pass_block(nodes_, d_, X, Z, K, threads, cb, single_);
+    if (backend_) backend_->kernel_matrix(*kernel_, X, Z, K, threads, cb);
+    else if (pass_) hgk_pass_block(nodes_, d_, X, Z, K, threads, cb, single_);
     else kernel_->block(X, Z, K, threads, cb);
   }
 
@@ -481,26 +534,29 @@ class LearnBlocks {
   int d_;
   bool single_, pass_ = false;
   KernelPtr kernel_;
+  Backend* backend_ = nullptr;
 };
 
 // The (gamma, lambda) pair whose least-squares SVM fitted on (Xa, Ya) has the smallest risk
-// on (Xb, Yb).
+// on (Xb, Yb). Through `backend` (nullable), in double precision: the blocks where it computes
+// the kernel, the factorisations where it takes them (the block uploaded once per penalty,
+// the penalty added there).
 Choice select_width_penalty(const HgkFamily& fam, const CVecRef& theta,
                             const std::vector<double>& gammas, const std::vector<double>& lambdas,
                             CMatRef Xa, CMatRef Ya, CMatRef Xb, CMatRef Yb, int threads,
-                            const Callbacks& cb, bool single) {
+                            const Callbacks& cb, bool single, Backend* backend) {
   Choice best;
   const Eigen::Index na = Xa.rows();
   Mat Kaa(na, na), Kba(Xb.rows(), na), M;
+  Backend* factor_on = single ? nullptr : backend;
   for (double g : gammas) {
-    const LearnBlocks k(fam, theta, g, single);
+    const LearnBlocks k(fam, theta, g, single, backend);
     k.lower(Xa, Kaa, threads, cb);
     k.cross(Xb, Xa, Kba, threads, cb);
     for (double lam : lambdas) {
-      M = Kaa;
       double r;
       try {
-        LsFit f = ls_svm_fit(M, Ya, static_cast<double>(na) * lam, threads, cb);
+        LsFit f = ls_svm_fit_on(factor_on, Kaa, M, Ya, static_cast<double>(na) * lam, threads, cb);
         r = risk_of(Kba, f, Yb);
       } catch (const Error&) {
         r = std::numeric_limits<double>::infinity();
@@ -571,7 +627,7 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
   Choice ch{gammas[0], lambdas[0], 0.0};
   if (gammas.size() > 1 || lambdas.size() > 1)
     ch = select_width_penalty(fam, theta, gammas, lambdas, X1, Y1, X2, Y2, threads, cb,
-                              opt.single);
+                              opt.single, opt.backend);
   double gamma = ch.gamma, lambda = ch.lambda;
 
   if (search) {
@@ -582,7 +638,7 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
     double risk = obj->bilevel(theta, nullptr);
     const auto d3_error = [&](const LsFit& f) {
       Mat K31(X3.rows(), X1.rows());
-      LearnBlocks(fam, theta, gamma, opt.single).cross(X3, X1, K31, threads, cb);
+      LearnBlocks(fam, theta, gamma, opt.single, opt.backend).cross(X3, X1, K31, threads, cb);
       return risk_of(K31, f, Y3);
     };
     double err = d3_error(cur);
@@ -696,7 +752,7 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
     // learned at), validate on D3, which the weights never saw.
     if (gammas.size() > 1 || lambdas.size() > 1) {
       ch = select_width_penalty(fam, theta, gammas, lambdas, X1, Y1, X3, Y3, threads, cb,
-                                opt.single);
+                                opt.single, opt.backend);
       gamma = ch.gamma;
       lambda = ch.lambda;
       res.trace.push_back({res.steps, 4, true, std::numeric_limits<double>::quiet_NaN(), ch.risk,
@@ -711,8 +767,12 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
   // The least-squares SVM on all rows.
   cb.check();
   Mat K(n, n);
-  fam.kernel(theta, gamma)->block(X, X, K, threads, cb);
-  res.fit = ls_svm_fit(K, Y, static_cast<double>(n) * lambda, threads, cb);
+  const KernelPtr kfin = fam.kernel(theta, gamma);
+  if (device_blocks(opt.backend, *kfin, false))
+    opt.backend->kernel_matrix(*kfin, X, X, K, threads, cb);
+  else
+    kfin->block(X, X, K, threads, cb);
+  res.fit = ls_svm_fit_on(opt.backend, K, K, Y, static_cast<double>(n) * lambda, threads, cb);
   cb.report(1.0);
   return res;
 }

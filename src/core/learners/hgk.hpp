@@ -21,6 +21,7 @@
 // product per node). The chain rule to log-weights multiplies by the weights.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -89,7 +90,11 @@ class HgkObjective {
 
   // The passes over pairs (the row sums K21 alpha and K12 Res, the derivative contractions)
   // through `backend` where it takes them (Backend::hgk_pass: the GPU with its hgk_pass
-  // operation on; every pair in double precision there), else on the CPU. nullptr: the CPU.
+  // operation on; every pair in double precision there), else on the CPU; in double precision
+  // the block K11 too where the backend computes the kernel (Backend::kernel_matrix), and the
+  // factorisation of K11 + c I with its solves where it takes them (Backend::device_cholesky,
+  // in double precision; the mixed-precision factorisation of `single` stays on the CPU).
+  // nullptr: the CPU.
   void set_backend(Backend* backend) { backend_ = backend; }
 
   // Whether the last factorisation is the mixed-precision one (single precision with the
@@ -129,6 +134,7 @@ class HgkObjective {
   Eigen::MatrixXf Kf_;     // K11, lower triangle, single precision (mixed factorisation)
   MixedCholesky mixed_;
   bool use_mixed_ = false;     // the current factorisation is mixed_
+  std::unique_ptr<DeviceCholesky> dev_;  // the current factorisation, on the backend's device
   bool mixed_failed_ = false;  // refinement failed once: double factors from then on
   Vec v_;     // M^-1 1
   double s_ = 0.0;

@@ -35,26 +35,28 @@ void clear(char* err, int len) {
   if (err && len > 0) err[0] = '\0';
 }
 
-// Lower Cholesky factor of the lower triangle of A (n x n) into L; false when a pivot is not
-// positive, with *info its 1-based index.
+// Lower Cholesky factor of the lower triangle of A (n x n) into L (in A's precision, as
+// cuSOLVER's potrf); false when a pivot is not positive, with *info its 1-based index.
 template <class M>
 bool factor_lower(const M& A, M* L, int* info) {
   const Eigen::Index n = A.rows();
+  Eigen::LLT<M, Eigen::Lower> llt(A);
+  if (llt.info() == Eigen::Success) {
+    *L = llt.matrixL();
+    return true;
+  }
+  // the index of the first pivot that is not positive, column by column
   *L = M::Zero(n, n);
   for (Eigen::Index j = 0; j < n; ++j) {
-    double d = A(j, j);
-    for (Eigen::Index k = 0; k < j; ++k) d -= static_cast<double>((*L)(j, k)) * (*L)(j, k);
+    auto col = L->col(j).tail(n - j);
+    col = A.col(j).tail(n - j);
+    if (j > 0) col.noalias() -= L->bottomLeftCorner(n - j, j) * L->row(j).head(j).transpose();
+    const auto d = col[0];
     if (!(d > 0)) {
       *info = static_cast<int>(j + 1);
       return false;
     }
-    const double ljj = std::sqrt(d);
-    (*L)(j, j) = static_cast<typename M::Scalar>(ljj);
-    for (Eigen::Index i = j + 1; i < n; ++i) {
-      double s = A(i, j);
-      for (Eigen::Index k = 0; k < j; ++k) s -= static_cast<double>((*L)(i, k)) * (*L)(j, k);
-      (*L)(i, j) = static_cast<typename M::Scalar>(s / ljj);
-    }
+    col /= std::sqrt(d);
   }
   return true;
 }
@@ -170,10 +172,15 @@ KL_EXPORT int kl_cuda_gram_f32(const float* X, long long n, int p, long long row
   return 0;
 }
 
+// Factorisations made since the library was loaded (the mock only).
+long long g_factors_created = 0;
+KL_EXPORT long long kl_cuda_mock_factors_created(void) { return g_factors_created; }
+
 KL_EXPORT int kl_cuda_factor_create(const double* S, int n, int lds, double scale, double shift,
                                     int single, kl_cuda_factor** out, double* diag, int* info,
                                     char* err, int err_len) {
   clear(err, err_len);
+  ++g_factors_created;
   if (!out || !info) return 1;
   *out = nullptr;
   *info = 0;
