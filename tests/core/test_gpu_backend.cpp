@@ -63,13 +63,16 @@ std::vector<kl::KernelSpec> standard_specs(int d) {
   return out;
 }
 
-// Rows the stand-in library has computed so far (its own counter).
-long long mock_rows_computed() {
+// A counter of the stand-in library (kl_cuda_mock_<name>: rows computed, tree passes,
+// factorisations, tessellated blocks so far), -1 when it is not loaded.
+long long mock_counter(const char* name) {
   void* h = dlopen(mock_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
   using fn = long long (*)();
-  fn f = h ? reinterpret_cast<fn>(dlsym(h, "kl_cuda_mock_rows_computed")) : nullptr;
+  fn f = h ? reinterpret_cast<fn>(dlsym(h, (std::string("kl_cuda_mock_") + name).c_str())) : nullptr;
   return f ? f() : -1;
 }
+
+long long mock_rows_computed() { return mock_counter("rows_computed"); }
 
 // Hierarchical Gaussian kernels on d = 7 columns: depth 2 (three leaves, one overlapping) and
 // depth 3 (two inner nodes under the root).
@@ -244,12 +247,7 @@ TEST_CASE("gpu backend: SVM solves with the kernel rows on the device equal thos
 namespace {
 
 // Tree passes the stand-in library has run so far (its own counter).
-long long mock_tree_passes() {
-  void* h = dlopen(mock_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
-  using fn = long long (*)();
-  fn f = h ? reinterpret_cast<fn>(dlsym(h, "kl_cuda_mock_tree_passes")) : nullptr;
-  return f ? f() : -1;
-}
+long long mock_tree_passes() { return mock_counter("tree_passes"); }
 
 }  // namespace
 
@@ -354,12 +352,7 @@ TEST_CASE("gpu backend: hgk's objective and its gradients (bilevel, fixed; one a
 
 namespace {
 
-long long mock_factors_created() {
-  void* h = dlopen(mock_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
-  using fn = long long (*)();
-  fn f = h ? reinterpret_cast<fn>(dlsym(h, "kl_cuda_mock_factors_created")) : nullptr;
-  return f ? f() : -1;
-}
+long long mock_factors_created() { return mock_counter("factors_created"); }
 
 }  // namespace
 
@@ -431,12 +424,7 @@ TEST_CASE("gpu backend: hgk's least-squares SVMs (the objective's factorisation,
 
 namespace {
 
-long long mock_tessellated_blocks() {
-  void* h = dlopen(mock_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
-  using fn = long long (*)();
-  fn f = h ? reinterpret_cast<fn>(dlsym(h, "kl_cuda_mock_tessellated_blocks")) : nullptr;
-  return f ? f() : -1;
-}
+long long mock_tessellated_blocks() { return mock_counter("tessellated_blocks"); }
 
 }  // namespace
 
