@@ -9,7 +9,19 @@
 #        columns (original predictor columns), features (matrix column names),
 #        min, scale (1 / range, 0 for constant columns))
 
+# A formula method's data reach this after .kl_formula_data(): with na.action = na.omit the rows
+# with missing values are gone, so an error about missing values here comes from na.fail (the
+# default), and it says how to drop them.
 .kl_input_formula <- function(formula, data, caller, subset_rows = NULL, scale = TRUE) {
+  tryCatch(.kl_input_formula_checked(formula, data, caller, subset_rows, scale),
+           error = function(e) {
+             msg <- conditionMessage(e)
+             if (!grepl("missing or infinite value", msg, fixed = TRUE)) stop(e)
+             stop(paste0(msg, "; remove those rows or use na.action = na.omit"), call. = FALSE)
+           })
+}
+
+.kl_input_formula_checked <- function(formula, data, caller, subset_rows = NULL, scale = TRUE) {
   if (!inherits(formula, "formula"))
     stop(sprintf("%s: 'formula' must be a formula such as y ~ .", caller), call. = FALSE)
   if (missing(data) || is.null(data))

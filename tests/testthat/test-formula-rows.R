@@ -28,7 +28,13 @@ test_that("na.action = na.omit drops incomplete rows and says how many; na.fail 
   d <- mtcars[, c("mpg", "wt", "hp")]
   d$wt[c(3, 7)] <- NA
   d$hp[10] <- Inf
-  expect_error(kernel_ridge(mpg ~ ., data = d), "missing or infinite")
+  expect_error(kernel_ridge(mpg ~ ., data = d),
+               "column 'wt' of 'data' has 2 missing or infinite value\\(s\\) \\(row\\(s\\) 3, 7\\); remove those rows or use na.action = na.omit")
+  d2 <- mtcars[, c("mpg", "wt")]
+  d2$mpg[5] <- NA
+  expect_error(hgk(mpg ~ ., data = d2), "'mpg' has 1 missing.*use na.action = na.omit")
+  # other input errors are unchanged
+  expect_error(kernel_ridge(mpg ~ ., data = transform(d, wt = I(as.list(wt)))), "is a list")
   expect_message(f <- kernel_ridge(mpg ~ ., data = d, na.action = na.omit, lambda = 0.1),
                  "3 row\\(s\\) with missing or infinite values dropped")
   expect_equal(f$n, 29L)
