@@ -60,6 +60,21 @@ LsSystem ls_factor_solve(Mat& K, CMatRef Y, double c, int threads, const Callbac
   return ls_from_solution(cholesky_solve(K, with_ones(Y), threads), Y.cols());
 }
 
+// K + c I factored on the GPU of `backend` (Backend::device_cholesky, double precision; K is
+// left as it was) and the least-squares system solved through that factor, which `keep`
+// receives when given. False when the backend does not take the factorisation.
+bool device_ls_system(Backend* backend, const Mat& K, CMatRef Y, double c, const Callbacks& cb,
+                      LsSystem* sys, std::unique_ptr<DeviceCholesky>* keep = nullptr) {
+  if (!backend || !backend->is_gpu()) return false;
+  DeviceFactor df = backend->device_cholesky(K, 1.0, c, false);
+  if (!df.handled) return false;
+  if (!df.positive_definite) throw Error("K + lambda I is not positive definite (increase lambda)");
+  *sys = ls_from_solution(df.factor->solve(with_ones(Y)), Y.cols());
+  if (keep) *keep = std::move(df.factor);
+  cb.check();
+  return true;
+}
+
 // Relative accuracy of the mixed-precision solves (far below the single-precision kernel
 // values' own rounding, about 1e-7).
 constexpr double kMixedTol = 1e-9;
@@ -147,16 +162,8 @@ namespace {
 LsFit ls_svm_fit_on(Backend* backend, const Mat& K, Mat& work, CMatRef Y, double c, int threads,
                     const Callbacks& cb) {
   check_penalty(c);
-  if (backend && backend->is_gpu()) {
-    DeviceFactor df = backend->device_cholesky(K, 1.0, c, false);
-    if (df.handled) {
-      if (!df.positive_definite)
-        throw Error("K + lambda I is not positive definite (increase lambda)");
-      LsFit f = ls_from_solution(df.factor->solve(with_ones(Y)), Y.cols()).fit;
-      cb.check();
-      return f;
-    }
-  }
+  LsSystem sys;
+  if (device_ls_system(backend, K, Y, c, cb, &sys)) return std::move(sys.fit);
   if (&work != &K) work = K;
   return ls_svm_fit(work, Y, c, threads, cb);
 }
@@ -222,19 +229,10 @@ void HgkObjective::factor(const CVecRef& theta) {
       hgk_pass_lower(nodes_, fam_.input_dim(), X1_, L_, threads_, cb_, single_);
     else
       kernel_->block(X1_, X1_, L_, threads_, cb_);
-    if (backend_ && backend_->is_gpu() && !single_) {
-      // K11 + c I factored on the device, where the factor stays for the gradient's solve
-      DeviceFactor df = backend_->device_cholesky(L_, 1.0, c, false);
-      if (df.handled) {
-        if (!df.positive_definite)
-          throw Error("K + lambda I is not positive definite (increase lambda)");
-        dev_ = std::move(df.factor);
-        sys = ls_from_solution(dev_->solve(with_ones(Y1_)), Y1_.cols());
-        solved = true;
-        cb_.check();
-      }
-    }
-    if (!solved) sys = ls_factor_solve(L_, Y1_, c, threads_, cb_);
+    // K11 + c I factored on the device where it takes it; the factor stays there for the
+    // gradient's solve
+    if (single_ || !device_ls_system(backend_, L_, Y1_, c, cb_, &sys, &dev_))
+      sys = ls_factor_solve(L_, Y1_, c, threads_, cb_);
   }
   v_ = std::move(sys.v);
   s_ = sys.s;
