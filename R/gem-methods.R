@@ -209,8 +209,14 @@ print.gem <- function(x, ...) {
                 format(x$params$ridge), paste(format(rs$ridge), collapse = ", "),
                 if (identical(x$params$head, "cls")) "Brier score" else "error rate",
                 .gem_compare_note(rs, x$n),
-                paste(if (identical(x$params$head, "cls")) sprintf("%.4f", rs$loss) else
-                  sprintf("%.2f%%", 100 * rs$error), collapse = ", ")))
+                paste(ifelse(is.na(rs$loss), "not fitted",
+                             if (identical(x$params$head, "cls")) sprintf("%.4f", rs$loss) else
+                               sprintf("%.2f%%", 100 * rs$error)), collapse = ", ")))
+  if (!is.null(rs$failed) && any(!is.na(rs$failed))) {
+    for (i in which(!is.na(rs$failed)))
+      cat(sprintf("    ridge %s not fitted: %s\n", format(rs$ridge[i]),
+                  sub("^gem\\(\\): ", "", rs$failed[i])))
+  }
   cat(sprintf("  %s: %d features, lambda %s%s, %d %s%s\n",
               if (identical(x$params$head, "cls")) "calibrated least squares" else "logistic regression",
               mem$p, format(signif(x$params$lambda, 4)), .gem_search_note(x),

@@ -94,6 +94,7 @@
   refit_needed <- function(f) sampled || (cap > 0L && .gem_cap_binds(f))
   fits <- vector("list", length(.gem_ridge_candidates))
   warns <- vector("list", length(fits))
+  fails <- vector("list", length(fits))
   secs <- numeric(length(fits))
   for (i in seq_along(fits)) {
     assign(".Random.seed", cstate, envir = globalenv())
@@ -101,13 +102,21 @@
     # each candidate's warnings are held back; only the kept fit's are given
     # on a sample, the comparison fit is never the model, so only the directions it keeps are
     # computed (the eigensolver's cost grows with the number asked for)
-    fits[[i]] <- withCallingHandlers(fit_with(.gem_ridge_candidates[i], cap, cinp, sampled,
-                                              top_fit = if (sampled && cap > 0L) cap else top),
-                                     warning = function(w) {
+    # A candidate that cannot be fitted (most often: with the larger ridge no eigenvalue
+    # reaches the threshold) is left out of the comparison; only when none can be fitted is
+    # the error given, the smallest ridge's (the largest eigenvalues).
+    fi <- tryCatch(withCallingHandlers(fit_with(.gem_ridge_candidates[i], cap, cinp, sampled,
+                                                top_fit = if (sampled && cap > 0L) cap else top),
+                                       warning = function(w) {
       warns[[i]] <<- c(warns[[i]], list(w))
       invokeRestart("muffleWarning")
-    })
+    }), error = function(e) e)
     secs[i] <- proc.time()[["elapsed"]] - t0
+    if (inherits(fi, "error")) {
+      fails[[i]] <- fi
+      next
+    }
+    fits[i] <- list(fi)
     if (is.null(fits[[i]]$members[[1L]]$head$search)) {  # no row could be held out
       if (refit_needed(fits[[i]])) {
         assign(".Random.seed", state, envir = globalenv())
@@ -117,17 +126,24 @@
       return(.gem_uncap(fits[[i]]))
     }
   }
+  ok <- !vapply(fits, is.null, NA)
+  if (!any(ok)) stop(fails[[which(!vapply(fails, is.null, NA))[1L]]])
+  na_row <- data.frame(lambda = NA_real_, error = NA_real_, loss = NA_real_)
   at <- lapply(fits, function(f) {
+    if (is.null(f)) return(na_row)
     s <- f$members[[1L]]$head$search
     s[which(s$lambda == f$members[[1L]]$head$lambda)[1L], ]
   })
   err <- vapply(at, `[[`, numeric(1), "error")
   loss <- vapply(at, `[[`, numeric(1), "loss")
-  best <- if (identical(fits[[1L]]$params$head, "logistic"))
+  # (order() puts the failed candidates' NA last)
+  best <- if (identical(fits[[which(ok)[1L]]]$params$head, "logistic"))
     order(err, loss, seq_along(loss))[1L] else order(loss, seq_along(loss))[1L]
   search <- data.frame(ridge = .gem_ridge_candidates,
                        lambda = vapply(at, `[[`, numeric(1), "lambda"),
-                       error = err, loss = loss, seconds = round(secs, 3))
+                       error = err, loss = loss, seconds = round(secs, 3),
+                       failed = vapply(fails, function(e)
+                         if (is.null(e)) NA_character_ else conditionMessage(e), ""))
   if (refit_needed(fits[[best]])) {
     # after a comparison on a sample, calibrated least squares takes the penalty the sample
     # chose for the kept ridge when all rows are at most .gem_sample_reach times the sample

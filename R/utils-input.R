@@ -254,6 +254,12 @@
   attr(x, "assign") <- NULL
   attr(x, "contrasts") <- NULL
   storage.mode(x) <- "double"
+  # A factor's indicator columns are named by pasting the level to the column name, which can
+  # repeat another column's name (factor V1 with level 1 and a column V11). Columns are found by
+  # name at predict time, so every name is made unique, the same way at fit and predict time
+  # (the matrix is built from the same terms and levels).
+  cn <- colnames(x)
+  if (anyDuplicated(cn)) colnames(x) <- make.unique(cn)
   x
 }
 

@@ -55,3 +55,25 @@ test_that("na.action = na.omit drops incomplete rows and says how many; na.fail 
   expect_message(dikl(Species ~ ., data = ir, dim = 10, max_epochs = 2, na.action = na.omit),
                  "1 row\\(s\\)")
 })
+
+test_that("a factor's indicator column named like another column is kept apart", {
+  # factor V1 with levels 0 and 1 gives indicator columns V10 and V11, the names of two
+  # numeric columns: predict() must not take one for the other
+  set.seed(3)
+  n <- 80
+  d <- data.frame(V1 = factor(sample(0:1, n, TRUE)), V10 = runif(n), V11 = runif(n))
+  d$y <- factor(ifelse(d$V10 + d$V11 + 0.3 * (d$V1 == "1") > 1.1, "a", "b"))
+  m <- kernel_svm(y ~ ., data = d, cost = 10, gamma = 1)
+  expect_false(anyDuplicated(m$spec$features) > 0)
+  X <- cbind(V1_0 = as.numeric(d$V1 == "0"), V1_1 = as.numeric(d$V1 == "1"),
+             V10 = d$V10, V11 = d$V11)
+  m2 <- kernel_svm(X, d$y, cost = 10, gamma = 1)
+  expect_equal(predict(m, d, type = "decision"), predict(m2, X, type = "decision"),
+               ignore_attr = TRUE, tolerance = 1e-8)
+  # shuffled newdata columns are still matched by name
+  expect_equal(predict(m, d[, c("V11", "y", "V10", "V1")], type = "decision"),
+               predict(m, d, type = "decision"))
+  # learners that tune a Gaussian on the encoded matrix inside the fit
+  t1 <- tkl(y ~ ., data = d, maxit = 3)
+  expect_equal(length(predict(t1, d)), n)
+})

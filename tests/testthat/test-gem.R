@@ -1147,3 +1147,29 @@ test_that("calibrated least squares with collinear features (a one-hot group) an
   expect_true(is.finite(s$params$lambda))
   expect_lt(mean(predict(s, x) != y), 0.2)
 })
+
+test_that("a ridge whose fit finds no direction is left out of the ridge comparison", {
+  # two-dimensional XOR on [0, 1]^2: with the relative ridge 0.5 the largest eigenvalue is
+  # below 1 (about 0.8), with 0.1 above 2 (about 2.6)
+  set.seed(1)
+  x <- matrix(runif(400), 200)
+  d <- data.frame(x, y = factor(ifelse((x[, 1] > 0.5) != (x[, 2] > 0.5), "a", "b")))
+  f <- gem(y ~ ., data = d)
+  rs <- f$params$ridge_search
+  expect_equal(f$params$ridge, 0.1)
+  expect_true(is.na(rs$failed[1L]))
+  expect_match(rs$failed[2L], "no eigenvalue reaches threshold = 2")
+  expect_true(is.na(rs$loss[2L]))
+  expect_gt(mean(predict(f, d) == d$y), 0.9)
+  out <- capture.output(print(f))
+  expect_true(any(grepl("ridge 0.5 not fitted: no eigenvalue reaches threshold", out)))
+  # the same model as the ridge given
+  set.seed(2)
+  g1 <- gem(y ~ ., data = d, fitted = FALSE)
+  set.seed(2)
+  g2 <- gem(y ~ ., data = d, ridge = 0.1, fitted = FALSE)
+  expect_equal(predict(g1, d, type = "prob"), predict(g2, d, type = "prob"))
+  # neither ridge reaches the threshold: the error is the smaller ridge's
+  expect_error(gem(y ~ ., data = d, threshold = 50),
+               "no eigenvalue reaches threshold = 50 \\(the largest is 2\\.")
+})
