@@ -45,6 +45,11 @@
   }, add = TRUE)
   set.seed(task$seed, kind = "Mersenne-Twister", normal.kind = "Inversion",
            sample.kind = "Rejection")
+  # a fold's formula fit keeps the factor levels its rows lack (.kl_with_fold_levels)
+  if (!is.na(task$fold) && identical(shared$interface, "formula")) {
+    old_opt <- options(kernlearn.keep_levels = TRUE)
+    on.exit(options(old_opt), add = TRUE)
+  }
   out <- tryCatch({
     refit <- is.na(task$fold)
     rows <- if (refit) seq_along(shared$foldid) else which(shared$foldid != task$fold)

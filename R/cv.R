@@ -44,6 +44,12 @@
 #' \code{learner}, so methods defined beside the learner are found. A learner
 #' that needs other arguments can be wrapped:
 #' \code{function(x, y, ...) my_learner(x, y, fixed = 1, ...)}.
+#' With a formula, a fold's fit knows every level of the factor (or
+#' character) predictors of the whole data, also those its rows lack: such a
+#' level's indicator column is zero in the fold's rows (the package's learners
+#' scale it to 0), so held-out rows with a rare level are predicted as rows
+#' with none of the levels seen (as e1071 and caret do) instead of stopping the
+#' cross-validation; a model fitted alone still drops levels without rows.
 #' With \code{kernel = "precomputed"} (\code{\link{kernel_svm}}), \code{x} is
 #' the \eqn{n \times n}{n x n} kernel matrix: a fold is fitted on the block of
 #' its training rows and columns and predicts the held-out rows from their
@@ -271,6 +277,10 @@ print.summary.kl_cv <- function(x, digits = max(3L, getOption("digits") - 3L), .
       stop(sprintf("%s: cannot evaluate the response '%s' of the formula: %s", caller,
                    paste(deparse(x[[2L]]), collapse = ""), conditionMessage(e)), call. = FALSE))
     yname <- paste(deparse(x[[2L]]), collapse = "")
+    # character predictors become factors of the levels of all rows, so that a fold's fit
+    # knows the levels its rows lack (.kl_with_fold_levels())
+    chr <- vapply(data, is.character, NA) & !(names(data) %in% all.vars(x[[2L]]))
+    if (any(chr)) data[chr] <- lapply(data[chr], factor)
     n <- nrow(data)
     interface <- "formula"
   } else {

@@ -74,7 +74,7 @@ attr(tkl, "kl_tune_path") <- "tkl"
   threads <- .kl_path_threads(task$threads, default_threads)
   a <- task$args
   inp <- if (task$interface == "formula")
-    .kl_input_formula(task$formula, task$train, "tkl()")
+    .kl_with_fold_levels(.kl_input_formula(task$formula, task$train, "tkl()"))
   else .kl_input_xy(task$train$x, task$train$y, "tkl()")
   fits <- .tkl_fit(inp, a$degree, a$delta, task$path[1L], a$epsilon, a$tol, a$maxit,
                    a$class.weights, FALSE, a$svm_tol, a$cache, threads, NULL, a$ridge,

@@ -69,9 +69,11 @@
         if (length(nm) == 1L && nm %in% names(d) && is.numeric(d[[nm]]))
           d[[nm]] <- factor(d[[nm]])
       }
-      inp <- .kl_input_formula(spec$formula, d[train, , drop = FALSE], caller,
-                               scale = arg("scale", p0))
-      xt <- .kl_newdata(inp$spec, d[test, , drop = FALSE], caller)
+      .kl_with_fold_levels({
+        inp <- .kl_input_formula(spec$formula, d[train, , drop = FALSE], caller,
+                                 scale = arg("scale", p0))
+        xt <- .kl_newdata(inp$spec, d[test, , drop = FALSE], caller)
+      })
     } else {
       yy <- spec$y
       if (identical(type, "C-classification") && !is.factor(yy)) yy <- factor(yy)

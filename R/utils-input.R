@@ -231,10 +231,13 @@
 
 # Factors become one indicator column per level (no reference level is dropped: kernels
 # treat all levels alike). Returns the matrix and what predict needs to rebuild it.
+# Factor levels without rows are dropped (a level the model never saw is an error at predict
+# time), except in the fits of cross-validation folds (.kl_with_fold_levels()).
 .encode_frame <- function(df, tt, caller, name) {
   attr(tt, "intercept") <- 0L
   df <- .logical_to_numeric(df)
-  mf <- stats::model.frame(tt, df, na.action = stats::na.pass, drop.unused.levels = TRUE)
+  mf <- stats::model.frame(tt, df, na.action = stats::na.pass,
+                           drop.unused.levels = !isTRUE(getOption("kernlearn.keep_levels")))
   .check_frame_values(mf, caller, name)
   xlevels <- stats::.getXlevels(tt, mf)
   for (nm in names(xlevels)) {
@@ -244,6 +247,19 @@
   }
   x <- .model_matrix(tt, df, xlevels)
   list(x = x, terms = tt, xlevels = xlevels)
+}
+
+# Evaluates `expr` (the encoding of a cross-validation fold's training rows with a formula, and
+# of its held-out rows) keeping the levels of factor predictors that the fold's rows lack, as
+# the data declare them: such a level gets an indicator column of zeros, which the scaling maps
+# to 0, so held-out rows with a level rare enough to be missing from the other folds are
+# predicted (as rows with none of the levels seen), as by a model on all rows, instead of
+# stopping the cross-validation. cross-validation declares every level of the whole data
+# (.klcv_spec() makes character predictors factors).
+.kl_with_fold_levels <- function(expr) {
+  old <- options(kernlearn.keep_levels = TRUE)
+  on.exit(options(old))
+  expr
 }
 
 .model_matrix <- function(tt, df, xlevels) {

@@ -630,3 +630,44 @@ test_that("the kernel_svm cost paths report progress", {
     handlers = progressr::handler_void(), enable = TRUE)
   expect_gte(n, 3L * 2L)   # a step per (fold, kernel) path, besides the start and the end
 })
+
+test_that("a factor level missing from a fold's training rows does not stop cross-validation", {
+  set.seed(11)
+  n <- 100
+  d <- data.frame(x1 = runif(n), x2 = runif(n),
+                  g = factor(sample(c("a", "b"), n, TRUE), levels = c("a", "b", "rare")))
+  foldid <- rep(1:5, length.out = n)
+  d$g[foldid == 1][1:2] <- "rare"   # only in fold 1: its fit on folds 2 to 5 lacks the level
+  d$y <- factor(ifelse(d$x1 + d$x2 + 0.3 * (d$g == "b") > 1.1, "p", "q"))
+  d$r <- d$x1 - d$x2 + 0.2 * (d$g == "b") + rnorm(n, sd = 0.05)
+  # the general path (any learner), the kernel_svm cost path and the tkl cost path
+  cv <- kl_cv(kernel_ridge, r ~ x1 + x2 + g, data = d, foldid = foldid, lambda = 0.1,
+              kernel = gaussian_kernel(gamma = 0.5))
+  expect_true(all(is.finite(cv$fold_metrics)))
+  expect_equal(length(cv$predictions), n)
+  tu <- kl_tune(kernel_svm, y ~ x1 + x2 + g, data = d, foldid = foldid,
+                grid = list(cost = c(1, 10), gamma = 1))
+  expect_true(all(is.finite(tu$results$mean)))
+  tt <- kl_tune(tkl, r ~ x1 + x2 + g, data = d, foldid = foldid, baseline = FALSE,
+                grid = list(cost = c(1, 10)), maxit = 3)
+  expect_true(all(is.finite(tt$results$mean)))
+  # the held-out rows with the level are predicted as rows with none of the levels seen
+  # (the default width depends on the number of columns: the zero column is one more)
+  fit <- kernel_ridge(r ~ x1 + x2 + g, data = d[foldid != 1, ], lambda = 0.1,
+                      kernel = gaussian_kernel(gamma = 0.5))
+  expect_error(predict(fit, d[foldid == 1, ]), "level\\(s\\) 'rare' not seen in training")
+  held <- d[foldid == 1, ]
+  p_cv <- cv$predictions[foldid == 1]
+  expect_equal(p_cv[held$g != "rare"], unname(predict(fit, held[held$g != "rare", ])))
+  # a character predictor, with a value only in fold 1
+  dc <- d
+  dc$g <- as.character(dc$g)
+  cvc <- kl_cv(kernel_ridge, r ~ x1 + x2 + g, data = dc, foldid = foldid, lambda = 0.1,
+               kernel = gaussian_kernel(gamma = 0.5))
+  expect_equal(cvc$predictions, cv$predictions)
+  # the model on all rows is unchanged: levels without rows are dropped, an unseen one is an
+  # error at predict time
+  full <- kernel_ridge(r ~ x1 + x2 + g, data = d[d$g != "rare", ], lambda = 0.1)
+  expect_false(any(grepl("rare", full$spec$features)))
+  expect_null(getOption("kernlearn.keep_levels"))
+})
