@@ -158,6 +158,12 @@
       invokeRestart("muffleWarning")
     }))
   fit <- fit_with(args)
+  if (!inherits(fit, "error") && !is.null(fit$fallback)) {
+    # gem() found no direction and fitted the head on the inputs alone (its warning is this)
+    out$status <- "inputs only"
+    out$note <- fit$fallback
+    warns <- warns[!startsWith(warns, paste0("gem(): ", fit$fallback))]
+  }
   if (inherits(fit, "error") && !identical(args$pairs, "none")) {
     out$status <- "inputs only"
     out$note <- conditionMessage(fit)

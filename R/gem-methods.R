@@ -201,6 +201,9 @@ print.gem <- function(x, ...) {
                 format(Ll$threshold), Ll$nonlinearity, Ll$degree,
                 if (Ll$keep_input) ", input kept" else ""))
   }
+  if (!is.null(x$fallback))
+    cat(sprintf("  %s: the classifier works on the inputs alone (pairs = \"none\"); lower 'threshold' to use generalized eigenvectors\n",
+                x$fallback))
   if (!is.null(x$selection))
     cat(sprintf("  chosen by validation: %s\n", x$selection$reason))
   rs <- x$params$ridge_search

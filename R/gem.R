@@ -253,7 +253,13 @@
 #' @param ridge_type \code{"relative"} (\code{ridge} times the mean
 #'   eigenvalue \eqn{\mathrm{tr}(C_j)/d}{trace(C_j)/d}) or \code{"absolute"}.
 #' @param top Number of eigenvectors computed per pair.
-#' @param threshold Eigenvectors with eigenvalue below this are dropped.
+#' @param threshold Eigenvectors with eigenvalue below this are dropped. When
+#'   no eigenvector of any class pair reaches it (classes whose second moments
+#'   differ by less than this factor in every direction, as on mlbench's
+#'   ringnorm and two spirals, where the largest is about 1.5), the classifier is
+#'   fitted on the inputs alone (\code{pairs = "none"}, one layer, no
+#'   ensemble) from the same random state, with a warning; \code{print()} and
+#'   \code{fit$fallback} say so.
 #' @param pairs \code{"all"}, \code{"hypercube"}, \code{"none"} or a two-column
 #'   matrix of ordered class pairs (numerator, denominator).
 #' @param nonlinearity \code{"smooth_sqrt"} or \code{"relu_powers"}.
@@ -416,7 +422,26 @@ gem.default <- function(x, y, ridge = NULL, ridge_type = c("relative", "absolute
                           selection, caller))
   dz <- if (is.null(settings$rff)) .gem_drop_zero_columns(inp)
         else list(inp = inp, active = NULL)
-  fit <- .gem_fit_ridge(dz$inp, settings, control, threads, call)
+  genv <- globalenv()
+  if (!exists(".Random.seed", envir = genv, inherits = FALSE)) stats::runif(1)
+  state <- get(".Random.seed", envir = genv, inherits = FALSE)
+  fit <- tryCatch(.gem_fit_ridge(dz$inp, settings, control, threads, call),
+                  error = function(e) e)
+  if (inherits(fit, "error")) {
+    # No direction of any class pair reaches the threshold: the classifier is fitted on the
+    # inputs alone (pairs = "none"), from the random state the fit started with, as a cell
+    # without directions is, and the fit warns.
+    msg <- sub("^gem\\(\\): ", "", conditionMessage(fit))
+    if (!startsWith(msg, "no eigenvalue reaches threshold") ||
+        identical(settings$pairs, "none")) stop(fit)
+    settings[c("pairs", "depth", "ensemble", "keep_input")] <- list("none", 1, 1, TRUE)
+    settings["first_layer"] <- list(list())
+    assign(".Random.seed", state, envir = genv)
+    fit <- .gem_fit_ridge(dz$inp, settings, control, threads, call)
+    fit$fallback <- sub("; lower 'threshold'$", "", msg)
+    warning(sprintf("gem(): %s; the classifier was fitted on the inputs alone (pairs = \"none\"); lower 'threshold' to use generalized eigenvectors",
+                    fit$fallback), call. = FALSE)
+  }
   fit$active <- dz$active
   fit$selection <- selection
   .gem_keep_fitted(fit, fitted, newdata, inp$y, threads)

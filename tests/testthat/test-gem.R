@@ -498,7 +498,10 @@ test_that("bad input gets clear errors", {
   expect_error(gem(x3, y3, depth = 2, ridge = 0, ridge_type = "absolute", lambda = 1,
                    first_layer = list(top = 5)),
                "at least as many rows as features \\(61\\); class 'c' has fewer \\(20\\)")
-  expect_error(gem(dat$x, dat$y, threshold = 1e6), "no eigenvalue reaches threshold")
+  expect_warning(fb <- gem(dat$x, dat$y, threshold = 1e6),
+                 "no eigenvalue reaches threshold = 1000000 .*fitted on the inputs alone")
+  expect_identical(fb$params$pairs, "none")
+  expect_error(gem(dat$x, dat$y, threshold = 1e6, pairs = "none", top = -1), "top")
   expect_error(gem(dat$x, dat$y, control = gem_control(max_pairs = 3)), "max_pairs")
   many <- factor(rep(letters[1:12], length.out = 200))
   expect_error(gem(dat$x, many, pairs = "hypercube", control = gem_control(max_pairs = 5)),
@@ -1169,7 +1172,19 @@ test_that("a ridge whose fit finds no direction is left out of the ridge compari
   set.seed(2)
   g2 <- gem(y ~ ., data = d, ridge = 0.1, fitted = FALSE)
   expect_equal(predict(g1, d, type = "prob"), predict(g2, d, type = "prob"))
-  # neither ridge reaches the threshold: the error is the smaller ridge's
-  expect_error(gem(y ~ ., data = d, threshold = 50),
-               "no eigenvalue reaches threshold = 50 \\(the largest is 2\\.")
+  # neither ridge reaches the threshold: the classifier works on the inputs alone, from the
+  # same random state as a fit with pairs = "none", and says why (the smaller ridge's
+  # largest eigenvalue)
+  set.seed(3)
+  expect_warning(h <- gem(y ~ ., data = d, threshold = 50, fitted = FALSE),
+                 "no eigenvalue reaches threshold = 50 \\(the largest is 2\\.[0-9]+\\); the classifier was fitted on the inputs alone")
+  expect_match(h$fallback, "^no eigenvalue reaches threshold = 50")
+  set.seed(3)
+  h2 <- gem(y ~ ., data = d, pairs = "none", fitted = FALSE)
+  expect_equal(predict(h, d, type = "prob"), predict(h2, d, type = "prob"))
+  out <- capture.output(print(h))
+  expect_true(any(grepl("the classifier works on the inputs alone", out)))
+  # a deep model falls back the same way
+  expect_warning(gem(y ~ ., data = d, depth = 2, threshold = 50, fitted = FALSE),
+                 "inputs alone")
 })
