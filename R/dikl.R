@@ -93,7 +93,10 @@
 #'   \code{na.omit} (drop them, with a message saying how many).
 #' @param y A factor (classification) or numeric vector (regression).
 #' @param map \code{"nystrom"} or \code{"fourier"}.
-#' @param dim Number of features \eqn{J}.
+#' @param dim Number of features \eqn{J}. \code{NULL} (the default): 100,
+#'   or the number of training rows when there are fewer (with the Nystrom
+#'   map, or the DI and LS objectives, which need at least as many rows as
+#'   features).
 #' @param gamma Gaussian kernel parameter: \code{NULL} (the median rule), a
 #'   positive number, or \code{"cv"}.
 #' @param rho Ridge parameter of the DI objective (and of the LS baseline).
@@ -155,7 +158,7 @@ dikl <- function(x, ...) UseMethod("dikl")
 
 #' @rdname dikl
 #' @export
-dikl.formula <- function(formula, data, map = c("nystrom", "fourier"), dim = 100, gamma = NULL,
+dikl.formula <- function(formula, data, map = c("nystrom", "fourier"), dim = NULL, gamma = NULL,
                          rho = 1e-4, objective = c("di", "ls", "ce", "none"),
                          init = c("random", "kmeans"), head = NULL, cost = NULL, lambda = NULL,
                          batch_size = NULL, lr = 1e-3, max_epochs = 100, patience = 3,
@@ -175,7 +178,7 @@ dikl.formula <- function(formula, data, map = c("nystrom", "fourier"), dim = 100
 
 #' @rdname dikl
 #' @export
-dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma = NULL,
+dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = NULL, gamma = NULL,
                          rho = 1e-4, objective = c("di", "ls", "ce", "none"),
                          init = c("random", "kmeans"), head = NULL, cost = NULL, lambda = NULL,
                          batch_size = NULL, lr = 1e-3, max_epochs = 100, patience = 3,
@@ -239,6 +242,10 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = 100, gamma =
     stop(sprintf("%s: init = \"kmeans\" applies to the Nystrom map only", caller), call. = FALSE)
   x <- inp$x
   n <- nrow(x)
+  # (a Nystrom map has one landmark per row at most; DI and LS training need at least as many
+  # rows as features)
+  if (is.null(dim))
+    dim <- if (map == "nystrom" || objective %in% c("di", "ls")) min(100L, n) else 100L
   .check_number(dim, "dim", lower = 1, upper = 1e5, integer = TRUE)
   dim <- as.integer(dim)
   if (map == "nystrom" && dim > n)

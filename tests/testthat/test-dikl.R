@@ -282,3 +282,16 @@ test_that("a collapsed training is repeated with a lower learning rate, then rep
   expect_match(bad$training$collapsed, "DI per row")
   expect_output(print(bad), "warning: the training collapsed")
 })
+
+test_that("the default number of features adapts to fewer than 100 training rows", {
+  set.seed(4)
+  x <- matrix(rnorm(60 * 150), 60)
+  y <- x[, 1] - x[, 2] + rnorm(60, sd = 0.1)
+  fit <- dikl(x, y, max_epochs = 3)
+  expect_equal(fit$params$dim, 60L)
+  f2 <- dikl(x, y, map = "fourier", max_epochs = 3)
+  expect_equal(f2$params$dim, 60L)
+  # the default is 100 when there are enough rows, and a given dim is kept (or refused)
+  expect_equal(dikl(Species ~ ., data = iris, max_epochs = 2)$params$dim, 100L)
+  expect_error(dikl(x, y, dim = 100), "dim = 100 landmarks but only 60")
+})
