@@ -79,7 +79,11 @@
 #' @param gamma Optional width of the Gaussian, Laplacian or hierarchical
 #'   Gaussian kernel; replaces
 #'   the kernel's \code{gamma} (convenient in \code{\link{kl_tune}} grids).
-#' @param epsilon Half-width of the insensitive tube for regression (\eqn{\ge 0}).
+#' @param epsilon Half-width of the insensitive tube for regression
+#'   (\eqn{\ge 0}), in the units of the response: unlike e1071's
+#'   \code{svm(scale = TRUE)}, the response is not scaled, so \code{epsilon},
+#'   \code{cost} and \code{tol} are chosen for its scale. When \code{epsilon} is at least
+#'   half the response's range the model is a constant, and the fit warns.
 #' @param type \code{"C-classification"} or \code{"eps-regression"}; by default
 #'   classification for a factor response and regression for a numeric one. A
 #'   numeric response with \code{"C-classification"} is turned into a factor.
@@ -200,6 +204,7 @@ kernel_svm.formula <- function(formula, data, kernel = gaussian_kernel(), cost =
     }
   }
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
+  .svr_tube_warning(inp, epsilon, caller)
   if (!is.null(cells))
     return(.kernel_svm_cells(inp, kernel, if (missing(cost)) NULL else cost, gamma, epsilon,
                              type, class.weights, probability, prob_folds, tol, shrinking,
@@ -236,6 +241,7 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
   } else {
     inp <- .kl_input_xy(x, y, caller, scale = scale)
   }
+  .svr_tube_warning(inp, epsilon, caller)
   if (!is.null(cells))
     return(.kernel_svm_cells(inp, kernel, if (missing(cost)) NULL else cost, gamma, epsilon,
                              type, class.weights, probability, prob_folds, tol, shrinking,
@@ -245,6 +251,21 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
                          prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
                          .kl_call(match.call(), "kernel_svm"))
   .kl_keep_fitted(fit, fitted, x, inp$y, threads)
+}
+
+# Regression: when the tube of half-width epsilon around one constant holds every response value
+# (epsilon at least half the response's range), that constant with no support vector is the
+# solution. The response is not scaled, so a response in small units meets this with the
+# default epsilon; the fit says so.
+.svr_tube_warning <- function(inp, epsilon, caller) {
+  if (!identical(inp$task, "regression") || !is.numeric(epsilon) || length(epsilon) != 1L ||
+      !is.finite(epsilon))
+    return(invisible(NULL))
+  half <- diff(range(inp$y)) / 2
+  if (half > 0 && epsilon >= half)
+    warning(sprintf("%s: epsilon = %s is at least half the range of the response (%s), so a constant fits every row within the tube and the model is that constant; epsilon is in the response's units (the response is not scaled): lower epsilon or rescale the response",
+                    caller, format(epsilon), format(signif(half, 3))), call. = FALSE)
+  invisible(NULL)
 }
 
 .svm_type <- function(type, caller) {

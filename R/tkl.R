@@ -143,7 +143,8 @@
 #' @param delta Margin \eqn{\delta \ge 0} of the box around the scaled data.
 #' @param cost The SVM's cost \eqn{C}.
 #' @param epsilon Regression: the width of the insensitive tube (on the
-#'   response's own scale).
+#'   response's own scale). When it is at least half the response's range the
+#'   model is a constant, and the fit warns (see \code{\link{kernel_svm}}).
 #' @param tol Stopping tolerance: the duality gap relative to the objective.
 #' @param maxit Iterations at most (0: the SVM on the start kernel \eqn{P = I}).
 #' @param class.weights Classification: named weights multiplying \code{cost}
@@ -235,12 +236,14 @@ tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsil
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
                            na.action, "tkl()", parent.frame())
   inp <- .kl_input_formula(formula, data, "tkl()")
+  .svr_tube_warning(inp, epsilon, "tkl()")
   if (!is.null(cells))
     return(.tkl_cells(inp, .tkl_cell_args(environment()), cells, threads,
                       .kl_call(match.call(), "tkl")))
-  fit <- .tkl_fit_protected(inp, degree, delta, cost, epsilon, tol, maxit, class.weights,
-                            probability, svm_tol, cache, threads, .kl_call(match.call(), "tkl"),
-                            baseline, ridge, normalize, precision)
+  fit <- .tkl_quiet_tube(.tkl_fit_protected(inp, degree, delta, cost, epsilon, tol, maxit,
+                                            class.weights, probability, svm_tol, cache, threads,
+                                            .kl_call(match.call(), "tkl"), baseline, ridge,
+                                            normalize, precision))
   .kl_keep_fitted(fit, fitted, data, inp$y, threads)
 }
 
@@ -258,13 +261,24 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
   if (inherits(x, "formula"))
     stop("tkl(): use tkl(formula, data = ) with a formula", call. = FALSE)
   inp <- .kl_input_xy(x, y, "tkl()")
+  .svr_tube_warning(inp, epsilon, "tkl()")
   if (!is.null(cells))
     return(.tkl_cells(inp, .tkl_cell_args(environment()), cells, threads,
                       .kl_call(match.call(), "tkl")))
-  fit <- .tkl_fit_protected(inp, degree, delta, cost, epsilon, tol, maxit, class.weights,
-                            probability, svm_tol, cache, threads, .kl_call(match.call(), "tkl"),
-                            baseline, ridge, normalize, precision)
+  fit <- .tkl_quiet_tube(.tkl_fit_protected(inp, degree, delta, cost, epsilon, tol, maxit,
+                                            class.weights, probability, svm_tol, cache, threads,
+                                            .kl_call(match.call(), "tkl"), baseline, ridge,
+                                            normalize, precision))
   .kl_keep_fitted(fit, fitted, x, inp$y, threads)
+}
+
+# The Gaussian SVMs of the comparison repeat the warning of .svr_tube_warning(), given once by
+# tkl() itself.
+.tkl_quiet_tube <- function(expr) {
+  withCallingHandlers(expr, warning = function(w) {
+    if (grepl("is at least half the range of the response", conditionMessage(w), fixed = TRUE))
+      invokeRestart("muffleWarning")
+  })
 }
 
 # The arguments of a tkl() call that every cell's fit uses.

@@ -522,3 +522,18 @@ test_that("binary expansions over a precomputed kernel block share rows among th
   expect_equal(drop(D2), drop(K[, fit$sv_index] %*% fit$coefs[, 1]) - fit$rho,
                tolerance = 1e-12)
 })
+
+test_that("regression warns when epsilon makes the model a constant", {
+  set.seed(2)
+  x <- matrix(runif(80 * 2), 80)
+  y <- 1e-3 * (sin(4 * x[, 1]) + x[, 2])
+  expect_warning(f <- kernel_svm(x, y), "epsilon = 0.1 is at least half the range of the response")
+  # the warning is right: the model is the constant middle of the range, with no support vector
+  expect_equal(unname(predict(f, x)), rep(mean(range(y)), 80), tolerance = 1e-6)
+  expect_warning(kernel_svm(y ~ ., data = data.frame(x, y = y)), "at least half the range")
+  expect_warning(tkl(x, y, maxit = 2), "at least half the range")
+  # an epsilon for the response's scale fits without the warning
+  expect_no_warning(g <- kernel_svm(x, y, epsilon = 1e-5, cost = 1e3, tol = 1e-8))
+  expect_lt(mean((predict(g, x) - y)^2), 0.1 * var(y))
+  expect_no_warning(kernel_svm(x, y / 1e-3))
+})
