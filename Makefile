@@ -24,8 +24,12 @@ LIB_ENV = $(if $(LIB),R_LIBS="$(abspath $(LIB))$${R_LIBS:+:$$R_LIBS}")
 deps:
 	sh tools/install-deps.sh
 
+# roxygenise() loads the package with pkgload, which compiles src/ for debugging (-O0); those
+# objects are removed, so that a later R CMD INSTALL without --preclean does not reuse them
+# (the core runs about 20 times slower at -O0).
 document:
 	$(RSCRIPT) -e 'Rcpp::compileAttributes(); roxygen2::roxygenise()'
+	rm -f src/*.o src/core/*/*.o src/*.so
 
 # A stripped library (--strip; install.libs.R strips on _R_SHLIB_STRIP_), compiled without
 # debugging information (tools/install.mk) on every core.
