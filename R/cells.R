@@ -444,7 +444,7 @@ print.kl_cells <- function(x, ...) {
       out_class[r] <- g[.kl_core(caller, cpp_ovo_vote, dec, k)]
     }
   }
-  if (!cls) return(out)
+  if (!cls) return(.svr_unscale(out, object$y_scaling))
   switch(type,
          class = factor(lev[out_class], levels = lev),
          prob = P,
@@ -655,7 +655,8 @@ plot.kl_localized <- function(x, which = NULL, ...) {
 # kernel_svm(cells = ): one SVM per cell. cost NULL: chosen per cell.
 .kernel_svm_cells <- function(inp, kernel, cost, gamma, epsilon, type, class.weights,
                               probability, prob_folds, tol, shrinking, cache, max_iter,
-                              warm_start, threads, cells, fitted, call) {
+                              warm_start, threads, cells, fitted, call,
+                              scale_response = FALSE) {
   caller <- "kernel_svm()"
   if (isTRUE(inp$precomputed))
     stop(sprintf("%s: cells need the input rows; they cannot be used with a precomputed kernel",
@@ -677,7 +678,15 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   .svm_check_task_args(inp$task, probability, class.weights, caller)
   if (probability) params$seed <- .kl_seed()
   w <- if (inp$task == "classification") .svm_class_weights(class.weights, inp$y, caller)
-  fit <- .kl_cells_fit(inp, "svm", kernel, free, cost, params, w, cells, threads, caller)
+  # a standardised response: one scaling for the whole data, so that epsilon and the cells'
+  # cross-validated errors mean the same in every cell
+  y_scaling <- NULL
+  inp_fit <- inp
+  if (isTRUE(scale_response) && inp$task == "regression") {
+    y_scaling <- .svr_response_scaling(inp$y)
+    inp_fit$y <- .svr_apply_scaling(inp$y, y_scaling)
+  }
+  fit <- .kl_cells_fit(inp_fit, "svm", kernel, free, cost, params, w, cells, threads, caller)
   bad <- sum(!vapply(fit$cells, function(c) is.null(c$converged) || isTRUE(c$converged), NA))
   if (bad)
     warning(sprintf("%s: the solver reached the iteration cap in %d of %d cells; those models may be inaccurate",
@@ -686,7 +695,7 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   model <- .kl_localized_model(fit, inp, "svm", "kernel_svm", kernel, params, w, cells, call,
                                extra = list(type = if (inp$task == "classification")
                                               "C-classification" else "eps-regression",
-                                            tol = tol))
+                                            tol = tol, y_scaling = y_scaling))
   .kl_cells_keep_fitted(model, fitted, inp, fit$cell_of, threads)
 }
 
@@ -783,7 +792,7 @@ plot.kl_localized <- function(x, which = NULL, ...) {
 
 # tkl(cells = ): P learned in every cell, with the cell's rows scaled to [0, 1] by the cell's own
 # range (so the tessellation follows the cell), and the given cost and delta.
-.tkl_cells <- function(inp, args, cells, threads, call) {
+.tkl_cells <- function(inp, args, cells, threads, call, y_scaling = NULL) {
   caller <- "tkl()"
   t0 <- proc.time()[["elapsed"]]
   threads <- .kl_threads(threads)
@@ -793,7 +802,8 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   w <- if (inp$task == "classification") .svm_class_weights(args$class.weights, inp$y, caller)
   part <- .kl_cells_partition(inp$x, cells, threads, caller)
   own <- .kl_cell_rows(part)
-  tasks <- .kl_cell_tasks(inp, part, own)
+  # every cell works on the response standardised over the whole data (scale_response)
+  tasks <- .kl_cell_tasks(.tkl_scale_input(inp, y_scaling), part, own)
   use_future <- .klcv_use_future()
   # the Gaussian each cell compares with is tuned over the grid kernel_svm(cells = ) uses
   # (widths relative to the cell's own scale, the cells' costs), on the cell's rows in the
@@ -811,7 +821,8 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   kernel <- tessellated_kernel(diag(2), 0L, lower = -args$delta, upper = 1 + args$delta)
   model <- .kl_localized_model(fit, inp, "svm", "tkl", kernel, params, w, cells, call,
                                extra = list(degree = as.integer(args$degree),
-                                            delta = args$delta, cost_learn = args$cost))
+                                            delta = args$delta, cost_learn = args$cost,
+                                            y_scaling = y_scaling))
   .kl_cells_keep_fitted(model, isTRUE(args$fitted), inp, cell_of, threads)
 }
 

@@ -27,7 +27,12 @@
 #' scaling is stored and applied to new data. \code{scale = "standardize"}
 #' centres each column and divides it by its standard deviation instead, as
 #' \code{e1071::svm()} does by default, so that the same \code{gamma} gives
-#' the same model as there; \code{scale = "none"} uses the inputs as given. The response is not scaled. With
+#' the same model as there; \code{scale = "none"} uses the inputs as given. For
+#' regression the response is standardised too (training mean and standard
+#' deviation, \code{scale_response = TRUE}, as \code{e1071::svm()} and
+#' \code{kernlab::ksvm()} do), so that \code{epsilon}, \code{cost} and \code{tol}
+#' mean the same whatever the response's units; predictions are returned in
+#' those units. With
 #' \code{kernel = "precomputed"}, \code{x} is the \eqn{n \times n}{n x n} kernel
 #' matrix of the training rows and \code{predict()} takes the \eqn{m \times n}{m x n}
 #' matrix of kernel values between new rows and the training rows.
@@ -80,10 +85,10 @@
 #'   Gaussian kernel; replaces
 #'   the kernel's \code{gamma} (convenient in \code{\link{kl_tune}} grids).
 #' @param epsilon Half-width of the insensitive tube for regression
-#'   (\eqn{\ge 0}), in the units of the response: unlike e1071's
-#'   \code{svm(scale = TRUE)}, the response is not scaled, so \code{epsilon},
-#'   \code{cost} and \code{tol} are chosen for its scale. When \code{epsilon} is at least
-#'   half the response's range the model is a constant, and the fit warns.
+#'   (\eqn{\ge 0}), on the standardised response (in standard deviations of
+#'   the training response; in the response's own units with
+#'   \code{scale_response = FALSE}). When \code{epsilon} is at least half the
+#'   range of the response it acts on, the model is a constant, and the fit warns.
 #' @param type \code{"C-classification"} or \code{"eps-regression"}; by default
 #'   classification for a factor response and regression for a numeric one. A
 #'   numeric response with \code{"C-classification"} is turned into a factor.
@@ -109,6 +114,11 @@
 #'   training range, the default), \code{"standardize"} (centred, unit standard
 #'   deviation) or \code{"none"}; \code{TRUE} and \code{FALSE} mean
 #'   \code{"minmax"} and \code{"none"}.
+#' @param scale_response Regression: if \code{TRUE} (the default), the model
+#'   is fitted to the response centred by its training mean and divided by its
+#'   standard deviation, and predictions are scaled back; \code{FALSE} fits the
+#'   response as given, so that \code{epsilon}, \code{cost} and \code{tol} are
+#'   in its units. Ignored for classification.
 #' @param fitted If \code{TRUE} (the default, as in \code{e1071::svm}), keep the
 #'   predictions on the training rows for \code{\link[=kl_model_methods]{fitted}()}
 #'   (one prediction pass over the training rows at the end of the fit).
@@ -131,7 +141,10 @@
 #'   \code{rho}, \code{obj} (dual objective values), \code{iter},
 #'   \code{converged} and \code{pair_nsv}, one per binary problem, \code{probA}
 #'   and \code{probB} (or \code{NULL}), the resolved \code{kernel}, the
-#'   parameters, \code{levels}, \code{task} and the input specification.
+#'   parameters, \code{levels}, \code{task}, the input specification and,
+#'   for regression with a standardised response, \code{y_scaling} (the
+#'   training mean and standard deviation; \code{coefs}, \code{rho} and
+#'   \code{obj} are then on the standardised scale).
 #' @references
 #' Fan, R.-E., Chen, P.-H. and Lin, C.-J. (2005). Working set selection using
 #' second order information for training support vector machines. JMLR 6.
@@ -181,12 +194,13 @@ kernel_svm.formula <- function(formula, data, kernel = gaussian_kernel(), cost =
                                gamma = NULL, epsilon = 0.1, type = NULL, class.weights = NULL,
                                probability = FALSE, prob_folds = 5, tol = 1e-3,
                                shrinking = TRUE, cache = 1024, max_iter = NULL,
-                               warm_start = NULL, scale = "minmax", fitted = TRUE,
-                               subset = NULL, na.action = stats::na.fail, cells = FALSE,
-                               threads = NULL, ...) {
+                               warm_start = NULL, scale = "minmax", scale_response = TRUE,
+                               fitted = TRUE, subset = NULL, na.action = stats::na.fail,
+                               cells = FALSE, threads = NULL, ...) {
   caller <- "kernel_svm()"
   .no_dots(..., caller = caller)
   .check_flag(fitted, "fitted", caller)
+  .check_flag(scale_response, "scale_response", caller)
   cells <- .kl_cells_arg(cells, caller)
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
                            na.action, "kernel_svm()", parent.frame())
@@ -204,15 +218,15 @@ kernel_svm.formula <- function(formula, data, kernel = gaussian_kernel(), cost =
     }
   }
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
-  .svr_tube_warning(inp, epsilon, caller)
+  .svr_tube_warning(inp, epsilon, caller, scale_response)
   if (!is.null(cells))
     return(.kernel_svm_cells(inp, kernel, if (missing(cost)) NULL else cost, gamma, epsilon,
                              type, class.weights, probability, prob_folds, tol, shrinking,
                              cache, max_iter, warm_start, threads, cells, fitted,
-                             .kl_call(match.call(), "kernel_svm")))
+                             .kl_call(match.call(), "kernel_svm"), scale_response))
   fit <- .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
                          prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
-                         .kl_call(match.call(), "kernel_svm"))
+                         .kl_call(match.call(), "kernel_svm"), scale_response)
   .kl_keep_fitted(fit, fitted, data, inp$y, threads)
 }
 
@@ -222,11 +236,12 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
                                epsilon = 0.1, type = NULL, class.weights = NULL,
                                probability = FALSE, prob_folds = 5, tol = 1e-3,
                                shrinking = TRUE, cache = 1024, max_iter = NULL,
-                               warm_start = NULL, scale = "minmax", fitted = TRUE,
-                               cells = FALSE, threads = NULL, ...) {
+                               warm_start = NULL, scale = "minmax", scale_response = TRUE,
+                               fitted = TRUE, cells = FALSE, threads = NULL, ...) {
   caller <- "kernel_svm()"
   .no_dots(..., caller = caller)
   .check_flag(fitted, "fitted", caller)
+  .check_flag(scale_response, "scale_response", caller)
   cells <- .kl_cells_arg(cells, caller)
   scale_given <- !missing(scale)
   scale <- .kl_scale_mode(scale, caller)
@@ -241,31 +256,55 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
   } else {
     inp <- .kl_input_xy(x, y, caller, scale = scale)
   }
-  .svr_tube_warning(inp, epsilon, caller)
+  .svr_tube_warning(inp, epsilon, caller, scale_response)
   if (!is.null(cells))
     return(.kernel_svm_cells(inp, kernel, if (missing(cost)) NULL else cost, gamma, epsilon,
                              type, class.weights, probability, prob_folds, tol, shrinking,
                              cache, max_iter, warm_start, threads, cells, fitted,
-                             .kl_call(match.call(), "kernel_svm")))
+                             .kl_call(match.call(), "kernel_svm"), scale_response))
   fit <- .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
                          prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
-                         .kl_call(match.call(), "kernel_svm"))
+                         .kl_call(match.call(), "kernel_svm"), scale_response)
   .kl_keep_fitted(fit, fitted, x, inp$y, threads)
 }
 
 # Regression: when the tube of half-width epsilon around one constant holds every response value
 # (epsilon at least half the response's range), that constant with no support vector is the
-# solution. The response is not scaled, so a response in small units meets this with the
-# default epsilon; the fit says so.
-.svr_tube_warning <- function(inp, epsilon, caller) {
+# solution. With the response standardised this needs an epsilon of the order of its standard
+# deviations; without, a response in small units meets it with the default epsilon. The fit
+# says so.
+.svr_tube_warning <- function(inp, epsilon, caller, scaled = FALSE) {
   if (!identical(inp$task, "regression") || !is.numeric(epsilon) || length(epsilon) != 1L ||
       !is.finite(epsilon))
     return(invisible(NULL))
-  half <- diff(range(inp$y)) / 2
+  y <- as.numeric(inp$y)
+  if (isTRUE(scaled)) y <- .svr_apply_scaling(y, .svr_response_scaling(y))
+  half <- diff(range(y)) / 2
   if (half > 0 && epsilon >= half)
-    warning(sprintf("%s: epsilon = %s is at least half the range of the response (%s), so a constant fits every row within the tube and the model is that constant; epsilon is in the response's units (the response is not scaled): lower epsilon or rescale the response",
-                    caller, format(epsilon), format(signif(half, 3))), call. = FALSE)
+    warning(if (isTRUE(scaled))
+              sprintf("%s: epsilon = %s is at least half the range of the standardised response (%s), so a constant fits every row within the tube and the model is that constant: lower epsilon",
+                      caller, format(epsilon), format(signif(half, 3)))
+            else
+              sprintf("%s: epsilon = %s is at least half the range of the response (%s), so a constant fits every row within the tube and the model is that constant; epsilon is in the response's units (the response is not scaled): lower epsilon or rescale the response",
+                      caller, format(epsilon), format(signif(half, 3))), call. = FALSE)
   invisible(NULL)
+}
+
+# Regression with a standardised response (as e1071's svm(scale = TRUE) and kernlab's ksvm()
+# do): the training mean and standard deviation. A constant response is only centred.
+.svr_response_scaling <- function(y) {
+  y <- as.numeric(y)
+  s <- if (length(y) > 1L) stats::sd(y) else 0
+  if (!is.finite(s) || s <= 0) s <- 1
+  c(center = mean(y), scale = s)
+}
+
+.svr_apply_scaling <- function(y, sc) (as.numeric(y) - sc[["center"]]) / sc[["scale"]]
+
+# Fitted values on the response's scale from decision values on the standardised one.
+.svr_unscale <- function(f, sc) {
+  if (is.null(sc)) return(f)
+  f * sc[["scale"]] + sc[["center"]]
 }
 
 .svm_type <- function(type, caller) {
@@ -386,9 +425,14 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
 
 .kernel_svm_fit <- function(inp, kernel, cost, gamma, epsilon, type, class.weights,
                             probability, prob_folds, tol, shrinking, cache, max_iter,
-                            warm_start, threads, call) {
+                            warm_start, threads, call, scale_response = FALSE) {
   caller <- "kernel_svm()"
   pre <- isTRUE(inp$precomputed)
+  y_scaling <- NULL
+  if (isTRUE(scale_response) && identical(inp$task, "regression")) {
+    y_scaling <- .svr_response_scaling(inp$y)
+    inp$y <- .svr_apply_scaling(inp$y, y_scaling)
+  }
   if (!is.null(type)) {
     want <- if (type == "C-classification") "classification" else "regression"
     if (want != inp$task)
@@ -438,7 +482,9 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
     warning(sprintf("%s: the solver reached the iteration cap (max_iter = %s) before the tolerance %s in %d of %d binary problem(s); the solution may be inaccurate",
                     caller, cap, format(tol), bad, length(sol$converged)), call. = FALSE)
   }
-  .svm_model(sol, inp, kernel, cost, epsilon, w, tol, shrinking, probability, call, time)
+  model <- .svm_model(sol, inp, kernel, cost, epsilon, w, tol, shrinking, probability, call, time)
+  model$y_scaling <- y_scaling
+  model
 }
 
 # The regression result of the glue in the shape of a classification one.
@@ -570,6 +616,7 @@ predict.kernel_svm <- function(object, newdata, type = NULL, threads = NULL, ...
            else .kl_core(caller, cpp_svm_decision, x, object$SV, object$coefs, nsv_arg,
                          object$rho, .kernel_spec(object$kernel), threads, .kl_backend_arg())
   }
+  if (object$task == "regression") dec <- .svr_unscale(dec, object$y_scaling)
   .svm_output(object, dec, type, caller)
 }
 
@@ -629,6 +676,10 @@ print.kernel_svm <- function(x, ...) {
   } else {
     cat(sprintf("  %d training rows; cost = %s, epsilon = %s\n", x$n,
                 format(x$cost, digits = 6), format(x$epsilon, digits = 6)))
+    if (!is.null(x$y_scaling))
+      cat(sprintf("  response standardised (mean %s, sd %s); epsilon acts on that scale\n",
+                  format(x$y_scaling[["center"]], digits = 5),
+                  format(x$y_scaling[["scale"]], digits = 5)))
   }
   cat("  ")
   if (identical(x$kernel, "precomputed")) cat("Precomputed kernel\n") else print(x$kernel)

@@ -142,9 +142,11 @@
 #'   constant kernel).
 #' @param delta Margin \eqn{\delta \ge 0} of the box around the scaled data.
 #' @param cost The SVM's cost \eqn{C}.
-#' @param epsilon Regression: the width of the insensitive tube (on the
-#'   response's own scale). When it is at least half the response's range the
-#'   model is a constant, and the fit warns (see \code{\link{kernel_svm}}).
+#' @param epsilon Regression: the width of the insensitive tube, on the
+#'   standardised response (on the response's own scale with
+#'   \code{scale_response = FALSE}). When it is at least half the range of the
+#'   response it acts on, the model is a constant, and the fit warns (see
+#'   \code{\link{kernel_svm}}).
 #' @param tol Stopping tolerance: the duality gap relative to the objective.
 #' @param maxit Iterations at most (0: the SVM on the start kernel \eqn{P = I}).
 #' @param class.weights Classification: named weights multiplying \code{cost}
@@ -172,6 +174,11 @@
 #'   otherwise. The fit's \code{precision} says which was used.
 #' @param svm_tol Tolerance of each SVM solve (the maximal violating pair).
 #' @param cache Megabytes of the solver's kernel row cache.
+#' @param scale_response Regression: if \code{TRUE} (the default), the kernel
+#'   and the SVR are learned on the response centred by its training mean and
+#'   divided by its standard deviation (as \code{\link{kernel_svm}} does), and
+#'   predictions are scaled back; \code{FALSE} uses the response as given, so
+#'   that \code{epsilon} and \code{cost} are in its units.
 #' @param fitted If \code{TRUE} (the default), keep the predictions on the
 #'   training rows for \code{\link[=kl_model_methods]{fitted}()} (one
 #'   prediction pass at the end of the fit).
@@ -212,10 +219,11 @@
 #' fit
 #' mean(predict(fit, x) == y)
 #'
-#' # regression with a jump (the paper's example)
+#' # regression with a jump (the paper's example; its tube epsilon = 1 is in
+#' # the response's units)
 #' x1 <- seq(0, 10, length.out = 200)
 #' yr <- x1 + sin(x1) + 5 * sign(x1 - 5)
-#' fr <- tkl(data.frame(x = x1), yr, cost = 10, epsilon = 1)
+#' fr <- tkl(data.frame(x = x1), yr, cost = 10, epsilon = 1, scale_response = FALSE)
 #' plot(x1, yr)
 #' lines(x1, predict(fr, data.frame(x = x1)), col = 2)
 #' @export
@@ -227,24 +235,27 @@ tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsil
                         tol = 1e-2, maxit = 100, class.weights = NULL, probability = FALSE,
                         baseline = TRUE, ridge = 0.1, normalize = TRUE,
                         precision = c("auto", "double", "single"), svm_tol = 1e-3,
-                        cache = 1024, fitted = TRUE, subset = NULL,
+                        cache = 1024, scale_response = TRUE, fitted = TRUE, subset = NULL,
                         na.action = stats::na.fail, cells = FALSE, threads = NULL, ...) {
   .no_dots(..., caller = "tkl()")
   .check_flag(fitted, "fitted", "tkl()")
+  .check_flag(scale_response, "scale_response", "tkl()")
   precision <- .kl_choice(precision, c("auto", "double", "single"), "precision", "tkl()")
   cells <- .kl_cells_arg(cells, "tkl()")
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
                            na.action, "tkl()", parent.frame())
   inp <- .kl_input_formula(formula, data, "tkl()")
-  .svr_tube_warning(inp, epsilon, "tkl()")
+  .svr_tube_warning(inp, epsilon, "tkl()", scale_response)
+  ysc <- .tkl_response_scaling(inp, scale_response)
   if (!is.null(cells))
     return(.tkl_cells(inp, .tkl_cell_args(environment()), cells, threads,
-                      .kl_call(match.call(), "tkl")))
-  fit <- .tkl_quiet_tube(.tkl_fit_protected(inp, degree, delta, cost, epsilon, tol, maxit,
-                                            class.weights, probability, svm_tol, cache, threads,
+                      .kl_call(match.call(), "tkl"), y_scaling = ysc))
+  fit <- .tkl_quiet_tube(.tkl_fit_protected(.tkl_scale_input(inp, ysc), degree, delta, cost,
+                                            epsilon, tol, maxit, class.weights, probability,
+                                            svm_tol, cache, threads,
                                             .kl_call(match.call(), "tkl"), baseline, ridge,
                                             normalize, precision))
-  .kl_keep_fitted(fit, fitted, data, inp$y, threads)
+  .kl_keep_fitted(.tkl_with_scaling(fit, ysc), fitted, data, inp$y, threads)
 }
 
 #' @rdname tkl
@@ -253,23 +264,48 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                         maxit = 100, class.weights = NULL, probability = FALSE, baseline = TRUE,
                         ridge = 0.1, normalize = TRUE,
                         precision = c("auto", "double", "single"), svm_tol = 1e-3,
-                        cache = 1024, fitted = TRUE, cells = FALSE, threads = NULL, ...) {
+                        cache = 1024, scale_response = TRUE, fitted = TRUE, cells = FALSE,
+                        threads = NULL, ...) {
   .no_dots(..., caller = "tkl()")
   .check_flag(fitted, "fitted", "tkl()")
+  .check_flag(scale_response, "scale_response", "tkl()")
   precision <- .kl_choice(precision, c("auto", "double", "single"), "precision", "tkl()")
   cells <- .kl_cells_arg(cells, "tkl()")
   if (inherits(x, "formula"))
     stop("tkl(): use tkl(formula, data = ) with a formula", call. = FALSE)
   inp <- .kl_input_xy(x, y, "tkl()")
-  .svr_tube_warning(inp, epsilon, "tkl()")
+  .svr_tube_warning(inp, epsilon, "tkl()", scale_response)
+  ysc <- .tkl_response_scaling(inp, scale_response)
   if (!is.null(cells))
     return(.tkl_cells(inp, .tkl_cell_args(environment()), cells, threads,
-                      .kl_call(match.call(), "tkl")))
-  fit <- .tkl_quiet_tube(.tkl_fit_protected(inp, degree, delta, cost, epsilon, tol, maxit,
-                                            class.weights, probability, svm_tol, cache, threads,
+                      .kl_call(match.call(), "tkl"), y_scaling = ysc))
+  fit <- .tkl_quiet_tube(.tkl_fit_protected(.tkl_scale_input(inp, ysc), degree, delta, cost,
+                                            epsilon, tol, maxit, class.weights, probability,
+                                            svm_tol, cache, threads,
                                             .kl_call(match.call(), "tkl"), baseline, ridge,
                                             normalize, precision))
-  .kl_keep_fitted(fit, fitted, x, inp$y, threads)
+  .kl_keep_fitted(.tkl_with_scaling(fit, ysc), fitted, x, inp$y, threads)
+}
+
+# Regression with a standardised response (scale_response = TRUE): the training mean and
+# standard deviation, NULL otherwise. The fit works on the standardised response throughout
+# (the learned kernel, the Gaussian it is compared with, the final SVM); the final SVM carries
+# the scaling, so its predictions come back in the response's units.
+.tkl_response_scaling <- function(inp, scale_response) {
+  if (isTRUE(scale_response) && identical(inp$task, "regression"))
+    .svr_response_scaling(inp$y)
+}
+
+.tkl_scale_input <- function(inp, ysc) {
+  if (!is.null(ysc)) inp$y <- .svr_apply_scaling(inp$y, ysc)
+  inp
+}
+
+.tkl_with_scaling <- function(fit, ysc) {
+  if (is.null(ysc)) return(fit)
+  fit$y_scaling <- ysc
+  fit$svm$y_scaling <- ysc
+  fit
 }
 
 # The Gaussian SVMs of the comparison repeat the warning of .svr_tube_warning(), given once by
@@ -434,7 +470,9 @@ print.tkl <- function(x, ...) {
               if (isTRUE(x$normalize)) sprintf(" = 2h / %s, the start kernel normalised",
                                                format(signif(x$kernel_scale, 4))) else "",
               format(x$cost, digits = 6),
-              if (x$task == "regression") sprintf(", epsilon %s", format(x$epsilon, digits = 6))
+              if (x$task == "regression")
+                sprintf(", epsilon %s%s", format(x$epsilon, digits = 6),
+                        if (!is.null(x$y_scaling)) " (on the standardised response)" else "")
               else ""))
   last <- x$trace[nrow(x$trace), ]
   rel <- last$gap / max(abs(last$objective), 1e-12)
@@ -444,7 +482,9 @@ print.tkl <- function(x, ...) {
   cat(sprintf("  %d iteration(s), stopped: %s; objective %s, relative gap %s\n", x$iterations,
               why, format(signif(last$objective, 6)), format(signif(rel, 3))))
   if (!is.null(x$selection))
-    cat(sprintf("  against the Gaussian SVM: %s\n", x$selection$reason))
+    cat(sprintf("  against the Gaussian SVM: %s%s\n", x$selection$reason,
+                if (x$task == "regression" && !is.null(x$y_scaling))
+                  " (errors on the standardised response)" else ""))
   cat(sprintf("  %d support vectors; %.2f s\n", x$svm$tot.nSV, x$seconds))
   invisible(x)
 }
@@ -610,7 +650,7 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
     tn <- kl_tune(kernel_svm, xg, inp$y, grid = grid, foldid = foldid, refit = FALSE,
                   extend = .tkl_gauss_extend,
                   epsilon = epsilon, class.weights = class.weights, scale = "none",
-                  threads = threads)
+                  scale_response = FALSE, threads = threads)
     g <- tn$best
     e_base <- tn$results$mean[which.min(tn$results$mean)]
     where <- sprintf("in 5-fold cross-validation on the %d rows", n)
@@ -626,11 +666,11 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
     tn <- kl_tune(kernel_svm, xg[!hold, , drop = FALSE], part$y, grid = grid, folds = 5,
                   extend = .tkl_gauss_extend,
                   refit = FALSE, epsilon = epsilon, class.weights = class.weights,
-                  scale = "none", threads = threads)
+                  scale = "none", scale_response = FALSE, threads = threads)
     g <- tn$best
     gm <- kernel_svm(xg[!hold, , drop = FALSE], part$y, gamma = g$gamma, cost = g$cost,
                      epsilon = epsilon, class.weights = class.weights, scale = "none",
-                     fitted = FALSE, threads = threads)
+                     scale_response = FALSE, fitted = FALSE, threads = threads)
     e_base <- err(predict(gm, xg[hold, , drop = FALSE], threads = threads), yv)
     where <- sprintf("on %d held-out rows", sum(hold))
     validation <- sum(hold)

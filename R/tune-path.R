@@ -57,8 +57,8 @@ attr(tkl, "kl_tune_path") <- "tkl"
 
 # Arguments of tkl() the path passes on (from the grid or from `...`).
 .tkl_path_args <- c("degree", "delta", "cost", "epsilon", "tol", "maxit", "class.weights",
-                    "ridge", "normalize", "precision", "svm_tol", "cache", "threads", "baseline",
-                    "fitted")
+                    "ridge", "normalize", "precision", "svm_tol", "cache", "scale_response",
+                    "threads", "baseline", "fitted")
 
 .tkl_path_eligible <- function(learner, spec, g, metric) {
   # baseline = TRUE (the default) compares with the Gaussian SVM in every fold: general path
@@ -76,12 +76,15 @@ attr(tkl, "kl_tune_path") <- "tkl"
   inp <- if (task$interface == "formula")
     .kl_with_fold_levels(.kl_input_formula(task$formula, task$train, "tkl()"))
   else .kl_input_xy(task$train$x, task$train$y, "tkl()")
+  # the fold's fit standardises its own response, as tkl() would
+  ysc <- .tkl_response_scaling(inp, a$scale_response)
+  inp <- .tkl_scale_input(inp, ysc)
   fits <- .tkl_fit(inp, a$degree, a$delta, task$path[1L], a$epsilon, a$tol, a$maxit,
                    a$class.weights, FALSE, a$svm_tol, a$cache, threads, NULL, a$ridge,
                    a$normalize, .kl_choice(a$precision, c("auto", "double", "single"), "precision",
                                            "tkl()"), path = task$path)
-  preds <- lapply(fits, function(f) predict(f, task$test, type = task$pred_type,
-                                            threads = threads))
+  preds <- lapply(fits, function(f) predict(.tkl_with_scaling(f, ysc), task$test,
+                                            type = task$pred_type, threads = threads))
   if (is.function(progress)) progress(sprintf("fold %d, setting %d", task$fold, task$group))
   preds
 }

@@ -3,7 +3,7 @@
 # decision values of the held-out rows come from one pass over the support vectors.
 
 .svm_fast_args <- c("kernel", "gamma", "epsilon", "type", "class.weights", "tol",
-                    "shrinking", "cache", "max_iter", "scale", "threads")
+                    "shrinking", "cache", "max_iter", "scale", "scale_response", "threads")
 
 # TRUE when kl_tune() may use the cost path for this grid, arguments and metric (the learner
 # is kernel_svm: its "kl_tune_path" attribute, R/tune-path.R).
@@ -97,8 +97,11 @@
       w <- numeric()
       yarg <- as.numeric(inp$y)
       kk <- 0L
+      # the fold's fit standardises its own response, as kernel_svm() would
+      ysc <- if (isTRUE(arg("scale_response", p0))) .svr_response_scaling(yarg)
+      if (!is.null(ysc)) yarg <- .svr_apply_scaling(yarg, ysc)
     }
-    folds_y[[k]] <- list(test = test, cls = cls, kk = kk)
+    folds_y[[k]] <- list(test = test, cls = cls, kk = kk, ysc = if (!cls) ysc)
     for (gi in seq_along(groups)) {
       grp <- groups[[gi]]
       kern <- .resolve_kernel(kernels[[grp[1L]]], ncol(X), caller)
@@ -130,7 +133,8 @@
                      levels = spec$levels)
             else if (fy$cls && fy$kk > 2L)
               `colnames<-`(as.matrix(dec), .svm_pair_names(spec$levels))
-            else as.vector(dec)
+            else if (fy$cls) as.vector(dec)
+            else .svr_unscale(as.vector(dec), fy$ysc)
       i <- grp[j]
       val <- metric$fun(spec$y[fy$test], pr)
       if (!is.numeric(val) || length(val) != 1L)

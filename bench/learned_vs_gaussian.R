@@ -68,7 +68,7 @@ fit_method <- function(method, d, tr) {
   mu <- mean(dt$y)
   s <- stats::sd(dt$y)
   dt$y <- (dt$y - mu) / s
-  f <- tkl(y ~ ., data = dt)
+  f <- tkl(y ~ ., data = dt, scale_response = FALSE)
   list(fit = f, pred = function(nd) mu + s * predict(f, nd), loss = "eps", arch = "tkl")
 }
 
@@ -88,7 +88,7 @@ for (method in methods) for (name in sets) {
     sel <- h$fit$selection
     grid <- list(gamma = 2^(-3:2) / p, cost = 2^seq(-1, 11, by = 2))
     set.seed(3000 + s)
-    t_g <- system.time(g <- kl_tune(kernel_svm, y ~ ., data = d[tr, ], grid = grid,
+    t_g <- system.time(g <- kl_tune(kernel_svm, y ~ ., data = d[tr, ], scale_response = FALSE, grid = grid,
                                     folds = 5))[["elapsed"]]
     e_g <- err_of(predict(g$best_model, d[te, ]), d$y[te])
     cat(sprintf("%s %-10s split %d: %.4f (%.1f s, %s, %s)  gaussian %.4f (%.1f s, gamma %g cost %g)\n",

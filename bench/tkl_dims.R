@@ -85,7 +85,7 @@ for (pn in names(problems)) {
   p <- problems[[pn]]
   d <- ncol(p$xtr)
   n <- nrow(p$xtr)
-  t <- system.time(g <- kl_tune(kernel_svm, p$xtr, p$ytr, folds = folds, epsilon = 0.1,
+  t <- system.time(g <- kl_tune(kernel_svm, p$xtr, p$ytr, scale_response = FALSE, folds = folds, epsilon = 0.1,
                                 grid = list(gamma = c(0.5, 1, 2, 4, 8, 16) / d,
                                             cost = 2^seq(-1, 11, by = 2))))[[3]]
   add(problem = pn, inputs = d, n_train = n, learner = "gaussian", normalize = NA,
@@ -94,7 +94,7 @@ for (pn in names(problems)) {
       test_error = err_of(predict(g$best_model, p$xte), p$yte), seconds = t)
   for (nm in c(FALSE, TRUE)) {
     for (cost in c(0.1, 1, 10, 100)) {
-      t <- system.time(f <- tkl(p$xtr, p$ytr, cost = cost, delta = 0.1, epsilon = 0.1,
+      t <- system.time(f <- tkl(p$xtr, p$ytr, scale_response = FALSE, cost = cost, delta = 0.1, epsilon = 0.1,
                                 tol = 0.01, maxit = 100, baseline = FALSE, normalize = nm,
                                 fitted = FALSE))[[3]]
       last <- f$trace[nrow(f$trace), ]
@@ -106,7 +106,7 @@ for (pn in names(problems)) {
     }
     if (!nm) next  # the raw kernel's near-hard-margin solves make its CV slow at large d
     set.seed(7)
-    t <- system.time(tn <- kl_tune(tkl, p$xtr, p$ytr, folds = folds,
+    t <- system.time(tn <- kl_tune(tkl, p$xtr, p$ytr, scale_response = FALSE, folds = folds,
                                    grid = list(cost = 10^(-2:3)), delta = 0.1, epsilon = 0.1,
                                    baseline = FALSE, normalize = nm, fitted = FALSE))[[3]]
     f <- tn$best_model

@@ -45,7 +45,7 @@ for (name in sets) {
   }
   yt <- if (cls) y[tr] else (y[tr] - mu) / s
   for (ridge in ridges) for (cost in c(1, 10)) for (delta in c(0.1, 0.3)) {
-    t <- system.time(f <- tkl(x[tr, , drop = FALSE], yt, cost = cost, delta = delta, epsilon = 0.1,
+    t <- system.time(f <- tkl(x[tr, , drop = FALSE], yt, scale_response = FALSE, cost = cost, delta = delta, epsilon = 0.1,
                               tol = 0.01, maxit = 100, ridge = ridge, baseline = FALSE,
                               fitted = FALSE))[["elapsed"]]
     p <- predict(f, x[te, , drop = FALSE])

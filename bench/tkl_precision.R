@@ -48,7 +48,7 @@ if (length(args) >= 1L && args[1L] == "--worker") {
   out <- args[4L]
   p <- load_problem(name)
   options(kernlearn.threads = 2L, kernlearn.backend = "cpu")
-  t <- system.time(f <- tkl(p$xtr, p$ytr, cost = 10, delta = 0.1, epsilon = 0.1,
+  t <- system.time(f <- tkl(p$xtr, p$ytr, scale_response = FALSE, cost = 10, delta = 0.1, epsilon = 0.1,
                             baseline = FALSE, precision = precision,
                             fitted = FALSE))[["elapsed"]]
   pred <- predict(f, p$xte)

@@ -24,19 +24,19 @@ y <- (d$y - mean(d$y)) / stats::sd(d$y)
 set.seed(1)
 tr <- sort(sample(nrow(x), round(0.8 * nrow(x))))
 runs <- list(
-  "tkl ridge 0.1" = function() kl_tune(tkl, x[tr, ], y[tr], folds = 5, refit = FALSE, epsilon = 0.1,
+  "tkl ridge 0.1" = function() kl_tune(tkl, x[tr, ], y[tr], scale_response = FALSE, folds = 5, refit = FALSE, epsilon = 0.1,
                                        baseline = FALSE, extend = 0,
                                        grid = list(cost = c(0.1, 1, 10, 100, 1000),
                                                    delta = c(0.1, 0.3))),
   "tkl ridge 0.1 general path" = function()
-    kl_tune(tkl_general, x[tr, ], y[tr], folds = 5, refit = FALSE, epsilon = 0.1,
+    kl_tune(tkl_general, x[tr, ], y[tr], scale_response = FALSE, folds = 5, refit = FALSE, epsilon = 0.1,
             baseline = FALSE, extend = 0,
             grid = list(cost = c(0.1, 1, 10, 100, 1000), delta = c(0.1, 0.3))),
-  "tkl ridge 0" = function() kl_tune(tkl, x[tr, ], y[tr], folds = 5, refit = FALSE, epsilon = 0.1,
+  "tkl ridge 0" = function() kl_tune(tkl, x[tr, ], y[tr], scale_response = FALSE, folds = 5, refit = FALSE, epsilon = 0.1,
                                      baseline = FALSE, extend = 0, ridge = 0,
                                      grid = list(cost = c(0.1, 1, 10, 100, 1000),
                                                  delta = c(0.1, 0.3))),
-  "kernel_svm (SVR)" = function() kl_tune(kernel_svm, x[tr, ], y[tr], folds = 5, refit = FALSE,
+  "kernel_svm (SVR)" = function() kl_tune(kernel_svm, x[tr, ], y[tr], scale_response = FALSE, folds = 5, refit = FALSE,
                                           epsilon = 0.1, extend = 0,
                                           grid = list(cost = c(0.1, 1, 10, 100, 1000),
                                                       gamma = c(1 / 4, 1, 4, 16, 64, 256) /

@@ -530,10 +530,10 @@ run_svm <- function(S) {
   grid <- list(gamma = g$gamma, cost = 1 / (2 * n1 * g$lambda))
   metric <- if (opt$svm_metric == "ls" && !multi) ls_metric(is.factor(S$y)) else NULL
   crit <- if (is.null(metric)) (if (is.factor(S$y)) "misclassification" else "mse") else "ls"
-  tu <- kl_tune(kernel_svm, S$x, S$y, grid = grid, folds = 5, metric = metric, refit = FALSE)
+  tu <- kl_tune(kernel_svm, S$x, S$y, scale_response = FALSE, grid = grid, folds = 5, metric = metric, refit = FALSE)
   b <- tu$best
   cost <- b$cost * n1 / n
-  fit <- kernel_svm(S$x, S$y, gamma = b$gamma, cost = cost, probability = multi)
+  fit <- kernel_svm(S$x, S$y, scale_response = FALSE, gamma = b$gamma, cost = cost, probability = multi)
   D <- if (multi) {
     P <- predict(fit, S$xt, type = "prob")
     2 * P[, levels(S$y), drop = FALSE] - 1

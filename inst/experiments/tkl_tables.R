@@ -373,7 +373,7 @@ run_tkl <- function(S) {
   tu <- tune_tkl(S)
   b <- tu$best
   t1 <- clock()
-  fit <- tkl(S$x, y, degree = 1, cost = b$cost, delta = b$delta, epsilon = epsilon, tol = tkl_tol,
+  fit <- tkl(S$x, y, scale_response = FALSE, degree = 1, cost = b$cost, delta = b$delta, epsilon = epsilon, tol = tkl_tol,
              maxit = tkl_maxit, baseline = FALSE, threads = threads)
   t2 <- clock()
   tr <- fit$trace
@@ -397,7 +397,7 @@ tune_tkl <- function(S) {
   if (!is.null(tuned[[key]])) return(tuned[[key]])
   set.seed(seed_of(S$name, "split", S$split, "tkl-tune"))
   t0 <- clock()
-  tu <- kl_tune(tkl, S$x, fit_response(S), grid = list(cost = G$tkl_cost, delta = G$tkl_delta),
+  tu <- kl_tune(tkl, S$x, fit_response(S), scale_response = FALSE, grid = list(cost = G$tkl_cost, delta = G$tkl_delta),
                 folds = folds, refit = FALSE, degree = 1, epsilon = epsilon, tol = tkl_tol,
                 maxit = tkl_maxit, baseline = FALSE, threads = threads)
   tuned[[key]] <- list(best = tu$best, cv = min(tu$results$mean), seconds = clock() - t0,
@@ -414,7 +414,7 @@ run_tkl_sel <- function(S) {
   b <- tu$best
   set.seed(seed_of(S$name, "split", S$split, "tkl_sel-holdout"))
   t1 <- clock()
-  fit <- tkl(S$x, y, degree = 1, cost = b$cost, delta = b$delta, epsilon = epsilon, tol = tkl_tol,
+  fit <- tkl(S$x, y, scale_response = FALSE, degree = 1, cost = b$cost, delta = b$delta, epsilon = epsilon, tol = tkl_tol,
              maxit = tkl_maxit, baseline = TRUE, threads = threads)
   t2 <- clock()
   sel <- fit$selection
@@ -436,11 +436,11 @@ run_svm <- function(S) {
   y <- fit_response(S)
   gam <- G$svm_gamma_d / ncol(S$x)
   t0 <- clock()
-  tu <- kl_tune(kernel_svm, S$x, y, grid = list(cost = G$svm_cost, gamma = gam), folds = folds,
+  tu <- kl_tune(kernel_svm, S$x, y, scale_response = FALSE, grid = list(cost = G$svm_cost, gamma = gam), folds = folds,
                 refit = FALSE, epsilon = epsilon, threads = threads)
   b <- tu$best
   t1 <- clock()
-  fit <- kernel_svm(S$x, y, cost = b$cost, gamma = b$gamma, epsilon = epsilon, threads = threads)
+  fit <- kernel_svm(S$x, y, scale_response = FALSE, cost = b$cost, gamma = b$gamma, epsilon = epsilon, threads = threads)
   t2 <- clock()
   list(pred = from_fit_scale(S, predict(fit, S$xt)), seconds = t2 - t0, seconds_fit = t2 - t1,
        cost = b$cost, gamma = b$gamma, epsilon = if (is_regression(S)) epsilon,
@@ -620,7 +620,7 @@ run_scaling <- function() {
       warns <- character()
       t0 <- clock()
       fit <- tryCatch(withCallingHandlers(
-        tkl(x, y, degree = 1, cost = cost, delta = delta, epsilon = epsilon, tol = tkl_tol,
+        tkl(x, y, scale_response = FALSE, degree = 1, cost = cost, delta = delta, epsilon = epsilon, tol = tkl_tol,
             maxit = tkl_maxit, baseline = FALSE, threads = threads),
         warning = function(w) {
           warns <<- c(warns, conditionMessage(w))

@@ -299,3 +299,23 @@ test_that("hgk with cells fits every cell with the kernel learned on a sample", 
   r <- readRDS({f <- tempfile(); saveRDS(fit, f); f})
   expect_identical(predict(r, te$x), predict(fit, te$x))
 })
+
+test_that("regression cells standardise the response once for the whole data", {
+  d <- cells_data(900, 51)
+  cs <- kl_cells(cell_size = 300, folds = 3)
+  set.seed(52)
+  a <- kernel_svm(d$x, d$z, cells = cs, tol = 1e-8)
+  set.seed(52)
+  b <- kernel_svm(d$x, 1e5 * d$z + 2, cells = cs, tol = 1e-8)
+  expect_gt(length(a$cells), 1L)
+  expect_equal(unname(b$y_scaling), c(mean(1e5 * d$z + 2), stats::sd(1e5 * d$z + 2)))
+  # the cells choose the same widths and costs and predict in the response's units
+  expect_equal(vapply(b$cells, `[[`, 0, "cost"), vapply(a$cells, `[[`, 0, "cost"))
+  expect_equal(predict(b, d$x[1:50, ]), 1e5 * predict(a, d$x[1:50, ]) + 2, tolerance = 1e-6)
+  expect_equal(residuals(b), 1e5 * residuals(a), tolerance = 1e-6)
+  set.seed(53)
+  r <- tkl(d$x, 1e5 * d$z + 2, cost = 5, maxit = 5, baseline = FALSE, cells = cs, fitted = FALSE)
+  set.seed(53)
+  s <- tkl(d$x, d$z, cost = 5, maxit = 5, baseline = FALSE, cells = cs, fitted = FALSE)
+  expect_equal(predict(r, d$x[1:50, ]), 1e5 * predict(s, d$x[1:50, ]) + 2, tolerance = 1e-6)
+})

@@ -111,8 +111,10 @@ test_that("epsilon-regression matches LIBSVM (e1071)", {
   x <- matrix(runif(n * 3), n, 3)
   z <- sin(4 * x[, 1]) + x[, 2]^2 + rnorm(n, 0, 0.1)
   x <- scale01(x)
-  fit <- kernel_svm(x, z, gamma = 3, cost = 10, epsilon = 0.05)
+  # the response as given (e1071's scale = FALSE)
+  fit <- kernel_svm(x, z, gamma = 3, cost = 10, epsilon = 0.05, scale_response = FALSE)
   expect_equal(fit$task, "regression")
+  expect_null(fit$y_scaling)
   e <- e1071::svm(x, z, type = "eps-regression", kernel = "radial", gamma = 3, cost = 10,
                   epsilon = 0.05, scale = FALSE, tolerance = 1e-3)
   K <- kernel_matrix(gaussian_kernel(gamma = 3), x)
@@ -151,7 +153,7 @@ test_that("KKT conditions hold at the solution, checked independently", {
   # regression: variables (a, a*) with y = (+1, -1)
   set.seed(7)
   z <- x[, 1] - x[, 2]^2 + rnorm(400, 0, 0.05)
-  reg <- kernel_svm(x, z, gamma = 2, cost = 5, epsilon = 0.1)
+  reg <- kernel_svm(x, z, gamma = 2, cost = 5, epsilon = 0.1, scale_response = FALSE)
   b <- numeric(400)
   b[reg$sv_index] <- reg$coefs[, 1]
   K2 <- kernel_matrix(gaussian_kernel(gamma = 2), x)
@@ -431,13 +433,21 @@ test_that("scale = 'standardize' gives e1071's model at the same gamma; 'none' u
   expect_identical(as.character(predict(fit, x)), as.character(predict(ref, x)))
   expect_equal(sum(fit$nSV), ref$tot.nSV)
   xr <- as.matrix(mtcars[, c("wt", "hp", "disp", "qsec")])
-  # (e1071 standardises a regression response too, so the response is given standardised)
-  ys <- (mtcars$mpg - mean(mtcars$mpg)) / stats::sd(mtcars$mpg)
-  fr <- kernel_svm(xr, ys, scale = "standardize", gamma = 0.3, cost = 5, epsilon = 0.2,
+  # e1071 standardises a regression response too, as kernel_svm() does by default
+  fr <- kernel_svm(xr, mtcars$mpg, scale = "standardize", gamma = 0.3, cost = 5, epsilon = 0.2,
                    tol = 1e-6)
   rr <- e1071::svm(xr, mtcars$mpg, gamma = 0.3, cost = 5, epsilon = 0.2, tolerance = 1e-6)
-  expect_equal(predict(fr, xr) * stats::sd(mtcars$mpg) + mean(mtcars$mpg),
-               unname(predict(rr, xr)), tolerance = 1e-4)
+  expect_equal(predict(fr, xr), unname(predict(rr, xr)), tolerance = 1e-6)
+  expect_equal(predict(fr, xr[1:5, ] + 0.5), unname(predict(rr, xr[1:5, ] + 0.5)),
+               tolerance = 1e-6)
+  expect_equal(fr$tot.nSV, rr$tot.nSV)
+  expect_equal(unname(fr$y_scaling), c(mean(mtcars$mpg), stats::sd(mtcars$mpg)))
+  # the same model as the standardised response fitted as given
+  ys <- (mtcars$mpg - mean(mtcars$mpg)) / stats::sd(mtcars$mpg)
+  fs <- kernel_svm(xr, ys, scale = "standardize", gamma = 0.3, cost = 5, epsilon = 0.2,
+                   tol = 1e-6, scale_response = FALSE)
+  expect_equal(predict(fs, xr) * stats::sd(mtcars$mpg) + mean(mtcars$mpg), predict(fr, xr),
+               tolerance = 1e-10)
   # standardisation is stored and applied to new data
   z <- scale(x)
   expect_equal(predict(fit, x, type = "decision"),
@@ -527,13 +537,87 @@ test_that("regression warns when epsilon makes the model a constant", {
   set.seed(2)
   x <- matrix(runif(80 * 2), 80)
   y <- 1e-3 * (sin(4 * x[, 1]) + x[, 2])
-  expect_warning(f <- kernel_svm(x, y), "epsilon = 0.1 is at least half the range of the response")
+  # the response as given: the default epsilon covers its whole range
+  expect_warning(f <- kernel_svm(x, y, scale_response = FALSE),
+                 "epsilon = 0.1 is at least half the range of the response")
   # the warning is right: the model is the constant middle of the range, with no support vector
   expect_equal(unname(predict(f, x)), rep(mean(range(y)), 80), tolerance = 1e-6)
-  expect_warning(kernel_svm(y ~ ., data = data.frame(x, y = y)), "at least half the range")
-  expect_warning(tkl(x, y, maxit = 2), "at least half the range")
+  expect_warning(kernel_svm(y ~ ., data = data.frame(x, y = y), scale_response = FALSE),
+                 "at least half the range")
+  expect_warning(tkl(x, y, maxit = 2, scale_response = FALSE), "at least half the range")
   # an epsilon for the response's scale fits without the warning
-  expect_no_warning(g <- kernel_svm(x, y, epsilon = 1e-5, cost = 1e3, tol = 1e-8))
+  expect_no_warning(g <- kernel_svm(x, y, epsilon = 1e-5, cost = 1e3, tol = 1e-8,
+                                    scale_response = FALSE))
   expect_lt(mean((predict(g, x) - y)^2), 0.1 * var(y))
-  expect_no_warning(kernel_svm(x, y / 1e-3))
+  # standardised (the default), the same response fits with the defaults
+  expect_no_warning(h <- kernel_svm(x, y))
+  expect_equal(predict(h, x), 1e-3 * predict(kernel_svm(x, y / 1e-3), x), tolerance = 1e-5)
+  expect_lt(mean((predict(h, x) - y)^2), 0.5 * var(y))
+  # on the standardised scale the warning needs an epsilon of the order of the sd
+  expect_warning(kernel_svm(x, y, epsilon = 5), "half the range of the standardised response")
+})
+
+test_that("regression standardises the response: predictions are equivariant to its units", {
+  set.seed(11)
+  n <- 300
+  x <- matrix(runif(n * 3), n, 3)
+  y <- sin(4 * x[, 1]) + x[, 2]^2 + rnorm(n, 0, 0.1)
+  xt <- matrix(runif(150), 50, 3)
+  f1 <- kernel_svm(x, y, gamma = 2, tol = 1e-8)
+  for (a in c(1e-4, 1e6)) {
+    fa <- kernel_svm(x, a * y - 7, gamma = 2, tol = 1e-8)
+    expect_equal(predict(fa, xt), a * predict(f1, xt) - 7, tolerance = 1e-6)
+    expect_equal(fa$sv_index, f1$sv_index)
+    expect_equal(fitted(fa), a * fitted(f1) - 7, tolerance = 1e-6)
+    expect_equal(residuals(fa), a * residuals(f1), tolerance = 1e-6)
+  }
+  # the scaling is the training mean and sd; the dual solution is that of the standardised
+  # response fitted as given
+  expect_equal(unname(f1$y_scaling), c(mean(y), stats::sd(y)))
+  g <- kernel_svm(x, (y - mean(y)) / stats::sd(y), gamma = 2, tol = 1e-8, scale_response = FALSE)
+  expect_null(g$y_scaling)
+  expect_equal(f1$coefs, g$coefs, tolerance = 1e-10)
+  expect_equal(predict(f1, xt), predict(g, xt) * stats::sd(y) + mean(y), tolerance = 1e-10)
+  expect_equal(predict(f1, xt, type = "decision"), predict(f1, xt))
+  # a constant response: centred only, predicted as that constant
+  fc <- kernel_svm(x, rep(3, n))
+  expect_equal(unname(fc$y_scaling[["scale"]]), 1)
+  expect_equal(predict(fc, xt), rep(3, 50), tolerance = 1e-8)
+  # classification ignores the argument
+  expect_null(kernel_svm(iris[, 1:4], iris$Species)$y_scaling)
+  expect_error(kernel_svm(x, y, scale_response = NA), "scale_response")
+  expect_output(print(f1), "response standardised")
+  # warm starts between costs on the same rows keep the scaling
+  w <- kernel_svm(x, 1e3 * y, gamma = 2, cost = 4, tol = 1e-8, warm_start = kernel_svm(x, 1e3 * y, gamma = 2, tol = 1e-8))
+  expect_equal(predict(w, xt), predict(kernel_svm(x, 1e3 * y, gamma = 2, cost = 4, tol = 1e-8), xt),
+               tolerance = 1e-4)
+})
+
+test_that("kl_tune()'s cost path standardises each fold's response as kernel_svm() does", {
+  set.seed(12)
+  n <- 200
+  x <- matrix(runif(n * 2), n, 2)
+  y <- 1e4 * (sin(5 * x[, 1]) + x[, 2]) + rnorm(n, 0, 500)
+  fid <- rep(1:4, length.out = n)
+  grid <- list(cost = c(0.5, 2, 8), gamma = c(1, 4))
+  fast <- kl_tune(kernel_svm, x, y, grid = grid, foldid = fid, extend = 0, tol = 1e-6)
+  # the general path: one kernel_svm() per fold and grid point (a grid over epsilon too)
+  slow <- kl_tune(kernel_svm, x, y, grid = c(grid, list(epsilon = 0.1)), foldid = fid,
+                  extend = 0, tol = 1e-6)
+  expect_equal(fast$results$mean, slow$results$mean, tolerance = 1e-4)
+  by_hand <- mean(vapply(1:4, function(k) {
+    m <- kernel_svm(x[fid != k, ], y[fid != k], cost = 2, gamma = 4, tol = 1e-6, fitted = FALSE)
+    mean((predict(m, x[fid == k, ]) - y[fid == k])^2)
+  }, 0))
+  i <- which(fast$results$cost == 2 & fast$results$gamma == 4)
+  expect_equal(fast$results$mean[i], by_hand, tolerance = 1e-4)
+  # with the response as given, the path agrees with the fits by hand too
+  raw <- kl_tune(kernel_svm, x, y / 1e4, grid = grid, foldid = fid, extend = 0, tol = 1e-6,
+                 scale_response = FALSE)
+  by_hand <- mean(vapply(1:4, function(k) {
+    m <- kernel_svm(x[fid != k, ], y[fid != k] / 1e4, cost = 2, gamma = 4, tol = 1e-6,
+                    fitted = FALSE, scale_response = FALSE)
+    mean((predict(m, x[fid == k, ]) - y[fid == k] / 1e4)^2)
+  }, 0))
+  expect_equal(raw$results$mean[i], by_hand, tolerance = 1e-4)
 })

@@ -133,14 +133,17 @@ test_that("tkl fits the paper's toy problems (a circle; a jump in a regression)"
 
   x <- seq(0, 10, length.out = 300)
   y <- x + sin(x) + 5 * sign(x - 5)
-  fr <- tkl(data.frame(x = x), y, cost = 10, epsilon = 1, delta = 0.1, baseline = FALSE)
+  # the paper's tube, epsilon = 1, in the response's units
+  fr <- tkl(data.frame(x = x), y, cost = 10, epsilon = 1, delta = 0.1, baseline = FALSE,
+            scale_response = FALSE)
   xt <- data.frame(x = seq(0.01, 9.99, length.out = 500))
   yt <- xt$x + sin(xt$x) + 5 * sign(xt$x - 5)
   mse <- mean((predict(fr, xt) - yt)^2)
   mse_lm <- mean((predict(stats::lm(y ~ x), xt) - yt)^2)
   # Gaussian SVRs with the same cost and tube, over widths from smooth to rough
   mse_g <- vapply(10^(0:3), function(g)
-    mean((predict(kernel_svm(data.frame(x = x), y, cost = 10, epsilon = 1, gamma = g), xt) - yt)^2),
+    mean((predict(kernel_svm(data.frame(x = x), y, cost = 10, epsilon = 1, gamma = g,
+                             scale_response = FALSE), xt) - yt)^2),
     0)
   expect_lt(mse, min(mse_g))
   expect_lt(mse, 1.5)            # about the epsilon = 1 tube
@@ -312,7 +315,7 @@ test_that("tkl's cost path: every cost's run ends within its gap of a fit at tha
     expect_length(path, length(costs))
     for (i in seq_along(costs)) {
       f <- tkl(x, y, cost = costs[i], epsilon = 0.05, tol = 1e-3, svm_tol = 1e-4,
-               baseline = FALSE, threads = 1)
+               baseline = FALSE, scale_response = FALSE, threads = 1)
       expect_equal(path[[i]]$cost, costs[i])
       lp <- path[[i]]$trace[nrow(path[[i]]$trace), ]
       lf <- f$trace[nrow(f$trace), ]
@@ -388,4 +391,41 @@ test_that("precision = 'single' fits the model of double precision to single pre
     else expect_gt(cor(predict(fs, x), predict(fd, x)), 0.999)
   }
   expect_error(tkl(x, yc, precision = "half"), "'precision' must be one of")
+})
+
+test_that("tkl regression standardises the response: the same choices and predictions in any units", {
+  set.seed(61)
+  n <- 120
+  x <- matrix(runif(n * 2), n, 2)
+  y <- sin(5 * x[, 1]) * x[, 2] + 0.05 * rnorm(n)
+  xt <- matrix(runif(40), 20, 2)
+  set.seed(62)
+  a <- tkl(x, y, maxit = 10)
+  set.seed(62)
+  b <- tkl(x, 1e4 * y - 3, maxit = 10)
+  expect_identical(b$selection$choice, a$selection$choice)
+  expect_equal(b$selection$learned_error, a$selection$learned_error, tolerance = 1e-4)
+  # (equal up to the solvers' tolerances: rounding in the two standardisations moves the
+  # iterations a little)
+  expect_equal(predict(b, xt), 1e4 * predict(a, xt) - 3, tolerance = 2e-3)
+  expect_equal(fitted(b), 1e4 * fitted(a) - 3, tolerance = 2e-3)
+  expect_equal(unname(b$y_scaling), c(mean(1e4 * y - 3), stats::sd(1e4 * y - 3)))
+  expect_output(print(b), "on the standardised response")
+  # the learned kernel is that of the standardised response fitted as given
+  ys <- (y - mean(y)) / stats::sd(y)
+  l <- tkl(x, y, maxit = 10, baseline = FALSE)
+  r <- tkl(x, ys, maxit = 10, baseline = FALSE, scale_response = FALSE)
+  expect_equal(l$P, r$P, tolerance = 1e-8)
+  expect_equal(predict(l, xt), predict(r, xt) * stats::sd(y) + mean(y), tolerance = 1e-8)
+  expect_error(tkl(x, y, scale_response = "yes"), "scale_response")
+  # kl_tune()'s cost path standardises each fold's response as tkl() does
+  fid <- rep(1:3, length.out = n)
+  tn <- kl_tune(tkl, x, 100 * y, grid = list(cost = c(1, 10)), foldid = fid, extend = 0,
+                baseline = FALSE, maxit = 10)
+  by_hand <- mean(vapply(1:3, function(k) {
+    m <- tkl(x[fid != k, ], 100 * y[fid != k], cost = 10, maxit = 10, baseline = FALSE,
+             fitted = FALSE)
+    mean((predict(m, x[fid == k, ]) - 100 * y[fid == k])^2)
+  }, 0))
+  expect_equal(tn$results$mean[tn$results$cost == 10], by_hand, tolerance = 1e-3)
 })
