@@ -77,9 +77,15 @@
 #'   \code{na.omit} (drop them, with a message saying how many).
 #' @param y Response: a factor for classification, a numeric vector for
 #'   regression.
-#' @param kernel A kernel object (\code{\link{gaussian_kernel}} by default,
-#'   with \code{gamma = 1 / ncol(x)} after encoding), a kernel name, or
-#'   \code{"precomputed"}.
+#' @param kernel A kernel object (\code{\link{gaussian_kernel}} by default), a
+#'   kernel name, or \code{"precomputed"}. A Gaussian kernel without a width
+#'   gets \eqn{\gamma = 1 / \sum_j \mathrm{var}(x_j)}{gamma = 1 / sum_j var(x_j)}
+#'   over the scaled training columns, so that \eqn{\gamma}{gamma} times the
+#'   mean squared distance between two training rows is 2: with
+#'   \code{scale = "standardize"} that is e1071's \code{1 / ncol(x)}, and on
+#'   inputs scaled to \eqn{[0, 1]} it keeps the kernel as narrow relative to
+#'   the data (\code{1 / ncol(x)} there would be many times too wide). Other
+#'   kernels with a width use \code{1 / ncol(x)}.
 #' @param cost Cost of constraint violations \eqn{C > 0}.
 #' @param gamma Optional width of the Gaussian, Laplacian or hierarchical
 #'   Gaussian kernel; replaces
@@ -224,6 +230,7 @@ kernel_svm.formula <- function(formula, data, kernel = gaussian_kernel(), cost =
                              type, class.weights, probability, prob_folds, tol, shrinking,
                              cache, max_iter, warm_start, threads, cells, fitted,
                              .kl_call(match.call(), "kernel_svm"), scale_response))
+  gamma <- .svm_gamma_default(kernel, gamma, inp, caller)
   fit <- .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
                          prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
                          .kl_call(match.call(), "kernel_svm"), scale_response)
@@ -262,6 +269,7 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
                              type, class.weights, probability, prob_folds, tol, shrinking,
                              cache, max_iter, warm_start, threads, cells, fitted,
                              .kl_call(match.call(), "kernel_svm"), scale_response))
+  gamma <- .svm_gamma_default(kernel, gamma, inp, caller)
   fit <- .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
                          prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
                          .kl_call(match.call(), "kernel_svm"), scale_response)
@@ -288,6 +296,24 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
               sprintf("%s: epsilon = %s is at least half the range of the response (%s), so a constant fits every row within the tube and the model is that constant; epsilon is in the response's units (the response is not scaled): lower epsilon or rescale the response",
                       caller, format(epsilon), format(signif(half, 3))), call. = FALSE)
   invisible(NULL)
+}
+
+# The Gaussian kernel's default width: one over the sum of the scaled inputs' column variances,
+# so that gamma times the mean squared distance between two training rows is 2. With
+# standardised inputs this is e1071's 1 / ncol(x); on inputs scaled to [0, 1], whose columns
+# have variances far below 1 (about 1/12 for a uniform column, less for skewed ones), 1 / ncol
+# would be a width many times too wide. NULL (the kernel's own rule) for other kernels, a
+# width given, a precomputed kernel, or inputs without variance.
+.svm_gamma_default <- function(kernel, gamma, inp, caller) {
+  if (!is.null(gamma) || isTRUE(inp$precomputed) || identical(kernel, "precomputed"))
+    return(gamma)
+  k <- .as_kernel(kernel, caller)
+  if (!inherits(k, "kl_gaussian_kernel") || !is.null(k$gamma)) return(gamma)
+  x <- inp$x
+  if (nrow(x) < 2L || ncol(x) < 1L) return(gamma)
+  v <- sum(vapply(seq_len(ncol(x)), function(j) stats::var(x[, j]), numeric(1)))
+  if (!is.finite(v) || v <= 0) return(gamma)
+  1 / v
 }
 
 # Regression with a standardised response (as e1071's svm(scale = TRUE) and kernlab's ksvm()

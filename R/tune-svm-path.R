@@ -104,7 +104,11 @@
     folds_y[[k]] <- list(test = test, cls = cls, kk = kk, ysc = if (!cls) ysc)
     for (gi in seq_along(groups)) {
       grp <- groups[[gi]]
-      kern <- .resolve_kernel(kernels[[grp[1L]]], ncol(X), caller)
+      kern <- kernels[[grp[1L]]]
+      # the default width from the fold's training rows, as kernel_svm() would set it
+      g0 <- .svm_gamma_default(kern, NULL, inp, caller)
+      if (!is.null(g0)) kern$gamma <- g0
+      kern <- .resolve_kernel(kern, ncol(X), caller)
       cst <- vapply(points[grp], function(p) as.numeric(p$cost), numeric(1))
       tasks[[length(tasks) + 1L]] <- list(
         fold = k, group = gi, caller = caller, X = X, y = yarg, k = kk, w = unname(w),

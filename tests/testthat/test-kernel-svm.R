@@ -621,3 +621,33 @@ test_that("kl_tune()'s cost path standardises each fold's response as kernel_svm
   }, 0))
   expect_equal(raw$results$mean[i], by_hand, tolerance = 1e-4)
 })
+
+test_that("the Gaussian's default width is one over the sum of the scaled columns' variances", {
+  skip_if_not_installed("e1071")
+  set.seed(13)
+  x <- cbind(runif(200), rexp(200), rnorm(200))
+  y <- factor(ifelse(x[, 1] + 0.3 * x[, 2] - 0.2 * x[, 3] > 0.8, "b", "a"))
+  fit <- kernel_svm(x, y)
+  xs <- apply(x, 2, function(v) (v - min(v)) / diff(range(v)))
+  expect_equal(fit$kernel$gamma, 1 / sum(apply(xs, 2, stats::var)))
+  expect_equal(predict(fit, x, type = "decision"),
+               predict(kernel_svm(x, y, gamma = 1 / sum(apply(xs, 2, stats::var))), x,
+                       type = "decision"))
+  # standardised inputs: e1071's default model (gamma = 1 / ncol)
+  fs <- kernel_svm(x, y, scale = "standardize", tol = 1e-6)
+  expect_equal(fs$kernel$gamma, 1 / 3)
+  ref <- e1071::svm(x, y, tolerance = 1e-6)
+  expect_equal(sum(fs$nSV), ref$tot.nSV)
+  expect_identical(as.character(predict(fs, x)), as.character(predict(ref, x)))
+  # a width given, or another kernel, is left alone
+  expect_equal(kernel_svm(x, y, gamma = 2)$kernel$gamma, 2)
+  expect_equal(kernel_svm(x, y, kernel = laplacian_kernel())$kernel$gamma, 1 / 3)
+  # kl_tune()'s cost path sets the width from each fold's training rows, as the fits do
+  fid <- rep(1:3, length.out = 200)
+  tn <- kl_tune(kernel_svm, x, y, grid = list(cost = c(1, 4)), foldid = fid, extend = 0)
+  by_hand <- mean(vapply(1:3, function(k) {
+    m <- kernel_svm(x[fid != k, ], y[fid != k], cost = 4, fitted = FALSE)
+    mean(predict(m, x[fid == k, ]) != y[fid == k])
+  }, 0))
+  expect_equal(tn$results$mean[tn$results$cost == 4], by_hand)
+})
