@@ -245,17 +245,7 @@ tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsil
   data <- .kl_formula_data(formula, if (missing(data)) NULL else data, substitute(subset),
                            na.action, "tkl()", parent.frame())
   inp <- .kl_input_formula(formula, data, "tkl()")
-  .svr_tube_warning(inp, epsilon, "tkl()", scale_response)
-  ysc <- .tkl_response_scaling(inp, scale_response)
-  if (!is.null(cells))
-    return(.tkl_cells(inp, .tkl_cell_args(environment()), cells, threads,
-                      .kl_call(match.call(), "tkl"), y_scaling = ysc))
-  fit <- .tkl_quiet_tube(.tkl_fit_protected(.tkl_scale_input(inp, ysc), degree, delta, cost,
-                                            epsilon, tol, maxit, class.weights, probability,
-                                            svm_tol, cache, threads,
-                                            .kl_call(match.call(), "tkl"), baseline, ridge,
-                                            normalize, precision))
-  .kl_keep_fitted(.tkl_with_scaling(fit, ysc), fitted, data, inp$y, threads)
+  .tkl_run(inp, environment(), .kl_call(match.call(), "tkl"), data)
 }
 
 #' @rdname tkl
@@ -274,17 +264,24 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
   if (inherits(x, "formula"))
     stop("tkl(): use tkl(formula, data = ) with a formula", call. = FALSE)
   inp <- .kl_input_xy(x, y, "tkl()")
-  .svr_tube_warning(inp, epsilon, "tkl()", scale_response)
-  ysc <- .tkl_response_scaling(inp, scale_response)
-  if (!is.null(cells))
-    return(.tkl_cells(inp, .tkl_cell_args(environment()), cells, threads,
-                      .kl_call(match.call(), "tkl"), y_scaling = ysc))
-  fit <- .tkl_quiet_tube(.tkl_fit_protected(.tkl_scale_input(inp, ysc), degree, delta, cost,
-                                            epsilon, tol, maxit, class.weights, probability,
-                                            svm_tol, cache, threads,
-                                            .kl_call(match.call(), "tkl"), baseline, ridge,
-                                            normalize, precision))
-  .kl_keep_fitted(.tkl_with_scaling(fit, ysc), fitted, x, inp$y, threads)
+  .tkl_run(inp, environment(), .kl_call(match.call(), "tkl"), x)
+}
+
+# The fit of both interfaces from the encoded rows: `env` holds the call's arguments,
+# `newdata` the training data for the fitted values.
+.tkl_run <- function(inp, env, call, newdata) {
+  a <- mget(c("degree", "delta", "cost", "epsilon", "tol", "maxit", "class.weights",
+              "probability", "svm_tol", "cache", "threads", "baseline", "ridge", "normalize",
+              "precision", "scale_response", "fitted", "cells"), envir = env)
+  .svr_tube_warning(inp, a$epsilon, "tkl()", a$scale_response)
+  ysc <- .tkl_response_scaling(inp, a$scale_response)
+  if (!is.null(a$cells))
+    return(.tkl_cells(inp, .tkl_cell_args(env), a$cells, a$threads, call, y_scaling = ysc))
+  fit <- .tkl_quiet_tube(.tkl_fit_protected(.tkl_scale_input(inp, ysc), a$degree, a$delta,
+                                            a$cost, a$epsilon, a$tol, a$maxit, a$class.weights,
+                                            a$probability, a$svm_tol, a$cache, a$threads, call,
+                                            a$baseline, a$ridge, a$normalize, a$precision))
+  .kl_keep_fitted(.tkl_with_scaling(fit, ysc), a$fitted, newdata, inp$y, a$threads)
 }
 
 # Regression with a standardised response (scale_response = TRUE): the training mean and
