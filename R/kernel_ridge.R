@@ -33,8 +33,9 @@
 #'   \code{na.omit} (drop them, with a message saying how many).
 #' @param y Response: a factor for classification, a numeric vector for
 #'   regression.
-#' @param kernel A kernel object (\code{\link{gaussian_kernel}} by default, with
-#'   \code{gamma = 1 / ncol(x)} after encoding) or a kernel name.
+#' @param kernel A kernel object (\code{\link{gaussian_kernel}} by default) or a
+#'   kernel name. A Gaussian kernel without a width gets one over the sum of the
+#'   scaled training columns' variances, as in \code{\link{kernel_svm}}.
 #' @param lambda Ridge penalty \eqn{\lambda > 0}.
 #' @param scale How inputs are scaled: \code{"minmax"} (the default),
 #'   \code{"standardize"} or \code{"none"}, as in \code{\link{kernel_svm}}.
@@ -79,7 +80,8 @@ kernel_ridge.formula <- function(formula, data, kernel = gaussian_kernel(), lamb
   if (!is.null(cells))
     return(.kernel_ridge_cells(inp, kernel, if (missing(lambda)) NULL else lambda, threads,
                                cells, .kl_call(match.call(), "kernel_ridge")))
-  .kernel_ridge_fit(inp, kernel, lambda, threads, .kl_call(match.call(), "kernel_ridge"))
+  .kernel_ridge_fit(inp, .kl_gaussian_width(kernel, inp, "kernel_ridge()"), lambda, threads,
+                    .kl_call(match.call(), "kernel_ridge"))
 }
 
 #' @rdname kernel_ridge
@@ -94,7 +96,8 @@ kernel_ridge.default <- function(x, y, kernel = gaussian_kernel(), lambda = 0.01
   if (!is.null(cells))
     return(.kernel_ridge_cells(inp, kernel, if (missing(lambda)) NULL else lambda, threads,
                                cells, .kl_call(match.call(), "kernel_ridge")))
-  .kernel_ridge_fit(inp, kernel, lambda, threads, .kl_call(match.call(), "kernel_ridge"))
+  .kernel_ridge_fit(inp, .kl_gaussian_width(kernel, inp, "kernel_ridge()"), lambda, threads,
+                    .kl_call(match.call(), "kernel_ridge"))
 }
 
 .no_dots <- function(..., caller) {

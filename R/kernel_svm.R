@@ -316,6 +316,15 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
   1 / v
 }
 
+# A kernel with that default width set (the kernel as given otherwise).
+.kl_gaussian_width <- function(kernel, inp, caller) {
+  g <- .svm_gamma_default(kernel, NULL, inp, caller)
+  if (is.null(g)) return(kernel)
+  kernel <- .as_kernel(kernel, caller)
+  kernel$gamma <- g
+  kernel
+}
+
 # Regression with a standardised response (as e1071's svm(scale = TRUE) and kernlab's ksvm()
 # do): the training mean and standard deviation. A constant response is only centred.
 .svr_response_scaling <- function(y) {

@@ -18,8 +18,9 @@
 #' @param gamma Positive width parameter. \code{NULL} (the default) means
 #'   \code{1 / ncol(x)} of the data the kernel is first used with (the rule of
 #'   e1071); learners store the resolved value in the fitted model.
-#'   \code{\link{kernel_svm}} gives a Gaussian kernel without a width one over the
-#'   sum of its scaled inputs' variances instead (see there).
+#'   \code{\link{kernel_svm}} and \code{\link{kernel_ridge}} give a Gaussian
+#'   kernel without a width one over the sum of their scaled inputs' variances
+#'   instead (see \code{\link{kernel_svm}}).
 #' @param degree Integer degree \eqn{\ge 1} of the polynomial kernel.
 #' @param scale,offset Scale of the inner product and constant of the
 #'   polynomial kernel.

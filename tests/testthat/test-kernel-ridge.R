@@ -61,7 +61,9 @@ test_that("formula, matrix and data.frame interfaces agree", {
   expect_equal(predict(f3, iris[, 1:4], type = "decision"), p1)
   # matrix columns are matched by name
   expect_equal(predict(f2, as.matrix(iris[, 4:1]), type = "decision"), p1)
-  expect_equal(f1$kernel$gamma, 1 / 4)
+  # the default width: one over the sum of the [0, 1]-scaled columns' variances
+  xs <- apply(as.matrix(iris[, 1:4]), 2, function(v) (v - min(v)) / diff(range(v)))
+  expect_equal(f1$kernel$gamma, 1 / sum(apply(xs, 2, stats::var)))
 })
 
 test_that("factor and logical predictors are one-hot / 0-1 encoded with stored levels", {
@@ -213,4 +215,19 @@ test_that("the one-pass column statistics and scaling give exactly base R's valu
   expect_identical(kernlearn:::.scale_apply(xi, spec),
                    matrix(c((1:3 - 1) * 0.5, (4:6 - 2) * 0.25), 3,
                           dimnames = list(NULL, c("a", "b"))))
+})
+
+test_that("kernel_ridge()'s default Gaussian width is kernel_svm()'s: one over the scaled columns' variances", {
+  set.seed(14)
+  x <- cbind(runif(150), rexp(150))
+  y <- sin(3 * x[, 1]) + 0.2 * x[, 2] + rnorm(150, 0, 0.1)
+  fit <- kernel_ridge(x, y, lambda = 0.1)
+  xs <- apply(x, 2, function(v) (v - min(v)) / diff(range(v)))
+  g <- 1 / sum(apply(xs, 2, stats::var))
+  expect_equal(fit$kernel$gamma, g)
+  ref <- kernel_ridge(x, y, kernel = gaussian_kernel(g), lambda = 0.1)
+  expect_equal(predict(fit, x), predict(ref, x))
+  expect_equal(kernel_ridge(x, y, kernel = gaussian_kernel(3))$kernel$gamma, 3)
+  expect_equal(kernel_ridge(x, y, kernel = laplacian_kernel())$kernel$gamma, 1 / 2)
+  expect_equal(kernel_ridge(x, y, scale = "standardize")$kernel$gamma, 1 / 2)
 })
