@@ -11,35 +11,21 @@ suppressPackageStartupMessages(library(kernlearn))
 options(kernlearn.backend = "cpu", kernlearn.threads = 2L)
 dir <- Sys.getenv("KERNLEARN_DATA_DIR")
 if (!nzchar(dir)) stop("set KERNLEARN_DATA_DIR to the data directory")
+source(file.path("bench", "defaults_split.R"))
 rows <- list()
 for (nm in c("cadata", "ccpp", "cpusmall", "concrete", "satimage", "letter", "magic", "pima")) {
   d <- kl_dataset(nm, dir = dir)
-  x <- as.matrix(d$x)
-  storage.mode(x) <- "double"
-  y <- d$y
-  if (is.character(y)) y <- factor(y)
-  set.seed(1)
-  i <- sample(nrow(x))
-  ntr <- min(3000, floor(0.7 * nrow(x)))
-  tr <- i[seq_len(ntr)]
-  te <- i[ntr + seq_len(min(3000, nrow(x) - ntr))]
-  keep <- apply(x[tr, , drop = FALSE], 2, function(v) diff(range(v)) > 0)
-  xtr <- x[tr, keep, drop = FALSE]
-  xte <- x[te, keep, drop = FALSE]
-  ytr <- y[tr]
-  yte <- y[te]
-  if (is.factor(y)) {
-    ytr <- droplevels(ytr)
-    yte <- factor(yte, levels = levels(ytr))
-  }
-  err <- function(p) if (is.factor(yte)) mean(p != yte)
-                     else mean((p - yte)^2) / mean((yte - mean(yte))^2)
+  sp <- defaults_split(d$x, d$y, min(3000, floor(0.7 * nrow(d$x))))
+  xtr <- sp$xtr
+  xte <- sp$xte
+  ytr <- sp$ytr
+  err <- sp$err
   t_new <- system.time(f_new <- kernel_ridge(xtr, ytr))[["elapsed"]]
   t_old <- system.time(f_old <- kernel_ridge(xtr, ytr,
                                              kernel = gaussian_kernel(1 / ncol(xtr))))[["elapsed"]]
   r <- data.frame(date = format(Sys.time(), "%Y-%m-%d %H:%M"), dataset = nm,
-                  n_train = length(tr), n_test = length(te), p = ncol(xtr),
-                  metric = if (is.factor(y)) "test error" else "test MSE / var",
+                  n_train = length(sp$tr), n_test = length(sp$te), p = ncol(xtr),
+                  metric = if (sp$classification) "test error" else "test MSE / var",
                   default_width = signif(f_new$kernel$gamma, 4),
                   value_default = signif(err(predict(f_new, xte)), 4), fit_s_default = t_new,
                   value_one_over_p = signif(err(predict(f_old, xte)), 4), fit_s_one_over_p = t_old,

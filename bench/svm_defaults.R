@@ -64,28 +64,20 @@ sets <- list(
   pima = function() ld("pima", 500), sonar = function() ld("sonar", 150),
   ionosphere = function() ld("ionosphere", 250), heart = function() ld("statlog_heart", 200))
 
+source(file.path("bench", "defaults_split.R"))
 rows <- list()
 for (nm in names(sets)) {
   d <- sets[[nm]]()
-  x <- as.matrix(d$x)
-  storage.mode(x) <- "double"
+  sp <- defaults_split(d$x, d$y, d$ntr)
+  xtr <- sp$xtr
+  xte <- sp$xte
+  ytr <- sp$ytr
+  yte <- sp$yte
+  tr <- sp$tr
+  te <- sp$te
   y <- d$y
   if (is.character(y)) y <- factor(y)
-  set.seed(1)
-  i <- sample(nrow(x))
-  tr <- i[seq_len(d$ntr)]
-  te <- i[d$ntr + seq_len(min(3000, nrow(x) - d$ntr))]
-  keep <- apply(x[tr, , drop = FALSE], 2, function(v) diff(range(v)) > 0)
-  xtr <- x[tr, keep, drop = FALSE]
-  xte <- x[te, keep, drop = FALSE]
-  ytr <- y[tr]
-  yte <- y[te]
-  if (is.factor(y)) {
-    ytr <- droplevels(ytr)
-    yte <- factor(yte, levels = levels(ytr))
-  }
-  err <- function(p) if (is.factor(yte)) mean(p != yte)
-                     else mean((p - yte)^2) / mean((yte - mean(yte))^2)
+  err <- sp$err
   methods <- list(
     "kernlearn::kernel_svm" = function() kernel_svm(xtr, ytr, fitted = FALSE),
     "kernlearn::kernel_svm (std)" = function() kernel_svm(xtr, ytr, scale = "standardize",
