@@ -680,13 +680,8 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   w <- if (inp$task == "classification") .svm_class_weights(class.weights, inp$y, caller)
   # a standardised response: one scaling for the whole data, so that epsilon and the cells'
   # cross-validated errors mean the same in every cell
-  y_scaling <- NULL
-  inp_fit <- inp
-  if (isTRUE(scale_response) && inp$task == "regression") {
-    y_scaling <- .svr_response_scaling(inp$y)
-    inp_fit$y <- .svr_apply_scaling(inp$y, y_scaling)
-  }
-  fit <- .kl_cells_fit(inp_fit, "svm", kernel, free, cost, params, w, cells, threads, caller)
+  y_scaling <- .svr_scaling_of(inp, scale_response)
+  fit <- .kl_cells_fit(.svr_scale_input(inp, y_scaling), "svm", kernel, free, cost, params, w, cells, threads, caller)
   bad <- sum(!vapply(fit$cells, function(c) is.null(c$converged) || isTRUE(c$converged), NA))
   if (bad)
     warning(sprintf("%s: the solver reached the iteration cap in %d of %d cells; those models may be inaccurate",
@@ -803,7 +798,7 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   part <- .kl_cells_partition(inp$x, cells, threads, caller)
   own <- .kl_cell_rows(part)
   # every cell works on the response standardised over the whole data (scale_response)
-  tasks <- .kl_cell_tasks(.tkl_scale_input(inp, y_scaling), part, own)
+  tasks <- .kl_cell_tasks(.svr_scale_input(inp, y_scaling), part, own)
   use_future <- .klcv_use_future()
   # the Gaussian each cell compares with is tuned over the grid kernel_svm(cells = ) uses
   # (widths relative to the cell's own scale, the cells' costs), on the cell's rows in the

@@ -336,6 +336,18 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
 
 .svr_apply_scaling <- function(y, sc) (as.numeric(y) - sc[["center"]]) / sc[["scale"]]
 
+# The scaling of a fit's response: NULL unless a regression with scale_response = TRUE.
+.svr_scaling_of <- function(inp, scale_response) {
+  if (isTRUE(scale_response) && identical(inp$task, "regression"))
+    .svr_response_scaling(inp$y)
+}
+
+# The input with its response standardised by `sc` (as given when `sc` is NULL).
+.svr_scale_input <- function(inp, sc) {
+  if (!is.null(sc)) inp$y <- .svr_apply_scaling(inp$y, sc)
+  inp
+}
+
 # Fitted values on the response's scale from decision values on the standardised one.
 .svr_unscale <- function(f, sc) {
   if (is.null(sc)) return(f)
@@ -463,11 +475,8 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
                             warm_start, threads, call, scale_response = FALSE) {
   caller <- "kernel_svm()"
   pre <- isTRUE(inp$precomputed)
-  y_scaling <- NULL
-  if (isTRUE(scale_response) && identical(inp$task, "regression")) {
-    y_scaling <- .svr_response_scaling(inp$y)
-    inp$y <- .svr_apply_scaling(inp$y, y_scaling)
-  }
+  y_scaling <- .svr_scaling_of(inp, scale_response)
+  inp <- .svr_scale_input(inp, y_scaling)
   if (!is.null(type)) {
     want <- if (type == "C-classification") "classification" else "regression"
     if (want != inp$task)

@@ -274,30 +274,18 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
               "probability", "svm_tol", "cache", "threads", "baseline", "ridge", "normalize",
               "precision", "scale_response", "fitted", "cells"), envir = env)
   .svr_tube_warning(inp, a$epsilon, "tkl()", a$scale_response)
-  ysc <- .tkl_response_scaling(inp, a$scale_response)
+  ysc <- .svr_scaling_of(inp, a$scale_response)
   if (!is.null(a$cells))
     return(.tkl_cells(inp, .tkl_cell_args(env), a$cells, a$threads, call, y_scaling = ysc))
-  fit <- .tkl_quiet_tube(.tkl_fit_protected(.tkl_scale_input(inp, ysc), a$degree, a$delta,
+  fit <- .tkl_quiet_tube(.tkl_fit_protected(.svr_scale_input(inp, ysc), a$degree, a$delta,
                                             a$cost, a$epsilon, a$tol, a$maxit, a$class.weights,
                                             a$probability, a$svm_tol, a$cache, a$threads, call,
                                             a$baseline, a$ridge, a$normalize, a$precision))
   .kl_keep_fitted(.tkl_with_scaling(fit, ysc), a$fitted, newdata, inp$y, a$threads)
 }
 
-# Regression with a standardised response (scale_response = TRUE): the training mean and
-# standard deviation, NULL otherwise. The fit works on the standardised response throughout
-# (the learned kernel, the Gaussian it is compared with, the final SVM); the final SVM carries
-# the scaling, so its predictions come back in the response's units.
-.tkl_response_scaling <- function(inp, scale_response) {
-  if (isTRUE(scale_response) && identical(inp$task, "regression"))
-    .svr_response_scaling(inp$y)
-}
-
-.tkl_scale_input <- function(inp, ysc) {
-  if (!is.null(ysc)) inp$y <- .svr_apply_scaling(inp$y, ysc)
-  inp
-}
-
+# The final SVM carries the response's scaling (.svr_scaling_of()), so its predictions come
+# back in the response's units.
 .tkl_with_scaling <- function(fit, ysc) {
   if (is.null(ysc)) return(fit)
   fit$y_scaling <- ysc

@@ -77,8 +77,8 @@ attr(tkl, "kl_tune_path") <- "tkl"
     .kl_with_fold_levels(.kl_input_formula(task$formula, task$train, "tkl()"))
   else .kl_input_xy(task$train$x, task$train$y, "tkl()")
   # the fold's fit standardises its own response, as tkl() would
-  ysc <- .tkl_response_scaling(inp, a$scale_response)
-  inp <- .tkl_scale_input(inp, ysc)
+  ysc <- .svr_scaling_of(inp, a$scale_response)
+  inp <- .svr_scale_input(inp, ysc)
   fits <- .tkl_fit(inp, a$degree, a$delta, task$path[1L], a$epsilon, a$tol, a$maxit,
                    a$class.weights, FALSE, a$svm_tol, a$cache, threads, NULL, a$ridge,
                    a$normalize, .kl_choice(a$precision, c("auto", "double", "single"), "precision",
