@@ -14,8 +14,11 @@
 #' }
 #' Other arguments of the learner go to \code{caret::train(...)}, which passes
 #' them on. The default grids (\code{tuneLength}) are geometric around the
-#' learner's defaults; \code{search = "random"} draws log-uniform values from
-#' the same ranges. Class probabilities (\code{classProbs = TRUE}) need a learner
+#' learner's defaults; for \code{kernel_svm} and \code{kernel_ridge} the
+#' Gaussian width runs from 1/8 to 8 times the default width those learners
+#' compute from the training rows (one over the sum of the column variances of
+#' the inputs scaled to [0, 1]). \code{search = "random"} draws log-uniform
+#' values from the same ranges. Class probabilities (\code{classProbs = TRUE}) need a learner
 #' that gives them: \code{kernel_svm} and \code{tkl} are then fitted with
 #' \code{probability = TRUE}; \code{gem} and \code{dikl} give them with their
 #' logistic heads; \code{kernel_ridge} and \code{hgk} (least squares) have none.
@@ -47,9 +50,10 @@ kl_caret_model <- function(learner = c("kernel_svm", "kernel_ridge", "gem", "dik
   grid <- function(x, y, len = NULL, search = "grid") {
     if (is.null(len)) len <- 3L
     d <- max(1L, NCOL(x))
+    centre <- if (isTRUE(spec$width_centred)) .caret_default_width(x, y, d)
     g <- lapply(spec$ranges, function(r) {
-      lo <- r$lo(d)
-      hi <- r$hi(d)
+      lo <- r$lo(d, centre)
+      hi <- r$hi(d, centre)
       v <- if (search == "grid") geo(lo, hi, len) else rlog(lo, hi, len)
       if (isTRUE(r$integer)) unique(round(v)) else signif(v, 3)
     })
@@ -84,13 +88,16 @@ kl_caret_model <- function(learner = c("kernel_svm", "kernel_ridge", "gem", "dik
 }
 
 # Per learner: caret's parameter table, the ranges of the default grids (functions of the
-# number of input columns d), how a row of the grid becomes arguments, and what gives
-# probabilities. sort_by: the columns from simplest (most regularised) model to the most
-# complex, for caret's one-standard-error rules.
+# number of input columns d and, with width_centred, of the default Gaussian width `centre`),
+# how a row of the grid becomes arguments, and what gives probabilities. sort_by: the columns
+# from simplest (most regularised) model to the most complex, for caret's one-standard-error
+# rules.
 .caret_specs <- local({
   rng <- function(lo, hi, integer = FALSE)
-    list(lo = if (is.function(lo)) lo else function(d) lo,
-         hi = if (is.function(hi)) hi else function(d) hi, integer = integer)
+    list(lo = if (is.function(lo)) lo else function(d, centre) lo,
+         hi = if (is.function(hi)) hi else function(d, centre) hi, integer = integer)
+  # the Gaussian width: a factor of 8 either side of the learner's default width
+  width <- rng(function(d, centre) centre / 8, function(d, centre) centre * 8)
   par <- function(names, labels)
     data.frame(parameter = names, class = rep("numeric", length(names)), label = labels,
                stringsAsFactors = FALSE)
@@ -98,12 +105,12 @@ kl_caret_model <- function(learner = c("kernel_svm", "kernel_ridge", "gem", "dik
   list(
     kernel_svm = list(
       type = both, parameters = par(c("cost", "gamma"), c("Cost", "Gaussian width gamma")),
-      ranges = list(cost = rng(0.25, 64), gamma = rng(function(d) 0.25 / d, function(d) 16 / d)),
+      ranges = list(cost = rng(0.25, 64), gamma = width), width_centred = TRUE,
       args = function(p) list(cost = p$cost, gamma = p$gamma), sort_by = c("cost", "gamma"),
       prob_arg = TRUE, has_prob = function(m) isTRUE(m$probability), prob_hint = ""),
     kernel_ridge = list(
       type = both, parameters = par(c("lambda", "gamma"), c("Penalty", "Gaussian width gamma")),
-      ranges = list(lambda = rng(1e-3, 1), gamma = rng(function(d) 0.25 / d, function(d) 16 / d)),
+      ranges = list(lambda = rng(1e-3, 1), gamma = width), width_centred = TRUE,
       args = function(p) list(lambda = p$lambda, kernel = gaussian_kernel(p$gamma)),
       sort_by = c("gamma", "lambda"), prob_arg = FALSE, has_prob = function(m) FALSE,
       prob_hint = " (least-squares outputs); use kernel_svm or tkl for classProbs = TRUE"),
@@ -117,7 +124,7 @@ kl_caret_model <- function(learner = c("kernel_svm", "kernel_ridge", "gem", "dik
     dikl = list(
       type = both, parameters = par(c("dim", "gamma"), c("Features", "Gaussian width gamma")),
       ranges = list(dim = rng(20, 200, integer = TRUE),
-                    gamma = rng(function(d) 0.25 / d, function(d) 16 / d)),
+                    gamma = rng(function(d, centre) 0.25 / d, function(d, centre) 16 / d)),
       args = function(p) list(dim = as.integer(p$dim), gamma = p$gamma),
       sort_by = c("dim", "gamma"), prob_arg = FALSE,
       has_prob = function(m) identical(m$head$type, "logistic"),
@@ -135,3 +142,14 @@ kl_caret_model <- function(learner = c("kernel_svm", "kernel_ridge", "gem", "dik
       args = function(p) list(cost = p$cost, delta = p$delta), sort_by = c("cost", "delta"),
       prob_arg = TRUE, has_prob = function(m) isTRUE(m$probability), prob_hint = ""))
 })
+
+# The default Gaussian width of kernel_svm() and kernel_ridge() on the predictors caret passes
+# (scaled to [0, 1] as those learners scale them by default); 12 / d, the width of uniform
+# columns, where it cannot be computed (no usable column).
+.caret_default_width <- function(x, y, d) {
+  g <- tryCatch({
+    inp <- .kl_input_xy(x, y, "kl_caret_model()", scale = "minmax")
+    .svm_gamma_default(gaussian_kernel(), NULL, inp, "kl_caret_model()")
+  }, error = function(e) NULL)
+  if (is.null(g) || !is.finite(g) || g <= 0) 12 / d else g
+}

@@ -60,6 +60,25 @@ test_that("kernel_ridge, gem, dikl and hgk tune through caret::train", {
   expect_equal(nrow(m$grid(mtcars[, 1:3], mtcars$mpg, len = 5, search = "random")), 5L)
 })
 
+test_that("the default grids' widths are centred on kernel_svm's and kernel_ridge's default width", {
+  skip_if_not_installed("caret")
+  x <- mtcars[, c("wt", "hp", "disp", "qsec")]
+  g0 <- kernel_svm(x, mtcars$mpg)$kernel$gamma
+  # the default width computed by hand: one over the summed variances of the [0, 1] columns
+  s01 <- vapply(x, function(v) stats::var((v - min(v)) / (max(v) - min(v))), numeric(1))
+  expect_equal(g0, 1 / sum(s01))
+  for (learner in c("kernel_svm", "kernel_ridge")) {
+    g <- kl_caret_model(learner)$grid(x, mtcars$mpg, len = 3)
+    expect_equal(sort(unique(g$gamma)), signif(g0 * c(1 / 8, 1, 8), 3))
+    set.seed(6)
+    r <- kl_caret_model(learner)$grid(x, mtcars$mpg, len = 50, search = "random")
+    expect_true(all(r$gamma >= signif(g0 / 8, 3) & r$gamma <= signif(g0 * 8, 3)))
+  }
+  # classification: the same rule on the predictors
+  gi <- kl_caret_model("kernel_svm")$grid(iris[, 1:4], iris$Species, len = 1)
+  expect_equal(gi$gamma, signif(kernel_svm(Species ~ ., data = iris)$kernel$gamma, 3))
+})
+
 test_that("dikl's caret model gives probabilities with the logistic head only", {
   skip_if_not_installed("caret")
   m <- kl_caret_model("dikl")
