@@ -36,7 +36,12 @@
 #' @param kernel A kernel object (\code{\link{gaussian_kernel}} by default) or a
 #'   kernel name. A Gaussian kernel without a width gets one over the sum of the
 #'   scaled training columns' variances, as in \code{\link{kernel_svm}}.
-#' @param lambda Ridge penalty \eqn{\lambda > 0}.
+#' @param lambda Ridge penalty \eqn{\lambda > 0}. The default 0.01 is a
+#'   starting point, not a choice for the data: the best penalty depends on
+#'   the noise and differs by orders of magnitude between data sets (from
+#'   below 0.001 on smooth, nearly noise-free responses to 1 or more on noisy
+#'   ones), and a small one lets the fit follow outlying responses. Choose it
+#'   with \code{\link{kl_tune}}.
 #' @param scale How inputs are scaled: \code{"minmax"} (the default),
 #'   \code{"standardize"} or \code{"none"}, as in \code{\link{kernel_svm}}.
 #' @param cells \code{FALSE} (the default) for one global model; \code{TRUE}
