@@ -224,17 +224,10 @@ kernel_svm.formula <- function(formula, data, kernel = gaussian_kernel(), cost =
     }
   }
   inp <- .kl_input_formula(formula, data, caller, scale = scale)
-  .svr_tube_warning(inp, epsilon, caller, scale_response)
-  if (!is.null(cells))
-    return(.kernel_svm_cells(inp, kernel, if (missing(cost)) NULL else cost, gamma, epsilon,
-                             type, class.weights, probability, prob_folds, tol, shrinking,
-                             cache, max_iter, warm_start, threads, cells, fitted,
-                             .kl_call(match.call(), "kernel_svm"), scale_response))
-  gamma <- .svm_gamma_default(kernel, gamma, inp, caller)
-  fit <- .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
-                         prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
-                         .kl_call(match.call(), "kernel_svm"), scale_response)
-  .kl_keep_fitted(fit, fitted, data, inp$y, threads)
+  .kernel_svm_run(inp, kernel, cost, !missing(cost), gamma, epsilon, type, class.weights,
+                  probability, prob_folds, tol, shrinking, cache, max_iter, warm_start,
+                  threads, cells, fitted, scale_response, .kl_call(match.call(), "kernel_svm"),
+                  data, caller)
 }
 
 #' @rdname kernel_svm
@@ -263,17 +256,31 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
   } else {
     inp <- .kl_input_xy(x, y, caller, scale = scale)
   }
+  .kernel_svm_run(inp, kernel, cost, !missing(cost), gamma, epsilon, type, class.weights,
+                  probability, prob_folds, tol, shrinking, cache, max_iter, warm_start,
+                  threads, cells, fitted, scale_response, .kl_call(match.call(), "kernel_svm"),
+                  x, caller)
+}
+
+# The fit behind both interfaces, from the prepared input on: the tube check, then cells or one
+# machine with the default width, and the fitted values kept (`newdata`: the data or x the
+# fitted values are computed from). With cells, a cost not given (cost_given FALSE) is chosen
+# per cell.
+.kernel_svm_run <- function(inp, kernel, cost, cost_given, gamma, epsilon, type, class.weights,
+                            probability, prob_folds, tol, shrinking, cache, max_iter,
+                            warm_start, threads, cells, fitted, scale_response, call, newdata,
+                            caller) {
   .svr_tube_warning(inp, epsilon, caller, scale_response)
   if (!is.null(cells))
-    return(.kernel_svm_cells(inp, kernel, if (missing(cost)) NULL else cost, gamma, epsilon,
-                             type, class.weights, probability, prob_folds, tol, shrinking,
-                             cache, max_iter, warm_start, threads, cells, fitted,
-                             .kl_call(match.call(), "kernel_svm"), scale_response))
+    return(.kernel_svm_cells(inp, kernel, if (cost_given) cost, gamma, epsilon, type,
+                             class.weights, probability, prob_folds, tol, shrinking, cache,
+                             max_iter, warm_start, threads, cells, fitted, call,
+                             scale_response))
   gamma <- .svm_gamma_default(kernel, gamma, inp, caller)
   fit <- .kernel_svm_fit(inp, kernel, cost, gamma, epsilon, type, class.weights, probability,
-                         prob_folds, tol, shrinking, cache, max_iter, warm_start, threads,
-                         .kl_call(match.call(), "kernel_svm"), scale_response)
-  .kl_keep_fitted(fit, fitted, x, inp$y, threads)
+                         prob_folds, tol, shrinking, cache, max_iter, warm_start, threads, call,
+                         scale_response)
+  .kl_keep_fitted(fit, fitted, newdata, inp$y, threads)
 }
 
 # Regression: when the tube of half-width epsilon around one constant holds every response value
