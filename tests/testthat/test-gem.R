@@ -1188,3 +1188,29 @@ test_that("a ridge whose fit finds no direction is left out of the ridge compari
   expect_warning(gem(y ~ ., data = d, depth = 2, threshold = 50, fitted = FALSE),
                  "inputs alone")
 })
+
+test_that("the default threshold's fallback to the inputs alone is printed, not warned", {
+  # class b has 1.2 times class a's spread in every direction: the generalized eigenvalues
+  # (variance ratios near 1.44 before the ridge) stay below the default threshold 2
+  set.seed(11)
+  n <- 400
+  x <- rbind(matrix(stats::rnorm(n * 3), n), matrix(1.2 * stats::rnorm(n * 3), n))
+  y <- factor(rep(c("a", "b"), each = n))
+  set.seed(4)
+  expect_silent(f <- gem(x, y, fitted = FALSE))
+  expect_match(f$fallback, "^no eigenvalue reaches threshold = 2 \\(the largest is [0-9.]+\\)")
+  expect_output(print(f), "the classifier works on the inputs alone")
+  set.seed(4)
+  f2 <- gem(x, y, pairs = "none", fitted = FALSE)
+  expect_equal(predict(f, x, type = "prob"), predict(f2, x, type = "prob"))
+  # the same threshold given in the call warns
+  set.seed(4)
+  expect_warning(f3 <- gem(x, y, threshold = 2, fitted = FALSE), "inputs alone")
+  expect_equal(predict(f3, x, type = "prob"), predict(f, x, type = "prob"))
+  # and the formula interface behaves alike
+  dd <- data.frame(x, y = y)
+  set.seed(4)
+  expect_silent(gem(y ~ ., data = dd, fitted = FALSE))
+  set.seed(4)
+  expect_warning(gem(y ~ ., data = dd, threshold = 2, fitted = FALSE), "inputs alone")
+})
