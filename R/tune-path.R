@@ -89,6 +89,17 @@ attr(tkl, "kl_tune_path") <- "tkl"
   preds
 }
 
+# A cost path's argument getter: the value of argument `name` at grid point p is the point's,
+# else the one given to kl_tune() (dots), else the default of the learner's method `fun`.
+.kl_path_arg <- function(dots, fun) {
+  formals_def <- formals(fun)
+  function(name, p) {
+    if (!is.null(p[[name]])) return(p[[name]])
+    if (name %in% names(dots)) return(dots[[name]])
+    eval(formals_def[[name]])
+  }
+}
+
 .tkl_tune_run <- function(spec, g, foldid, metric, caller) {
   K <- max(foldid)
   seeds <- .klcv_draw_seeds(K)  # the same draws as the general path, so refits match
@@ -96,12 +107,7 @@ attr(tkl, "kl_tune_path") <- "tkl"
   G <- length(points)
   dots <- spec$dots
   threads <- .kl_threads(dots$threads)
-  formals_def <- formals(tkl.default)
-  arg <- function(name, p) {
-    if (!is.null(p[[name]])) return(p[[name]])
-    if (name %in% names(dots)) return(dots[[name]])
-    eval(formals_def[[name]])
-  }
+  arg <- .kl_path_arg(dots, tkl.default)
   others <- setdiff(.tkl_path_args, c("cost", "baseline", "fitted", "threads"))
   settings <- lapply(points, function(p) stats::setNames(lapply(others, arg, p = p), others))
   keys <- vapply(settings, function(s) paste(deparse(s), collapse = ""), "")

@@ -39,12 +39,7 @@
   G <- length(points)
   dots <- spec$dots
   threads <- .kl_threads(dots$threads)
-  formals_def <- formals(kernel_svm.default)
-  arg <- function(name, p) {
-    if (!is.null(p[[name]])) return(p[[name]])
-    if (name %in% names(dots)) return(dots[[name]])
-    eval(formals_def[[name]])
-  }
+  arg <- .kl_path_arg(dots, kernel_svm.default)
   # Group the grid points by kernel.
   kernel_of <- function(p) .svm_kernel(arg("kernel", p), arg("gamma", p), caller)
   kernels <- lapply(points, kernel_of)
