@@ -389,8 +389,16 @@
              call. = FALSE)
       newdata <- as.matrix(newdata)
     }
-    if (is.vector(newdata) && is.numeric(newdata) && length(spec$columns) == length(newdata))
+    # a numeric vector: the one column of a model fitted on one (as a vector x is taken at
+    # fit time), else one row
+    if (is.vector(newdata) && is.numeric(newdata) && length(spec$columns) == 1L)
+      newdata <- matrix(newdata, ncol = 1L, dimnames = list(NULL, spec$columns))
+    if (is.vector(newdata) && is.numeric(newdata)) {
+      if (length(spec$columns) != length(newdata))
+        stop(sprintf("%s: 'newdata' is a numeric vector of length %d; as one row it needs one value for each of the model's %d input columns (give several rows as a matrix or data.frame)",
+                     caller, length(newdata), length(spec$columns)), call. = FALSE)
       newdata <- matrix(newdata, nrow = 1L, dimnames = list(NULL, spec$columns))
+    }
     if (!is.matrix(newdata))
       stop(sprintf("%s: 'newdata' must be a numeric matrix or data.frame (got %s)", caller,
                    class(newdata)[1L]), call. = FALSE)

@@ -20,6 +20,34 @@ test_that("duplicated column names are refused at fit by every learner", {
   expect_s3_class(kernel_svm(X, y), "kernel_svm")
 })
 
+test_that("a numeric vector x is one input column, at fit and in predict, for every learner", {
+  x <- iris$Petal.Length
+  y <- iris$Species
+  fits <- list(
+    kernel_svm = function(x) kernel_svm(x, y),
+    kernel_ridge = function(x) kernel_ridge(x, y),
+    gem = function(x) gem(x, y, threshold = 1),
+    dikl = function(x) dikl(x, y, dim = 5, max_epochs = 1),
+    hgk = function(x) hgk(x, y, depth = 1, control = hgk_control(maxit = 0)),
+    tkl = function(x) tkl(x, y, maxit = 2, baseline = FALSE))
+  for (nm in names(fits)) {
+    set.seed(1)
+    f <- fits[[nm]](x)
+    set.seed(1)
+    fm <- fits[[nm]](matrix(x, ncol = 1))
+    # the fitted values and predictions on a vector are those of the one-column matrix
+    expect_equal(fitted(f), fitted(fm), info = nm)
+    expect_equal(predict(f, x[1:7]), predict(fm, matrix(x[1:7], ncol = 1)), info = nm)
+    expect_length(predict(f, x[1:7]), 7L)
+    # a single value is a single row
+    expect_length(predict(f, x[3]), 1L)
+  }
+  # with several columns a vector is still one row, and a wrong length an error naming it
+  f2 <- kernel_svm(as.matrix(iris[, 1:2]), y)
+  expect_length(predict(f2, c(5, 3)), 1L)
+  expect_error(predict(f2, c(5, 3, 1)), "numeric vector of length 3; as one row it needs one value for each of the model.s 2 input columns")
+})
+
 test_that("models store the call as the user writes it, so update() works", {
   set.seed(1)
   d <- iris[rep(1:150, 2), ]
