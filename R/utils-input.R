@@ -297,6 +297,8 @@
     stop(sprintf("%s: '%s' has %d missing or infinite value(s) (row(s) %s)", caller, name,
                  sum(bad), .num_list(which(bad))), call. = FALSE)
   if (is.factor(y)) {
+    # an ordered factor's classes are classes: its order plays no part in any learner
+    if (is.ordered(y)) y <- factor(y, levels = levels(y), ordered = FALSE)
     unused <- setdiff(levels(y), levels(droplevels(y)))
     if (length(unused)) {
       warning(sprintf("%s: dropping unused level(s) %s of '%s'", caller, .name_list(unused),

@@ -48,6 +48,34 @@ test_that("a numeric vector x is one input column, at fit and in predict, for ev
   expect_error(predict(f2, c(5, 3, 1)), "numeric vector of length 3; as one row it needs one value for each of the model.s 2 input columns")
 })
 
+test_that("an ordered factor response is classification on its levels, as a factor is", {
+  set.seed(2)
+  d <- iris[sample(150, 90), ]
+  d$Species <- factor(d$Species, ordered = TRUE)
+  x <- as.matrix(d[, 1:4])
+  yo <- d$Species
+  yf <- factor(yo, ordered = FALSE)
+  fits <- list(
+    kernel_svm = function(y) kernel_svm(x, y),
+    kernel_ridge = function(y) kernel_ridge(x, y),
+    gem = function(y) gem(x, y, threshold = 1),
+    dikl = function(y) dikl(x, y, dim = 5, max_epochs = 2),
+    hgk = function(y) hgk(x, y, depth = 1, control = hgk_control(maxit = 0)),
+    tkl = function(y) tkl(x, y, maxit = 2))
+  for (nm in names(fits)) {
+    set.seed(1)
+    expect_silent(fo <- fits[[nm]](yo))
+    set.seed(1)
+    ff <- fits[[nm]](yf)
+    expect_identical(predict(fo, x), predict(ff, x), info = nm)
+    expect_false(is.ordered(predict(fo, x)), info = nm)
+  }
+  # the formula interface alike
+  set.seed(1)
+  expect_silent(fo <- tkl(Species ~ ., data = d, maxit = 2))
+  expect_identical(levels(predict(fo, d)), levels(yo))
+})
+
 test_that("models store the call as the user writes it, so update() works", {
   set.seed(1)
   d <- iris[rep(1:150, 2), ]
