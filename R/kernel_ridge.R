@@ -59,7 +59,8 @@
 #'   \code{lambda}, \code{task} (\code{"classification"} or
 #'   \code{"regression"}), the class \code{levels}, and the input specification
 #'   used to prepare new data.
-#' @seealso \code{\link{predict.kernel_ridge}}, \code{\link{kl_tune}} to choose
+#' @seealso \code{\link{predict.kernel_ridge}}, \code{\link{plot.kernel_ridge}} to
+#'   draw the predictions over two inputs, \code{\link{kl_tune}} to choose
 #'   \code{lambda} and the kernel parameters.
 #' @examples
 #' fit <- kernel_ridge(Species ~ ., data = iris, kernel = gaussian_kernel(gamma = 2),

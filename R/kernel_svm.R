@@ -163,7 +163,8 @@
 #'
 #' Lin, H.-T., Lin, C.-J. and Weng, R. C. (2007). A note on Platt's
 #' probabilistic outputs for support vector machines. Machine Learning 68.
-#' @seealso \code{\link{predict.kernel_svm}}, \code{\link{kl_tune}} to choose
+#' @seealso \code{\link{predict.kernel_svm}}, \code{\link{plot.kernel_svm}} to draw
+#'   the predictions over two inputs, \code{\link{kl_tune}} to choose
 #'   \code{cost} and \code{gamma}, \code{\link{kernel_ridge}}.
 #' @examples
 #' fit <- kernel_svm(Species ~ ., data = iris, gamma = 2, cost = 4)
