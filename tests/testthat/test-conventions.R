@@ -1,5 +1,16 @@
 # Conventions shared by every learner.
 
+# Each learner with settings that fit in a fraction of a second on iris-sized data.
+quick_fits <- function() {
+  list(
+    kernel_svm = function(x, y) kernel_svm(x, y),
+    kernel_ridge = function(x, y) kernel_ridge(x, y),
+    gem = function(x, y) gem(x, y, threshold = 1),
+    dikl = function(x, y) dikl(x, y, dim = 5, max_epochs = 2),
+    hgk = function(x, y) hgk(x, y, depth = 1, control = hgk_control(maxit = 0)),
+    tkl = function(x, y) tkl(x, y, maxit = 2, baseline = FALSE))
+}
+
 test_that("duplicated column names are refused at fit by every learner", {
   X <- as.matrix(iris[, 1:4])
   colnames(X) <- c("a", "a", "b", "c")
@@ -23,18 +34,12 @@ test_that("duplicated column names are refused at fit by every learner", {
 test_that("a numeric vector x is one input column, at fit and in predict, for every learner", {
   x <- iris$Petal.Length
   y <- iris$Species
-  fits <- list(
-    kernel_svm = function(x) kernel_svm(x, y),
-    kernel_ridge = function(x) kernel_ridge(x, y),
-    gem = function(x) gem(x, y, threshold = 1),
-    dikl = function(x) dikl(x, y, dim = 5, max_epochs = 1),
-    hgk = function(x) hgk(x, y, depth = 1, control = hgk_control(maxit = 0)),
-    tkl = function(x) tkl(x, y, maxit = 2, baseline = FALSE))
+  fits <- quick_fits()
   for (nm in names(fits)) {
     set.seed(1)
-    f <- fits[[nm]](x)
+    f <- fits[[nm]](x, y)
     set.seed(1)
-    fm <- fits[[nm]](matrix(x, ncol = 1))
+    fm <- fits[[nm]](matrix(x, ncol = 1), y)
     # the fitted values and predictions on a vector are those of the one-column matrix
     expect_equal(fitted(f), fitted(fm), info = nm)
     expect_equal(predict(f, x[1:7]), predict(fm, matrix(x[1:7], ncol = 1)), info = nm)
@@ -55,18 +60,12 @@ test_that("an ordered factor response is classification on its levels, as a fact
   x <- as.matrix(d[, 1:4])
   yo <- d$Species
   yf <- factor(yo, ordered = FALSE)
-  fits <- list(
-    kernel_svm = function(y) kernel_svm(x, y),
-    kernel_ridge = function(y) kernel_ridge(x, y),
-    gem = function(y) gem(x, y, threshold = 1),
-    dikl = function(y) dikl(x, y, dim = 5, max_epochs = 2),
-    hgk = function(y) hgk(x, y, depth = 1, control = hgk_control(maxit = 0)),
-    tkl = function(y) tkl(x, y, maxit = 2))
+  fits <- quick_fits()
   for (nm in names(fits)) {
     set.seed(1)
-    expect_silent(fo <- fits[[nm]](yo))
+    expect_silent(fo <- fits[[nm]](x, yo))
     set.seed(1)
-    ff <- fits[[nm]](yf)
+    ff <- fits[[nm]](x, yf)
     expect_identical(predict(fo, x), predict(ff, x), info = nm)
     expect_false(is.ordered(predict(fo, x)), info = nm)
   }
