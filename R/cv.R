@@ -79,8 +79,9 @@
 #'
 #' @param learner A learner function, such as \code{\link{kernel_ridge}}, called
 #'   as \code{learner(formula, data = , ...)} or \code{learner(x, y, ...)}.
-#' @param x A formula (\code{y ~ .}) with \code{data}, or a numeric matrix or
-#'   data.frame of predictors.
+#' @param x A formula (\code{y ~ .}) with \code{data}, or the predictors: a
+#'   numeric matrix (dense, or sparse from \pkg{Matrix}), a data.frame, or a
+#'   numeric vector (one predictor), as the learners take them.
 #' @param y The response when \code{x} is not a formula: a factor for
 #'   classification, a numeric vector for regression. With a formula, \code{y}
 #'   must be \code{NULL} (a data frame given in its place is taken as
@@ -286,9 +287,11 @@ print.summary.kl_cv <- function(x, digits = max(3L, getOption("digits") - 3L), .
   } else {
     if (!is.null(data))
       stop(sprintf("%s: 'data' is used only when 'x' is a formula", caller), call. = FALSE)
-    if (!(is.matrix(x) || is.data.frame(x)))
-      stop(sprintf("%s: 'x' must be a formula, a matrix or a data.frame (got %s)", caller,
-                   class(x)[1L]), call. = FALSE)
+    # a numeric vector is one input column, as the learners take it
+    if (is.numeric(x) && is.null(dim(x))) x <- matrix(x, ncol = 1L)
+    if (!(is.matrix(x) || is.data.frame(x) || inherits(x, "Matrix")))
+      stop(sprintf("%s: 'x' must be a formula, a matrix (dense or sparse), a data.frame or a numeric vector (got %s)",
+                   caller, class(x)[1L]), call. = FALSE)
     if (is.null(y))
       stop(sprintf("%s: 'y' is required when 'x' is not a formula", caller), call. = FALSE)
     resp <- y

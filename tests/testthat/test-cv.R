@@ -554,7 +554,7 @@ test_that("bad input gives clear errors", {
   expect_error(kl_cv(tinycent, d$x), "'y' is required")
   expect_error(kl_cv(tinycent, d$x, d$y[-1]), "has 11 values but there are 12 rows")
   expect_error(kl_cv(tinycent, d$x, as.character(d$y)), "use a factor")
-  expect_error(kl_cv(tinycent, 1:12, d$y), "'x' must be a formula, a matrix")
+  expect_error(kl_cv(tinycent, letters[1:12], d$y), "'x' must be a formula, a matrix")
   expect_error(kl_cv(tinycent, d$x, d$y, data = d$df), "'data' is used only")
   expect_error(kl_cv(tinycent, d$x, d$y, seed = "a"), "'seed'")
 
@@ -670,4 +670,27 @@ test_that("a factor level missing from a fold's training rows does not stop cros
   full <- kernel_ridge(r ~ x1 + x2 + g, data = d[d$g != "rare", ], lambda = 0.1)
   expect_false(any(grepl("rare", full$spec$features)))
   expect_null(getOption("kernlearn.keep_levels"))
+})
+
+test_that("kl_cv and kl_tune take a numeric vector x as one column, and a sparse matrix", {
+  set.seed(1)
+  a <- kl_cv(kernel_svm, iris$Petal.Length, iris$Species, folds = 3)
+  set.seed(1)
+  b <- kl_cv(kernel_svm, matrix(iris$Petal.Length, ncol = 1), iris$Species, folds = 3)
+  expect_equal(a$fold_metrics, b$fold_metrics)
+  expect_equal(a$predictions, b$predictions)
+  t1 <- kl_tune(kernel_ridge, iris$Petal.Length, iris$Species, grid = list(lambda = c(0.1, 1)),
+                folds = 3, seed = 2)
+  t2 <- kl_tune(kernel_ridge, matrix(iris$Petal.Length, ncol = 1), iris$Species,
+                grid = list(lambda = c(0.1, 1)), folds = 3, seed = 2)
+  expect_equal(t1$results, t2$results)
+  skip_if_not_installed("Matrix")
+  S <- Matrix::Matrix(as.matrix(iris[, 1:4]), sparse = TRUE)
+  set.seed(3)
+  s <- kl_cv(kernel_svm, S, iris$Species, folds = 3)
+  set.seed(3)
+  d <- kl_cv(kernel_svm, as.matrix(iris[, 1:4]), iris$Species, folds = 3)
+  expect_equal(s$fold_metrics, d$fold_metrics)
+  expect_error(kl_cv(kernel_svm, list(1, 2), iris$Species),
+               "'x' must be a formula, a matrix \\(dense or sparse\\), a data.frame or a numeric vector \\(got list\\)")
 })
