@@ -414,6 +414,8 @@
       stop(sprintf("%s: 'newdata' has %d columns but the model was fitted on %d", caller,
                    ncol(newdata), length(cols)), call. = FALSE)
     }
+    if (nrow(newdata) == 0L)
+      return(matrix(numeric(), 0L, length(spec$features), dimnames = list(NULL, spec$features)))
     x <- .check_numeric_matrix(newdata, caller, "newdata")
     colnames(x) <- cols
     return(.scale_apply(x, spec, caller))

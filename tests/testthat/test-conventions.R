@@ -162,3 +162,22 @@ test_that("type = 'decision' follows one convention in every learner", {
   r <- predict(dikl(mpg ~ ., mtcars, dim = 10, max_epochs = 2), mtcars, type = "decision")
   expect_true(is.numeric(r) && is.null(dim(r)))
 })
+
+test_that("zero rows of newdata give zero predictions of the right kind, matrix or data.frame", {
+  X <- as.matrix(iris[, 1:4])
+  fits <- quick_fits()
+  for (nm in names(fits)) {
+    set.seed(1)
+    f <- fits[[nm]](X, iris$Species)
+    for (nd in list(X[0, ], as.data.frame(X)[0, ])) {
+      p <- predict(f, nd)
+      expect_true(is.factor(p) && length(p) == 0L, info = nm)
+      expect_identical(levels(p), levels(iris$Species), info = nm)
+      expect_equal(dim(predict(f, nd, type = "decision")), c(0L, 3L), info = nm)
+    }
+    if (nm == "gem") next  # a classifier only
+    set.seed(1)
+    r <- fits[[nm]](X[, 2:4], X[, 1])
+    expect_identical(predict(r, X[0, 2:4]), numeric(0), info = nm)
+  }
+})
