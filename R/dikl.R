@@ -246,18 +246,18 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = NULL, gamma 
   # rows as features)
   if (is.null(dim))
     dim <- if (map == "nystrom" || objective %in% c("di", "ls")) min(100L, n) else 100L
-  .check_number(dim, "dim", lower = 1, upper = 1e5, integer = TRUE)
+  .check_number(dim, "dim", lower = 1, upper = 1e5, integer = TRUE, caller = caller)
   dim <- as.integer(dim)
   if (map == "nystrom" && dim > n)
     stop(sprintf("%s: dim = %d landmarks but only %d training rows; a Nystrom map needs dim <= rows",
                  caller, dim, n), call. = FALSE)
-  .check_number(rho, "rho", lower = 0)
-  if (!is.null(cost)) .check_number(cost, "cost", lower = 0, lower_open = TRUE)
-  if (!is.null(lambda)) .check_number(lambda, "lambda", lower = 0)
-  .check_number(lr, "lr", lower = 0, lower_open = TRUE)
-  .check_number(max_epochs, "max_epochs", lower = 1, upper = 1e6, integer = TRUE)
-  .check_number(patience, "patience", lower = 1, upper = 1e6, integer = TRUE)
-  .check_number(tol, "tol", lower = 0)
+  .check_number(rho, "rho", lower = 0, caller = caller)
+  if (!is.null(cost)) .check_number(cost, "cost", lower = 0, lower_open = TRUE, caller = caller)
+  if (!is.null(lambda)) .check_number(lambda, "lambda", lower = 0, caller = caller)
+  .check_number(lr, "lr", lower = 0, lower_open = TRUE, caller = caller)
+  .check_number(max_epochs, "max_epochs", lower = 1, upper = 1e6, integer = TRUE, caller = caller)
+  .check_number(patience, "patience", lower = 1, upper = 1e6, integer = TRUE, caller = caller)
+  .check_number(tol, "tol", lower = 0, caller = caller)
   threads <- .kl_threads(threads)
   if (task == "classification" && n < 2L)
     stop(sprintf("%s: need at least two training rows", caller), call. = FALSE)
@@ -267,7 +267,7 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = NULL, gamma 
     batch_size <- min(batch_size, n)
   } else {
     .check_number(batch_size, "batch_size", lower = 2, upper = .Machine$integer.max,
-                  integer = TRUE)
+                  integer = TRUE, caller = caller)
     batch_size <- min(as.integer(batch_size), n)
   }
   if (objective %in% c("di", "ls") && batch_size < dim) {
@@ -285,7 +285,7 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = NULL, gamma 
     gamma_cv <- .dikl_gamma_cv(x, inp$y, task, threads, caller)
     gamma <- gamma_cv$gamma[which.min(gamma_cv$error)]
   } else {
-    .check_number(gamma, "gamma", lower = 0, lower_open = TRUE)
+    .check_number(gamma, "gamma", lower = 0, lower_open = TRUE, caller = caller)
   }
   Y <- .dikl_targets(inp$y, task)
   classes <- if (task == "classification") as.integer(inp$y) else NULL

@@ -23,13 +23,13 @@
 .gem_layer_settings <- function(ridge, ridge_type, top, threshold, nonlinearity, degree,
                                 keep_input, ones, caller, prefix = "") {
   nm <- function(a) paste0(prefix, a)
-  .check_number(ridge, nm("ridge"), lower = 0)
+  .check_number(ridge, nm("ridge"), lower = 0, caller = caller)
   ridge_type <- .kl_choice(ridge_type, c("relative", "absolute"), nm("ridge_type"), caller)
-  .check_number(top, nm("top"), lower = 1, upper = 1e6, integer = TRUE)
-  .check_number(threshold, nm("threshold"))
+  .check_number(top, nm("top"), lower = 1, upper = 1e6, integer = TRUE, caller = caller)
+  .check_number(threshold, nm("threshold"), caller = caller)
   nonlinearity <- .kl_choice(nonlinearity, c("smooth_sqrt", "relu_powers"), nm("nonlinearity"),
                               caller)
-  .check_number(degree, nm("degree"), lower = 1, upper = 10, integer = TRUE)
+  .check_number(degree, nm("degree"), lower = 1, upper = 10, integer = TRUE, caller = caller)
   .check_flag(keep_input, nm("keep_input"), caller)
   list(ridge = as.numeric(ridge), ridge_type = ridge_type, top = as.integer(top),
        threshold = as.numeric(threshold), nonlinearity = nonlinearity,
@@ -46,10 +46,10 @@
   if (is.null(ridge)) ridge <- .gem_ridge_candidates[1L]
   last <- .gem_layer_settings(ridge, ridge_type, top, threshold, nonlinearity, degree,
                               keep_input, ones = FALSE, caller)
-  .check_number(depth, "depth", lower = 1, upper = 2, integer = TRUE)
+  .check_number(depth, "depth", lower = 1, upper = 2, integer = TRUE, caller = caller)
   head <- .kl_choice(head, c("cls", "logistic"), "head", caller)
-  if (!is.null(lambda)) .check_number(lambda, "lambda", lower = 0)
-  .check_number(ensemble, "ensemble", lower = 1, upper = 1000, integer = TRUE)
+  if (!is.null(lambda)) .check_number(lambda, "lambda", lower = 0, caller = caller)
+  .check_number(ensemble, "ensemble", lower = 1, upper = 1000, integer = TRUE, caller = caller)
   layers <- list(last)
   if (depth == 2) {
     if (!is.list(first_layer))
@@ -75,8 +75,8 @@
     if (!is.list(rff) || is.null(rff$dim) || is.null(rff$gamma) ||
         length(setdiff(names(rff), c("dim", "gamma"))))
       stop(sprintf("%s: 'rff' must be NULL or list(dim = , gamma = )", caller), call. = FALSE)
-    .check_number(rff$dim, "rff$dim", lower = 1, upper = 1e6, integer = TRUE)
-    .check_number(rff$gamma, "rff$gamma", lower = 0, lower_open = TRUE)
+    .check_number(rff$dim, "rff$dim", lower = 1, upper = 1e6, integer = TRUE, caller = caller)
+    .check_number(rff$gamma, "rff$gamma", lower = 0, lower_open = TRUE, caller = caller)
   }
   list(layers = layers, head = head)
 }

@@ -129,7 +129,7 @@ kernel_ridge.default <- function(x, y, kernel = gaussian_kernel(), lambda = 0.01
 .kernel_ridge_fit <- function(inp, kernel, lambda, threads, call) {
   caller <- "kernel_ridge()"
   kernel <- .resolve_kernel(.as_kernel(kernel, caller), ncol(inp$x), caller)
-  .check_number(lambda, "lambda", lower = 0, lower_open = TRUE)
+  .check_number(lambda, "lambda", lower = 0, lower_open = TRUE, caller = caller)
   threads <- .kl_threads(threads)
   n <- nrow(inp$x)
   limit <- .kl_memory_limit()

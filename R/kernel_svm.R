@@ -442,7 +442,7 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
     if (!.kernel_has_gamma(kernel))
       stop(sprintf("%s: 'gamma' applies to the Gaussian, Laplacian and hierarchical Gaussian kernels, not the %s kernel",
                    caller, kernel$name), call. = FALSE)
-    .check_number(gamma, "gamma", lower = 0, lower_open = TRUE)
+    .check_number(gamma, "gamma", lower = 0, lower_open = TRUE, caller = caller)
     kernel$gamma <- gamma
   }
   kernel
@@ -461,12 +461,13 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
 # Checked solver parameters, as the list the C++ glue reads (klr::svm_params_from_r in src/glue_svm.cpp).
 .svm_params <- function(cost, epsilon, tol, shrinking, cache, max_iter, probability,
                         prob_folds, caller) {
-  .check_number(cost, "cost", lower = 0, lower_open = TRUE)
-  .check_number(epsilon, "epsilon", lower = 0)
-  .check_number(tol, "tol", lower = 0, lower_open = TRUE)
-  .check_number(cache, "cache", lower = 0, lower_open = TRUE)
-  .check_number(prob_folds, "prob_folds", lower = 2, upper = 1000, integer = TRUE)
-  .check_number(max_iter, "max_iter", lower = 1, upper = 1e15, integer = TRUE, null_ok = TRUE)
+  .check_number(cost, "cost", lower = 0, lower_open = TRUE, caller = caller)
+  .check_number(epsilon, "epsilon", lower = 0, caller = caller)
+  .check_number(tol, "tol", lower = 0, lower_open = TRUE, caller = caller)
+  .check_number(cache, "cache", lower = 0, lower_open = TRUE, caller = caller)
+  .check_number(prob_folds, "prob_folds", lower = 2, upper = 1000, integer = TRUE, caller = caller)
+  .check_number(max_iter, "max_iter", lower = 1, upper = 1e15, integer = TRUE, null_ok = TRUE,
+                caller = caller)
   for (nm in c("probability", "shrinking")) {
     v <- get(nm)
     if (!is.logical(v) || length(v) != 1L || is.na(v))

@@ -42,14 +42,16 @@ NULL
 #' @rdname kernels
 #' @export
 gaussian_kernel <- function(gamma = NULL) {
-  .check_number(gamma, "gamma", lower = 0, lower_open = TRUE, null_ok = TRUE)
+  .check_number(gamma, "gamma", lower = 0, lower_open = TRUE, null_ok = TRUE,
+                caller = "gaussian_kernel()")
   .new_kernel("gaussian", gamma = gamma)
 }
 
 #' @rdname kernels
 #' @export
 laplacian_kernel <- function(gamma = NULL) {
-  .check_number(gamma, "gamma", lower = 0, lower_open = TRUE, null_ok = TRUE)
+  .check_number(gamma, "gamma", lower = 0, lower_open = TRUE, null_ok = TRUE,
+                caller = "laplacian_kernel()")
   .new_kernel("laplacian", gamma = gamma)
 }
 
@@ -62,9 +64,9 @@ linear_kernel <- function() {
 #' @rdname kernels
 #' @export
 polynomial_kernel <- function(degree = 3, scale = 1, offset = 1) {
-  .check_number(degree, "degree", lower = 1, integer = TRUE)
-  .check_number(scale, "scale")
-  .check_number(offset, "offset")
+  .check_number(degree, "degree", lower = 1, integer = TRUE, caller = "polynomial_kernel()")
+  .check_number(scale, "scale", caller = "polynomial_kernel()")
+  .check_number(offset, "offset", caller = "polynomial_kernel()")
   .new_kernel("polynomial", degree = as.integer(degree), scale = scale, offset = offset)
 }
 

@@ -73,7 +73,7 @@ plot.kernel_ridge <- function(x, data, formula = NULL, slice = list(), grid = 60
   if (length(miss))
     stop(sprintf("%s: 'data' lacks the model's input column(s) %s", caller, .name_list(miss)),
          call. = FALSE)
-  .check_number(grid, "grid", lower = 2, upper = 1000, integer = TRUE)
+  .check_number(grid, "grid", lower = 2, upper = 1000, integer = TRUE, caller = caller)
   grid <- as.integer(grid)
   numeric_col <- vapply(cols, function(v) is.numeric(data[[v]]), logical(1))
   if (is.null(formula)) {

@@ -316,12 +316,12 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                      svm_tol, cache, threads, call, ridge = 0.1, normalize = TRUE,
                      precision = "auto", path = NULL) {
   caller <- "tkl()"
-  .check_number(ridge, "ridge", lower = 0)
+  .check_number(ridge, "ridge", lower = 0, caller = caller)
   .check_flag(normalize, "normalize", caller)
-  .check_number(degree, "degree", lower = 0, upper = 50, integer = TRUE)
-  .check_number(delta, "delta", lower = 0)
-  .check_number(tol, "tol", lower = 0, lower_open = TRUE)
-  .check_number(maxit, "maxit", lower = 0, upper = 1e6, integer = TRUE)
+  .check_number(degree, "degree", lower = 0, upper = 50, integer = TRUE, caller = caller)
+  .check_number(delta, "delta", lower = 0, caller = caller)
+  .check_number(tol, "tol", lower = 0, lower_open = TRUE, caller = caller)
+  .check_number(maxit, "maxit", lower = 0, upper = 1e6, integer = TRUE, caller = caller)
   degree <- as.integer(degree)
   params <- .svm_params(cost, epsilon, svm_tol, TRUE, cache, NULL, probability, 5, caller)
   .svm_check_task_args(inp$task, probability, class.weights, caller)

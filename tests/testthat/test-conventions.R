@@ -181,3 +181,17 @@ test_that("zero rows of newdata give zero predictions of the right kind, matrix 
     expect_identical(predict(r, X[0, 2:4]), numeric(0), info = nm)
   }
 })
+
+test_that("an impossible argument value is an error that names the function and the argument", {
+  X <- as.matrix(iris[, 1:4])
+  y <- iris$Species
+  expect_error(kernel_svm(X, y, cost = -1), "^kernel_svm\\(\\): 'cost' must be a number > 0 \\(got -1\\)")
+  expect_error(kernel_svm(X, y, gamma = 0), "^kernel_svm\\(\\): 'gamma' must be")
+  expect_error(kernel_svm(X, X[, 1], epsilon = -1), "^kernel_svm\\(\\): 'epsilon' must be")
+  expect_error(kernel_ridge(X, y, lambda = 0), "^kernel_ridge\\(\\): 'lambda' must be")
+  expect_error(tkl(X, y, delta = -1), "^tkl\\(\\): 'delta' must be")
+  expect_error(dikl(X, y, dim = 0), "^dikl\\(\\): 'dim' must be")
+  expect_error(gem(X, y, top = 0), "^gem\\(\\): 'top' must be")
+  expect_error(gaussian_kernel(-1), "^gaussian_kernel\\(\\): 'gamma' must be")
+  expect_error(polynomial_kernel(degree = 0), "^polynomial_kernel\\(\\): 'degree' must be")
+})
