@@ -211,12 +211,12 @@ format.kl_polynomial_kernel <- function(x, ...) {
 kernel_matrix <- function(kernel, x, y = NULL, threads = NULL) {
   caller <- "kernel_matrix()"
   kernel <- .as_kernel(kernel, caller)
-  if (is.data.frame(x)) x <- as.matrix(x)
+  x <- .kl_numeric_frame(x, caller, "x")
   x <- .check_numeric_matrix(x, caller, "x")
   if (is.null(y)) {
     y <- x
   } else {
-    if (is.data.frame(y)) y <- as.matrix(y)
+    y <- .kl_numeric_frame(y, caller, "y")
     y <- .check_numeric_matrix(y, caller, "y")
   }
   if (ncol(x) != ncol(y))

@@ -162,6 +162,17 @@
   as.matrix(x)
 }
 
+# A data.frame of numeric (or logical) columns as a matrix; other columns are an error that
+# names them (as.matrix() would make a character matrix of the whole frame).
+.kl_numeric_frame <- function(x, caller, name) {
+  if (!is.data.frame(x)) return(x)
+  bad <- !vapply(x, function(v) is.numeric(v) || is.logical(v), logical(1))
+  if (any(bad))
+    stop(sprintf("%s: '%s' has non-numeric column(s) %s; a kernel matrix needs numeric inputs (encode factors first, e.g. with model.matrix())",
+                 caller, name, .name_list(names(x)[bad])), call. = FALSE)
+  as.matrix(x)
+}
+
 .check_numeric_matrix <- function(x, caller, name) {
   x <- .kl_densify(x, caller, name)
   if (is.vector(x) && is.numeric(x)) x <- matrix(x, ncol = 1L)

@@ -101,6 +101,13 @@ test_that("kernel_matrix rejects bad input with clear errors", {
   expect_error(kernel_matrix(gaussian_kernel(1), x, matrix(1, 2, 3)), "columns")
   expect_error(kernel_matrix(gaussian_kernel(1), matrix(numeric(), 0, 2)), "empty")
   expect_error(kernel_matrix(gaussian_kernel(1), x, threads = 0), "threads")
+  # a data.frame: its non-numeric columns named
+  expect_error(kernel_matrix(gaussian_kernel(1), iris),
+               "'x' has non-numeric column\\(s\\) 'Species'")
+  expect_error(kernel_matrix(gaussian_kernel(1), iris[, 1:4], iris[, 3:5]),
+               "'y' has non-numeric column\\(s\\) 'Species'")
+  expect_equal(kernel_matrix(gaussian_kernel(1), iris[1:5, 1:4]),
+               kernel_matrix(gaussian_kernel(1), as.matrix(iris[1:5, 1:4])))
 })
 
 test_that("the exponential kernels' vectorised exp is within a few ulp of R's exp", {
