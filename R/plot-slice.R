@@ -142,6 +142,11 @@ plot.kernel_ridge <- function(x, data, formula = NULL, slice = list(), grid = 60
             else "all inputs")
   } else dots$main
   dots$main <- NULL
+  # the empty plot over the grid's ranges, drawn once the colours are checked
+  frame <- function()
+    do.call(graphics::plot.default, c(list(x = rng[[1L]], y = rng[[2L]], type = "n",
+                                            xlab = axes[1L], ylab = axes[2L], main = main),
+                                       dots))
   if (cls) {
     lev <- model$levels
     z <- matrix(as.integer(factor(p, levels = lev)), grid, grid)
@@ -150,9 +155,7 @@ plot.kernel_ridge <- function(x, data, formula = NULL, slice = list(), grid = 60
       stop(sprintf("%s: 'col' has %d colours for %d classes", caller, length(col),
                    length(lev)), call. = FALSE)
     light <- grDevices::adjustcolor(col, alpha.f = 0.35)
-    do.call(graphics::plot.default, c(list(x = rng[[1L]], y = rng[[2L]], type = "n",
-                                            xlab = axes[1L], ylab = axes[2L], main = main),
-                                       dots))
+    frame()
     graphics::image(gx, gy, z, col = light[seq_along(lev)],
                     breaks = seq(0.5, length(lev) + 0.5), useRaster = TRUE, add = TRUE)
     if (!is.null(yobs)) {
@@ -172,9 +175,7 @@ plot.kernel_ridge <- function(x, data, formula = NULL, slice = list(), grid = 60
     if (is.null(col)) col <- grDevices::hcl.colors(32, "YlGnBu", rev = TRUE)
     if (length(col) < 2L)
       stop(sprintf("%s: 'col' needs at least two colours for the image", caller), call. = FALSE)
-    do.call(graphics::plot.default, c(list(x = rng[[1L]], y = rng[[2L]], type = "n",
-                                            xlab = axes[1L], ylab = axes[2L], main = main),
-                                       dots))
+    frame()
     graphics::image(gx, gy, z, col = col, add = TRUE, useRaster = TRUE)
     graphics::contour(gx, gy, z, add = TRUE, col = "grey30", labcex = 0.7)
     graphics::points(data[[axes[1L]]], data[[axes[2L]]], pch = 20, col = "grey10")
