@@ -1,8 +1,10 @@
 # hgk(): the cost of the learning objective and of whole fits, against the dense algebra it
 # rests on and the Gaussian least-squares SVM baseline, in the same run.
 #
-# Usage: KERNLEARN_DATA_DIR=<data> Rscript bench/hgk.R [sections] [reps]
+# Usage: KERNLEARN_DATA_DIR=<data> Rscript bench/hgk.R [sections] [reps] [datasets]
 #   sections: a comma list of objective, fit, protocol, final, precision (default objective,fit)
+#   datasets: a comma list of kl_dataset() names for the precision section (default
+#             cpusmall,magic,satimage)
 #   objective  n1 = n2 = 2500, d = 16 (uniform [0, 1]), depth 2 with 8 nodes over blocks of 2
 #              coordinates: R's chol() (whatever BLAS R has) and one kernel block, against one
 #              Cholesky of a 2500 x 2500 matrix by the core (the factorisation the bilevel
@@ -21,9 +23,9 @@
 #              depth 2 with 8 nodes) on 2000 training rows of bank32nh, magic and satimage, 3
 #              random splits each (4000 test rows): the paper's least-squares test error (targets
 #              +-1 or scaled to [-1, 1], decisions clipped) and the seconds of each fit.
-#   precision  hgk() with its defaults against hgk_control(precision = "single") (the objective's
-#              passes over pairs in single precision) on 2000 training rows of cpusmall, magic and
-#              satimage, 2 random splits each (4000 test rows): the seconds of each fit and the
+#   precision  hgk() with hgk_control(precision = "double") against "single" (the default: the
+#              objective's passes over pairs in single precision) on 2000 training rows of each dataset
+#              (default cpusmall, magic and satimage), 2 random splits each (4000 test rows): the seconds of each fit and the
 #              test error (misclassification rate for classes, else the least-squares error of
 #              the clipped decisions on the [-1, 1] scale, as for `final`).
 # Times are elapsed seconds, 2 threads, medians of `reps` runs (fit and protocol: one run).
@@ -32,6 +34,8 @@ suppressPackageStartupMessages(library(kernlearn))
 args <- commandArgs(TRUE)
 sections <- if (length(args) >= 1L) strsplit(args[1], ",")[[1]] else c("objective", "fit")
 reps <- if (length(args) >= 2L) as.integer(args[2]) else 5L
+precision_sets <- if (length(args) >= 3L) strsplit(args[3], ",")[[1]] else
+  c("cpusmall", "magic", "satimage")
 options(kernlearn.backend = "cpu", kernlearn.threads = 2L)
 dir.create(file.path("bench", "results"), showWarnings = FALSE, recursive = TRUE)
 out_file <- file.path("bench", "results", "hgk.csv")
@@ -192,18 +196,24 @@ if ("precision" %in% sections) {
   dir <- Sys.getenv("KERNLEARN_DATA_DIR")
   if (!nzchar(dir)) stop("set KERNLEARN_DATA_DIR to the data directory")
   res <- list()
-  for (ds in c("cpusmall", "magic", "satimage")) {
+  for (ds in precision_sets) {
     D <- kl_dataset(ds, dir = dir, quiet = TRUE)
     for (s in 1:2) {
       S <- split_rows(D, s)
+      dec_double <- NULL
       for (prec in c("double", "single")) {
         set.seed(7)
         t <- system.time(f <- hgk(S$x, S$y, control = hgk_control(precision = prec)))[["elapsed"]]
         e <- test_error(f, S)
+        # the largest difference of the test decisions (clipped to [-1, 1]) from the double fit's
+        dec <- pmin(pmax(as.matrix(predict(f, S$xt, type = "decision")), -1), 1)
+        if (prec == "double") dec_double <- dec
+        dd <- max(abs(dec - dec_double))
         res[[length(res) + 1L]] <- data.frame(dataset = ds, split = s, precision = prec,
-                                              arch = f$architecture$label, error = e, seconds = t)
-        cat(sprintf("precision  %-9s split %d %-6s %-18s error %.5f  %6.1f s\n", ds, s, prec,
-                    f$architecture$label, e, t))
+                                              arch = f$architecture$label, error = e, seconds = t,
+                                              max_dec_diff = dd)
+        cat(sprintf("precision  %-9s split %d %-6s %-18s error %.5f  %6.1f s  max |decision - double's| %.2g\n",
+                    ds, s, prec, f$architecture$label, e, t, dd))
       }
     }
   }
@@ -216,7 +226,8 @@ if ("precision" %in% sections) {
     tm <- list(median = a$seconds[k], times = r$seconds[sel])
     record("precision", sprintf("%s, hgk() defaults, precision = %s (mean of 2 splits)",
                                 a$dataset[k], a$precision[k]), tm, a$seconds[dbl], "double",
-           sprintf("test error %.5f (x%.3f of double); architectures %s", a$error[k],
-                   a$error[k] / a$error[dbl], paste(r$arch[sel], collapse = " / ")))
+           sprintf("test error %.5f (x%.3f of double); architectures %s; max |decision - double's| %s",
+                   a$error[k], a$error[k] / a$error[dbl], paste(r$arch[sel], collapse = " / "),
+                   paste(signif(r$max_dec_diff[sel], 2), collapse = " / ")))
   }
 }
