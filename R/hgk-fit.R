@@ -86,7 +86,7 @@
                perturbation = control$perturbation, temperature = control$temperature,
                cooling = control$cooling, patience = control$patience,
                reshuffles = control$reshuffles,
-               precision = if (is.null(control$precision)) "double" else control$precision,
+               precision = if (is.null(control$precision)) "single" else control$precision,
                gammas = gamma, lambdas = lambda)
   ctx <- list(x = x, Y = Y, y = inp$y, task = inp$task, levels = inp$levels, opts = opts,
               losses = losses, probability = probability, threads = threads, d = d,

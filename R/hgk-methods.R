@@ -128,9 +128,9 @@ print.hgk <- function(x, ...) {
             x$folds)
   else if (!is.null(x$cv) && nrow(x$cv) > 1L)
     sprintf(" (chosen by %d-fold CV among %d)", x$folds, nrow(x$cv)) else ""
-  single <- identical(x$control$precision, "single")
+  double <- identical(x$control$precision, "double")
   cat(sprintf("  kernel: %s%s, %s gradient%s\n", a$label, how, x$gradient,
-              if (single) " (single-precision passes)" else ""))
+              if (double) " (double-precision passes)" else ""))
   if (!is.null(x$selection))
     cat(sprintf("  against the Gaussian start: %s\n", x$selection$reason))
   if (identical(x$loss_arg, "auto") && x$task == "classification")

@@ -310,7 +310,7 @@ hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
 #' @param patience Steps without a better \eqn{D_3} error before
 #'   \eqn{D_1, D_2} are reshuffled.
 #' @param reshuffles Reshuffles at most; the next stall ends the run.
-#' @param precision \code{"double"} (the default) or \code{"single"}: the
+#' @param precision \code{"single"} (the default) or \code{"double"}: the
 #'   arithmetic of the learning's passes over pairs of rows (the kernel
 #'   values of the objective, of the width and penalty selection and of the
 #'   early-stopping error, the validation residuals and the gradient's
@@ -323,23 +323,28 @@ hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
 #'   penalty, is factored in double instead). An objective and gradient with
 #'   the weights of the fit held fixed take about 0.45 of the
 #'   double-precision time, one with the weights re-solved (the default)
-#'   about 0.6, a whole fit 0.75 to 0.9. Every sum stays in double, and the
-#'   final predictor (the fit on all rows with the learned kernel) is computed
-#'   in double. It changes the optimisation path, so results differ from
-#'   \code{"double"} in their last digits or, through a different accepted
-#'   step or a different width, more. Needs a processor with AVX2 and at most
-#'   16 inputs per node of the tree, else the learning runs in double (as do
-#'   the kernel blocks of a depth-1 tree, the Gaussian kernel).
+#'   about 0.55, a whole fit 0.65 to 0.9. Every sum stays in double, and the
+#'   cross-validation of the candidates and the final predictor (the fit on
+#'   all rows with the learned kernel) are computed in double. On 2000
+#'   training rows of 11 benchmark sets both precisions gave the same test
+#'   error (\code{bench/hgk.R}, section \code{precision}). The optimisation
+#'   path can differ from \code{"double"}'s, so results differ in their last
+#'   digits or, through a different accepted step or a different width,
+#'   more; \code{"double"} gives the earlier default's results. Single
+#'   precision needs a processor with AVX2 and at most 16 inputs per node of
+#'   the tree, else the learning runs in double (as do the kernel blocks of a
+#'   depth-1 tree, the Gaussian kernel), so results can differ between
+#'   machines with and without AVX2.
 #' @return A list of class \code{"hgk_control"}.
 #' @examples
 #' hgk_control(maxit = 50, temperature = 0)
-#' hgk_control(precision = "single")
+#' hgk_control(precision = "double")
 #' @export
 hgk_control <- function(split = NULL, maxit = 30, anneal_steps = 5, perturbation = 0.5,
                         temperature = 0.01, cooling = 0.9, patience = 5, reshuffles = 2,
-                        precision = c("double", "single")) {
+                        precision = c("single", "double")) {
   caller <- "hgk_control()"
-  precision <- .kl_choice(precision, c("double", "single"), "precision", caller)[1L]
+  precision <- .kl_choice(precision, c("single", "double"), "precision", caller)[1L]
   if (!is.null(split) && (!is.numeric(split) || length(split) != 2L || any(!is.finite(split)) ||
                           any(split <= 0) || sum(split) >= 1))
     stop(sprintf("%s: 'split' must be NULL or two positive fractions (D1, D2) with a sum below 1", caller),

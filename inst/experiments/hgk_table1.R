@@ -20,6 +20,8 @@
 #   threads     threads of every learner (2)
 #   candidates  hgk's architectures, node counts, 0 = depth 1 (0,4,6,8,10,12,14,16)
 #   maxit       hgk_control(maxit =) (30, hgk_control()'s default)
+#   precision   hgk_control(precision =): double (the default here, in which the saved tables
+#               were measured) or single (hgk_control()'s default)
 #   hgk_final   hgk(final =): average (the paper's; the default here) or refit (the package's
 #               default)
 #   lssvm_final average (the 5 fold models of the chosen grid point, as liquidSVM and the
@@ -124,7 +126,8 @@ pkg_dir <- if (!is.na(script_file) &&
 opt <- list(data_dir = "", out = file.path(pkg_dir, "inst", "extdata", "hgk_table1.csv"),
             n_train = "2000", n_test = "5000", splits = "3", datasets = paste(all_sets, collapse = ","),
             methods = paste(default_methods, collapse = ","), threads = "2",
-            candidates = "0,4,6,8,10,12,14,16", maxit = "30", hgk_final = "average",
+            candidates = "0,4,6,8,10,12,14,16", maxit = "30", precision = "double",
+            hgk_final = "average",
             lssvm_final = "average", grid = "10", svm_grid = "", svm_metric = "ls",
             retry_failed = "FALSE", summary = "FALSE")
 for (nm in names(opt)) {
@@ -152,6 +155,9 @@ n_train <- int_opt("n_train"); n_test <- int_opt("n_test"); threads <- int_opt("
 grid_n <- int_opt("grid")
 svm_grid_n <- if (nzchar(opt$svm_grid)) int_opt("svm_grid") else grid_n
 maxit <- as.integer(opt$maxit)
+if (!opt$precision %in% c("double", "single"))
+  stop("'precision' must be double or single", call. = FALSE)
+prec_note <- if (opt$precision == "single") ", single precision" else ""
 candidates <- as.numeric(csv_opt("candidates"))
 if (anyNA(candidates) || is.na(maxit)) stop("'candidates' and 'maxit' must be numbers", call. = FALSE)
 sp <- as.integer(strsplit(opt$splits, "-", fixed = TRUE)[[1]])
@@ -449,7 +455,7 @@ run_hgk <- function(S) {
   # least squares (the table's error is that of the least-squares decisions); the Gaussian
   # start joins the cross-validation as the package's default does
   fit <- hgk(S$x, S$y, candidates = candidates, final = opt$hgk_final, loss = "ls",
-             control = hgk_control(maxit = maxit), threads = threads)
+             control = hgk_control(maxit = maxit, precision = opt$precision), threads = threads)
   cvtxt <- if (is.null(fit$cv)) "" else {
     lab <- ifelse(!fit$cv$learned, "gauss",
                   ifelse(fit$cv$depth == 1, "d1", paste0("m", fit$cv$nodes)))
@@ -459,7 +465,8 @@ run_hgk <- function(S) {
   list(D = predict(fit, S$xt, type = "decision"),
        extra = sprintf("%s; final %s; gamma %s; lambda %s%s", fit$architecture$label, fit$final,
                        paste(signif(g, 3), collapse = "/"), paste(signif(l, 3), collapse = "/"), cvtxt),
-       grid = sprintf("candidates %s, maxit %d", paste(candidates, collapse = ","), maxit))
+       grid = sprintf("candidates %s, maxit %d%s", paste(candidates, collapse = ","), maxit,
+                     prec_note))
 }
 
 # hgk() as a classification user runs it, with the decisions of the svm baseline. Two classes:
@@ -471,7 +478,7 @@ run_hgk <- function(S) {
 run_hgk_auto <- function(S) {
   multi <- S$task == "multiclass"
   fit <- hgk(S$x, S$y, candidates = candidates, final = "refit",
-             loss = if (multi) "hinge" else "auto", probability = multi, control = hgk_control(maxit = maxit), threads = threads)
+             loss = if (multi) "hinge" else "auto", probability = multi, control = hgk_control(maxit = maxit, precision = opt$precision), threads = threads)
   D <- if (multi && fit$loss == "hinge") {
     P <- predict(fit, S$xt, type = "prob")
     2 * P[, levels(S$y), drop = FALSE] - 1
@@ -492,7 +499,8 @@ run_hgk_auto <- function(S) {
                          sprintf("; svm gamma %.4g cost %.4g", fit$models[[1L]]$svm$kernel$gamma,
                                  fit$models[[1L]]$svm$cost) else "",
                        cvtxt, if (multi && fit$loss == "hinge") "; decision 2p-1 of Platt probabilities" else ""),
-       grid = sprintf("candidates %s, maxit %d, loss auto", paste(candidates, collapse = ","), maxit))
+       grid = sprintf("candidates %s, maxit %d, loss auto%s", paste(candidates, collapse = ","),
+                     maxit, prec_note))
 }
 
 run_lssvm <- function(S) {
