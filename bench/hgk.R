@@ -24,8 +24,9 @@
 #              random splits each (4000 test rows): the paper's least-squares test error (targets
 #              +-1 or scaled to [-1, 1], decisions clipped) and the seconds of each fit.
 #   precision  hgk() with hgk_control(precision = "double") against "single" (the default: the
-#              objective's passes over pairs in single precision) on 2000 training rows of each dataset
-#              (default cpusmall, magic and satimage), 2 random splits each (4000 test rows): the seconds of each fit and the
+#              objective's passes over pairs in single precision) on 2000 training rows of each
+#              dataset (default cpusmall, magic and satimage), 2 random splits each (4000 test
+#              rows): the seconds of each fit, the largest difference of the test decisions and the
 #              test error (misclassification rate for classes, else the least-squares error of
 #              the clipped decisions on the [-1, 1] scale, as for `final`).
 # Times are elapsed seconds, 2 threads, medians of `reps` runs (fit and protocol: one run).
