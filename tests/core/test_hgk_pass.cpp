@@ -225,17 +225,19 @@ TEST_CASE("hgk pass: the single-precision exponential pair against std::exp and 
     ct::note("no vectorised instruction set");
     return;
   }
+  // K: a few float roundings (6e-8 each) and the reduction's rounded ln 2 / N, whose error of
+  // s 2^-24 in the exponent is that of one rounding of s (the pass computes s in float sums);
+  // ek is the error in units of that bound. 1 - K: the table's rounding times
+  // 1 / (1 - 2^(-1/N)) (47 for N = 32, 12 for N = 8) at most.
   double ek = 0.0, eo = 0.0;
   for (std::size_t i = 0; i < S.size(); ++i) {
     const double s = S[i], k = std::exp(-s), o = -std::expm1(-s);
-    if (k > 1.2e-38) ek = std::max(ek, std::fabs(K[i] - k) / k);
+    if (k > 1.2e-38) ek = std::max(ek, std::fabs(K[i] - k) / k / (3e-7 + s * 0x1p-24));
     else CHECK_LE(K[i], 1.2e-38f);
     CHECK(K[i] >= 0.0f);
     eo = std::max(eo, std::fabs(O[i] - o) / o);
   }
-  // K: a few float roundings (6e-8 each); 1 - K: the table's rounding times
-  // 1 / (1 - 2^(-1/N)) (47 for N = 32, 23 for N = 16) at most
-  CHECK_LE(ek, 3e-7);
+  CHECK_LE(ek, 1.0);
   CHECK_LE(eo, 3e-6);
 }
 
@@ -245,7 +247,7 @@ TEST_CASE("hgk pass: single precision agrees with double to float accuracy") {
     return;
   }
   kl::Rng rng(ct::seed2(31, 9));
-  // sizes off the 64-column step of single precision
+  // sizes off the column steps (64 or 128 in single precision)
   const kl::Mat x = ct::runif(rng, 211, 5), z = ct::runif(rng, 133, 5);
   for (const ct::HTree& t : {depth2(), depth3()}) {
     const std::vector<kl::HgkNode> nodes = t.flatten();
@@ -274,7 +276,7 @@ TEST_CASE("hgk pass: single precision agrees with double to float accuracy") {
       CHECK_LT(rel(gd, contract(t, x, z, U * V.transpose())), 1e-12);
     }
   }
-  // rows longer than the float lanes' flush interval (32 steps of 64 columns)
+  // rows longer than the float lanes' flush interval (16 steps of 64 or 128 columns)
   {
     const kl::Mat zl = ct::runif(rng, 2300, 5), xs = x.topRows(40);
     const kl::Mat V = ct::rnorm(rng, 2300, 1), U = ct::rnorm(rng, 40, 1);

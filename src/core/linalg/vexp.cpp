@@ -207,8 +207,7 @@ template <class V, class VI, int W>
 __attribute__((always_inline)) inline void exp_pair_f_impl(const float* S, float* K, float* O,
                                                            std::ptrdiff_t n) {
   V tab0, tab1;
-  std::memcpy(&tab0, exp_table_f(2 * W), sizeof tab0);
-  std::memcpy(&tab1, exp_table_f(2 * W) + W, sizeof tab1);
+  load_table_f(tab0, tab1);
   for (std::ptrdiff_t t = 0; t < n; t += W) {
     float sb[W] = {}, kb[W], ob[W];
     const std::ptrdiff_t m = std::min<std::ptrdiff_t>(W, n - t);
@@ -282,17 +281,19 @@ const double* exp_table(int N) {
 }
 
 const float* exp_table_f(int N) {
-  static const std::vector<float> t16 = [] {
-    std::vector<float> t(16);
-    for (int j = 0; j < 16; ++j) t[j] = static_cast<float>(std::exp2(j / 16.0));
+  const auto make = [](int n, int shift) {
+    std::vector<float> t(static_cast<std::size_t>(n));
+    for (int j = 0; j < n; ++j) {
+      const float v = static_cast<float>(std::exp2(j / static_cast<double>(n)));
+      std::uint32_t b;
+      std::memcpy(&b, &v, sizeof b);
+      b -= static_cast<std::uint32_t>(j) << shift;
+      std::memcpy(&t[static_cast<std::size_t>(j)], &b, sizeof b);
+    }
     return t;
-  }();
-  static const std::vector<float> t32 = [] {
-    std::vector<float> t(32);
-    for (int j = 0; j < 32; ++j) t[j] = static_cast<float>(std::exp2(j / 32.0));
-    return t;
-  }();
-  return N == 16 ? t16.data() : t32.data();
+  };
+  static const std::vector<float> t8 = make(8, 20), t32 = make(32, 18);
+  return N == 8 ? t8.data() : t32.data();
 }
 }  // namespace vexp_detail
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__GNUC__)
 #define KL_INLINE __attribute__((always_inline)) inline
@@ -83,44 +84,60 @@ typedef float v8f __attribute__((vector_size(32)));
 typedef float v16f __attribute__((vector_size(64)));
 typedef std::int32_t v8i __attribute__((vector_size(32)));
 typedef std::int32_t v16i __attribute__((vector_size(64)));
+typedef std::uint32_t v8u __attribute__((vector_size(32)));
+typedef std::uint32_t v16u __attribute__((vector_size(64)));
 
-// The same pair in single precision (V of W floats, VI of W int32): a table of N = 2 W values
-// 2^(j / N) (16 or 32), |r| <= ln2 / (2 N), and exp(r) - 1 by its Taylor polynomial of degree 3
-// (truncation below 1e-8 relative, under a float's rounding); ln 2 / N in two parts whose first
-// times the integer is exact. exp(-s) is 0 (and 1 - exp(-s) is 1) below the normal range of a
-// float (s above about 87.3). `tab` from exp_table_f(2 W).
+// The number of entries of the single-precision pair's table for W float lanes: W = 8 (AVX2)
+// one vector (one permute looks an entry up), W = 16 (AVX-512) two vectors (one two-source
+// permute).
+constexpr int exp_table_f_size(int W) { return W == 8 ? 8 : 2 * W; }
+
+// The same pair in single precision (V of W floats, VI of W int32): a table of
+// N = exp_table_f_size(W) values 2^(j / N) (8 or 32), |r| <= ln2 / (2 N), and exp(r) - 1 by its
+// Taylor polynomial of degree 4 (N = 8) or 3 (N = 32), evaluated in two levels (truncation
+// below 2e-9 relative, under a float's rounding). The reduction r = x - n ln2 / N takes one
+// rounded constant: its error, |x| 2^-24 at most, is that of one rounding of s, and s comes
+// from float sums that round it at least once. T = 2^(n / N) is assembled in the integers: the
+// table entry of j = n mod N (the permute reads an index's low bits only) plus n shifted to the
+// exponent field, the table holding each 2^(j / N) less its j in those bits (exp_table_f()).
+// Where exp(-s) leaves the normal range of a float (s above about 87.3) K is below 1.2e-38
+// (subnormal or 0) and 1 - K is 1. `tab0`, `tab1`: the table's first and second W entries
+// (tab1 unused when N = W).
 template <class V, class VI, int W>
 __attribute__((always_inline)) inline void exp_pair_table_f(const V& s, V& k, V& o,
                                                             const V& tab0, const V& tab1) {
-  constexpr int N = 2 * W;
-  constexpr int shift = N == 32 ? 5 : 4;
+  constexpr int N = exp_table_f_size(W);
+  constexpr int shift = N == 32 ? 18 : 20;  // 23 - log2(N)
   constexpr float kShifterF = 12582912.0f;  // 1.5 * 2^23: rounds to an integer
-  constexpr float kLn2HiF = 0.693359375f, kLn2LoF = -2.12194440e-4f;
   const V zero = V{};
-  // s clamped to 88: then the biased exponent below is never negative (0 where exp(-s) is
-  // below the normal range: K = 0)
-  const V sc = s > 88.0f ? zero + 88.0f : s;
+  // s clamped to 88 (then n >= -127 N: T's exponent field stays >= 0) by one vminps (a compare
+  // and a blend otherwise); lim first, so that a NaN in s stays NaN
+  const V lim = zero + 88.0f;
+  V sc;
+  asm("vminps %1, %2, %0" : "=v"(sc) : "v"(s), "v"(lim));
   const V t = sc * (-1.44269504f * N) + kShifterF;
   const V fn = t - kShifterF;
-  // r = -sc - fn ln2 / N, in two parts (a negated multiply-subtract, then a multiply-add)
-  V r = fn * (-kLn2HiF / N) - sc;
-  r = r - fn * (kLn2LoF / N);
-  V q = zero + 1.0f / 6.0f;
-  q = q * r + 0.5f;
-  q = q * r + 1.0f;
-  const V p = q * r;
-  // t's bits are those of the shifter plus the integer n = N k + j (|n| < 2^22): the shifter's
-  // low bits are zero, so j is in t's low bits, and k = floor(n / N) is the difference of the
-  // shifted bits and the shifter's
-  VI bits, sb;
+  const V r = fn * static_cast<float>(-0.69314718055994531 / N) - sc;
+  const V r2 = r * r;
+  const V a = r * (1.0f / 6.0f) + 0.5f;
+  V p;
+  if constexpr (N == 8) p = r2 * (r2 * (1.0f / 24.0f) + a) + r;
+  else p = r2 * a + r;
+  // t's bits are those of the shifter plus n = N k + j (|n| < 2^22); the shifter's low bits
+  // are zero, so that shifted left by `shift` (out of 32 bits) they leave k in the exponent
+  // field and j in the bits below it
+  using VU = std::conditional_t<W == 8, v8u, v16u>;  // unsigned: the shift wraps
+  static_assert(sizeof(VU) == sizeof(VI), "W int32 lanes");
+  VU bits;
   std::memcpy(&bits, &t, sizeof bits);
-  const V sh = zero + kShifterF;
-  std::memcpy(&sb, &sh, sizeof sb);
-  const VI j = bits & (N - 1);
-  const VI e = ((bits >> shift) << 23) + (((127 - (sb >> shift)) << 23));
-  V scale;
-  std::memcpy(&scale, &e, sizeof scale);
-  const V T = __builtin_shuffle(tab0, tab1, j) * scale;
+  V tj;
+  if constexpr (N == W) tj = __builtin_shuffle(tab0, bits);
+  else tj = __builtin_shuffle(tab0, tab1, bits);
+  VU tb;
+  std::memcpy(&tb, &tj, sizeof tb);
+  tb += bits << shift;
+  V T;
+  std::memcpy(&T, &tb, sizeof T);
   k = T + T * p;
   o = (1.0f - T) - T * p;
 }
@@ -129,8 +146,23 @@ __attribute__((always_inline)) inline void exp_pair_table_f(const V& s, V& k, V&
 
 // 2^(j / N) for j < N (N = 8 or 16), correctly rounded up to the last bit of exp2.
 const double* exp_table(int N);
-// 2^(j / N) for j < N (N = 16 or 32), rounded to float.
+// 2^(j / N) for j < N (N = 8 or 32: exp_table_f_size()), rounded to float, its bits less
+// j << (23 - log2 N) (exp_pair_table_f() adds n << (23 - log2 N) for 2^(n / N)).
 const float* exp_table_f(int N);
+
+#ifdef KL_HGK_SIMD
+// The single-precision pair's table for V (W floats) in two vectors (the second zero when the
+// table has W entries).
+template <class V>
+KL_INLINE void load_table_f(V& tab0, V& tab1) {
+  constexpr int W = static_cast<int>(sizeof(V) / sizeof(float));
+  constexpr int N = exp_table_f_size(W);
+  const float* t = exp_table_f(N);
+  std::memcpy(&tab0, t, sizeof tab0);
+  if constexpr (N > W) std::memcpy(&tab1, t + W, sizeof tab1);
+  else std::memset(&tab1, 0, sizeof tab1);
+}
+#endif
 
 }  // namespace vexp_detail
 }  // namespace kl
