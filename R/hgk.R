@@ -321,10 +321,10 @@ hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
 #'   in single precision, its systems refined in double to a relative
 #'   accuracy of 1e-9 (a block too ill-conditioned for that, as with a tiny
 #'   penalty, is factored in double instead). An objective and gradient with
-#'   the weights of the fit held fixed take about 0.4 of the
+#'   the weights of the fit held fixed take about 0.3 of the
 #'   double-precision time, one with the weights re-solved (the default)
-#'   about 0.55, a whole fit 0.6 to 0.95 (the least gain with many classes).
-#'   Every sum stays in double, and the
+#'   about 0.45, a whole fit 0.65 to 0.85 (the least gain with many classes;
+#'   AVX2, two cores). Every sum stays in double, and the
 #'   cross-validation of the candidates and the final predictor (the fit on
 #'   all rows with the learned kernel) are computed in double. On 2000
 #'   training rows of 11 benchmark sets both precisions gave the same test
