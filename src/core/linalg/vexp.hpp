@@ -15,7 +15,8 @@ namespace kl {
 void hgk_exp_pair(const double* S, double* K, double* O, std::ptrdiff_t n);
 
 // The same in single precision, as the fused pass's single-precision mode computes it (within
-// a few float roundings; S[t] above about 87 gives K = 0, O = 1). Only with a vectorised
+// a few float roundings and a relative S[t] 2^-24, the error of one rounding of S[t]; S[t]
+// above about 87.3 gives K = 0, O = 1). Only with a vectorised
 // instruction set: returns false (and writes nothing) without one.
 bool hgk_exp_pair_f(const float* S, float* K, float* O, std::ptrdiff_t n);
 

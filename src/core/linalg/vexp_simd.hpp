@@ -100,9 +100,9 @@ constexpr int exp_table_f_size(int W) { return W == 8 ? 8 : 2 * W; }
 // from float sums that round it at least once. T = 2^(n / N) is assembled in the integers: the
 // table entry of j = n mod N (the permute reads an index's low bits only) plus n shifted to the
 // exponent field, the table holding each 2^(j / N) less its j in those bits (exp_table_f()).
-// Where exp(-s) leaves the normal range of a float (s above about 87.3) K is below 1.2e-38
-// (subnormal or 0) and 1 - K is 1. `tab0`, `tab1`: the table's first and second W entries
-// (tab1 unused when N = W).
+// Where 2^(n / N) leaves the normal range of a float (n < -126 N, s above about 87.3) T is 0,
+// so that K = 0 and 1 - K = 1 with no subnormal number (slow on some processors) in the pass.
+// `tab0`, `tab1`: the table's first and second W entries (tab1 unused when N = W).
 template <class V, class VI, int W>
 __attribute__((always_inline)) inline void exp_pair_table_f(const V& s, V& k, V& o,
                                                             const V& tab0, const V& tab1) {
@@ -110,8 +110,9 @@ __attribute__((always_inline)) inline void exp_pair_table_f(const V& s, V& k, V&
   constexpr int shift = N == 32 ? 18 : 20;  // 23 - log2(N)
   constexpr float kShifterF = 12582912.0f;  // 1.5 * 2^23: rounds to an integer
   const V zero = V{};
-  // s clamped to 88 (then n >= -127 N: T's exponent field stays >= 0) by one vminps (a compare
-  // and a blend otherwise); lim first, so that a NaN in s stays NaN
+  // s clamped to 88 (then n >= -127 N: T's exponent field stays >= 0, and is 0 only where T is
+  // zeroed below) by one vminps (a compare and a blend otherwise); lim first, so that a NaN in s
+  // stays NaN
   const V lim = zero + 88.0f;
   V sc;
   asm("vminps %1, %2, %0" : "=v"(sc) : "v"(s), "v"(lim));
@@ -136,6 +137,17 @@ __attribute__((always_inline)) inline void exp_pair_table_f(const V& s, V& k, V&
   VU tb;
   std::memcpy(&tb, &tj, sizeof tb);
   tb += bits << shift;
+  // T = 0 where n < -126 N (k = -127: exponent field 0); as signed integers, the bits of t
+  // order as n does
+  VI bi, keep;
+  std::memcpy(&bi, &t, sizeof bi);
+  const V sh = zero + kShifterF;
+  VI sb;
+  std::memcpy(&sb, &sh, sizeof sb);
+  keep = bi >= sb - 126 * N;
+  VU mask;
+  std::memcpy(&mask, &keep, sizeof mask);
+  tb &= mask;
   V T;
   std::memcpy(&T, &tb, sizeof T);
   k = T + T * p;
