@@ -5,7 +5,8 @@
 #
 # Usage: Rscript bench/learned_vs_gaussian.R [sets] [splits] [methods]
 #   sets    comma list among vehicle, glass, sonar, ionosphere, pima, boston, friedman1,
-#           friedman2 (default all)
+#           friedman2, vowel (the speaker column left out), dna, waveform, ringnorm, spirals,
+#           friedman3 (default all)
 #   splits  random 70 / 30 splits per set (default 3)
 #   methods comma list among hgk, tkl (default both)
 # Per set and method: test error (misclassification rate, or mean squared error on the
@@ -21,7 +22,7 @@ suppressPackageStartupMessages({
 })
 args <- commandArgs(TRUE)
 all_sets <- c("vehicle", "glass", "sonar", "ionosphere", "pima", "boston", "friedman1",
-              "friedman2")
+              "friedman2", "vowel", "dna", "waveform", "ringnorm", "spirals", "friedman3")
 sets <- if (length(args) >= 1L) strsplit(args[1L], ",")[[1L]] else all_sets
 splits <- if (length(args) >= 2L) as.integer(args[2L]) else 3L
 methods <- if (length(args) >= 3L) strsplit(args[3L], ",")[[1L]] else c("hgk", "tkl")
@@ -48,6 +49,19 @@ load_set <- function(name) {
     friedman1 = { set.seed(101); s <- mlbench.friedman1(800, sd = 1)
                   d <- data.frame(s$x, y = s$y) },
     friedman2 = { set.seed(102); s <- mlbench.friedman2(800, sd = 125)
+                  d <- data.frame(s$x, y = s$y) },
+    vowel = { utils::data("Vowel", envir = e); d <- e$Vowel; d$V1 <- NULL  # the speaker
+              names(d)[names(d) == "Class"] <- "y" },
+    dna = { utils::data("DNA", envir = e); d <- e$DNA
+            d[-ncol(d)] <- lapply(d[-ncol(d)], function(v) as.numeric(as.character(v)))
+            names(d)[names(d) == "Class"] <- "y" },
+    waveform = { set.seed(103); s <- mlbench.waveform(800)
+                 d <- data.frame(s$x, y = s$classes) },
+    ringnorm = { set.seed(104); s <- mlbench.ringnorm(800, d = 20)
+                 d <- data.frame(s$x, y = s$classes) },
+    spirals = { set.seed(105); s <- mlbench.spirals(600, cycles = 1.5, sd = 0.05)
+                d <- data.frame(s$x, y = s$classes) },
+    friedman3 = { set.seed(106); s <- mlbench.friedman3(800, sd = 0.1)
                   d <- data.frame(s$x, y = s$y) })
   d
 }
