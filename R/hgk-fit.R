@@ -290,7 +290,10 @@
       tab <- tu$results
       # a second draw of the folds over the same (possibly extended) grid; the width and cost
       # are chosen by the mean of both draws' errors. The error surface is flat near its
-      # minimum, so one draw's noise would otherwise pick the point.
+      # minimum, so one draw's noise would otherwise pick the point. Other rules for more
+      # classes (four draws, the surface averaged over neighbouring grid points, the pairwise
+      # decisions' clipped squared error) did no better on test rows, by more than noise, in
+      # bench/tune_selection.R.
       foldid2 <- .klcv_folds(list(n = n, task = ctx$task, y = ctx$y), max(foldid), NULL,
                              caller)$foldid
       tu2 <- kl_tune(kernel_svm, ctx$x, ctx$y,
