@@ -7,7 +7,7 @@
 #   Rscript bench/tune_selection.R summary DIR
 # SETS: comma list of mlbench Vehicle, Vowel, Glass, DNA and kl_dataset() names (letter,
 # pendigits, thyroid, shuttle, satimage, covtype20k; KERNLEARN_DATA_DIR or the data directory
-# /work/shared/data). collect writes one file per set and split into DIR (skipping those there):
+# /work/shared/data). Every input column is used as a number (Vowel's speaker column too). collect writes one file per set and split into DIR (skipping those there):
 # on N_TRAIN training rows (at most 60% of the set; test: up to 5000 of the rest), inputs scaled
 # to [0, 1] by the training range, the paper grid of hgk() (10 widths x 10 costs for fold fits
 # of m rows), 4 independent draws of 5 folds, each scored by the misclassification rate and by
