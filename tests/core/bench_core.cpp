@@ -564,8 +564,8 @@ void hgk() {
                    q("core Cholesky") + "," + q(note));
   };
   const std::string sz = std::to_string(n) + " x " + std::to_string(n);
-  // the vector width matters to these ratios: the passes gain from AVX-512 more than the
-  // factorisation does
+  // the vector width matters to these ratios, and not alike on both sides (the factorisation's
+  // products and the passes' exponentials gain differently from AVX-512): the note names it
   const std::string simd = kl::simd_level_name(kl::simd_level());
   add("core Cholesky " + sz, ch, "bench_core, " + simd);
   const auto how = [&](double risk) {

@@ -1,12 +1,12 @@
 #include "kernels/hgk_pass.hpp"
 
 #include <algorithm>
-#include <memory>
 #include <new>
 #include <cstring>
 #include <string>
 #include <type_traits>
 
+#include "base/lines.hpp"
 #include "linalg/simd.hpp"
 #include "linalg/vexp_simd.hpp"
 
@@ -27,16 +27,18 @@ Eigen::Index block_rows(Eigen::Index nx) {
 constexpr std::size_t kMaxLeafCols = 16;
 
 // The tree as flat arrays: member m of node v is m in [start[v], start[v + 1]), which is also
-// its parameter index (the kernel numbers parameters node by node, member by member).
+// its parameter index (the kernel numbers parameters node by node, member by member). Every
+// thread reads them at every step: they sit in lines of their own (base/lines.hpp), as does
+// everything else the threads share or write in the pass.
 struct Program {
   int nn = 0;
-  std::vector<char> leaf;
-  std::vector<int> start;   // nn + 1
-  std::vector<int> member;  // leaf: slot of the packed column; inner: child node
-  std::vector<int> column;  // leaf members: the input column (-1 for inner members)
-  std::vector<double> coef; // s_v w_m^2
-  std::vector<double> pfac; // -2 s_v w_m: dK/dw_m = pfac * sum of G_v t_m
-  std::vector<float> coef_f; // coef in single precision
+  LineVec<char> leaf;
+  LineVec<int> start;   // nn + 1
+  LineVec<int> member;  // leaf: slot of the packed column; inner: child node
+  LineVec<int> column;  // leaf members: the input column (-1 for inner members)
+  LineVec<double> coef; // s_v w_m^2
+  LineVec<double> pfac; // -2 s_v w_m: dK/dw_m = pfac * sum of G_v t_m
+  LineVec<float> coef_f; // coef in single precision
   int nslots = 0;
 };
 
@@ -69,25 +71,61 @@ struct Context {
   const Program* P;
   const HgkPassJob* job;
   CMatRef X;
-  Eigen::Index nx, nzp;      // nzp: the columns rounded up to the vector width (padding is zero)
-  const double* Zp;          // nzp x nslots, column-major (double precision)
-  const double* Vp;          // nzp x L, column-major, zero padded
-  const float* Zpf;          // the same in single precision (single only)
+  Eigen::Index nx, nzp;      // nzp: the columns rounded up to whole steps (padding is zero)
+  // the leaves' columns of Z (nzp x nslots) and the column weights V (nzp x L), column-major
+  // with leading dimension ldd in double precision (Zp: double passes only) and ldf in single
+  // (single passes only)
+  Eigen::Index ldd, ldf;
+  const double* Zp;
+  const double* Vp;
+  const float* Zpf;
   const float* Vpf;
   Eigen::Index L;
   bool grad;
   Mat* gblocks;              // nparams x blocks: each block's sums (before pfac)
 };
 
-#ifdef KL_HGK_SIMD
-using namespace vexp_detail;
-
-struct AlignedDelete {
-  template <class T>
-  void operator()(T* p) const {
-    ::operator delete[](p, std::align_val_t(64));
+// The leaves' columns of Z and the column weights, zero padded to whole steps, in the pass's
+// precision (and V in double for the row sums). Each thread of the pass builds its own: read
+// from memory another thread created, they made the pass 1.3x to 1.5x slower with 2 threads on
+// some processors and memory layouts, though no thread writes them. Their columns lie an odd
+// number of cache lines apart: a step reads the same rows of every column, and columns a
+// multiple of 4 KiB apart would fall into the same few sets of the first cache level and evict
+// each other (measured up to 1.3x slower on one thread, depending on where the buffers lay, at
+// 2,500 points and 16 columns).
+struct Padded {
+  LineVec<double> Zp, Vp;
+  LineVec<float> Zpf, Vpf;
+  void build(const Program& P, CMatRef Z, const Mat* V, Eigen::Index ldd, Eigen::Index ldf,
+             bool single, Context& c) {
+    const Eigen::Index nz = Z.rows(), L = V ? V->cols() : 0;
+    const Eigen::Index nslots = std::max(1, P.nslots), Lp = std::max<Eigen::Index>(L, 1);
+    Vp.assign(static_cast<std::size_t>(ldd * Lp), 0.0);
+    for (Eigen::Index l = 0; l < L; ++l) Eigen::Map<Vec>(Vp.data() + l * ldd, nz) = V->col(l);
+    if (single) {
+      Zpf.assign(static_cast<std::size_t>(ldf * nslots), 0.0f);
+      Vpf.assign(static_cast<std::size_t>(ldf * Lp), 0.0f);
+      for (std::size_t m = 0; m < P.member.size(); ++m)
+        if (P.column[m] >= 0)
+          Eigen::Map<Eigen::VectorXf>(Zpf.data() + P.member[m] * ldf, nz) =
+              Z.col(P.column[m]).cast<float>();
+      for (Eigen::Index l = 0; l < L; ++l)
+        Eigen::Map<Eigen::VectorXf>(Vpf.data() + l * ldf, nz) = V->col(l).cast<float>();
+    } else {
+      Zp.assign(static_cast<std::size_t>(ldd * nslots), 0.0);
+      for (std::size_t m = 0; m < P.member.size(); ++m)
+        if (P.column[m] >= 0)
+          Eigen::Map<Vec>(Zp.data() + P.member[m] * ldd, nz) = Z.col(P.column[m]);
+    }
+    c.Zp = single ? nullptr : Zp.data();
+    c.Vp = Vp.data();
+    c.Zpf = single ? Zpf.data() : nullptr;
+    c.Vpf = single ? Vpf.data() : nullptr;
   }
 };
+
+#ifdef KL_HGK_SIMD
+using namespace vexp_detail;
 
 // Columns go U vectors at a time (more independent work between the dependent steps of each
 // node's exponential, and the per-node bookkeeping paid once for U W pairs): 8 measured 1.3x
@@ -104,6 +142,7 @@ template <>
 struct Prec<double> {
   static const double* Z(const Context& c) { return c.Zp; }
   static const double* V(const Context& c) { return c.Vp; }
+  static Eigen::Index ld(const Context& c) { return c.ldd; }
   static const double* coef(const Program& P) { return P.coef.data(); }
   template <class V>
   static KL_INLINE void load_table(V& tab0, V& tab1) {
@@ -120,6 +159,7 @@ template <>
 struct Prec<float> {
   static const float* Z(const Context& c) { return c.Zpf; }
   static const float* V(const Context& c) { return c.Vpf; }
+  static Eigen::Index ld(const Context& c) { return c.ldf; }
   static const float* coef(const Program& P) { return P.coef_f.data(); }
   template <class V>
   static KL_INLINE void load_table(V& tab0, V& tab1) {
@@ -178,13 +218,21 @@ KL_INLINE double lane_sum(const VD* out) {
 }
 
 template <class V, class VI, class VD, int W, bool Grad>
-KL_INLINE void run_block_impl(const Context& c, int block) {
+KL_INLINE void run_block_impl(const Context& shared, int block) {
   using E = std::remove_cv_t<std::remove_reference_t<decltype(V{}[0])>>;
   using IE = std::remove_cv_t<std::remove_reference_t<decltype(VI{}[0])>>;
   using PR = Prec<E>;
   constexpr int U = kUnroll;
+  // the context, the program's pointers and the job's flags copied to this thread's own stack:
+  // the inner loops read nothing from lines that another thread writes (base/lines.hpp)
+  const Context c = shared;
   const Program& P = *c.P;
   const HgkPassJob& job = *c.job;
+  const char* const leaf = P.leaf.data();
+  const int* const start = P.start.data();
+  const int* const member = P.member.data();
+  const bool triangle = job.triangle, want_row = job.want_row;
+  const Eigen::Index nzp = c.nzp, ld = PR::ld(c), ldd = c.ldd;
   const int nn = P.nn, root = nn - 1;
   const Eigen::Index npar = static_cast<Eigen::Index>(P.coef.size());
   const Eigen::Index L = c.L;
@@ -196,33 +244,30 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
   // node values (U vectors per node), adjoints, the leaves' squared differences (U vectors per
   // member) and the row's derivative sums, in the pass's precision; in double the row sums and,
   // in single precision, the derivative sums, into which those of the pass's precision are
-  // added every kFlush steps (so that no float lane sums more than kFlush U = 128 terms); each in a
-  // 64-byte aligned buffer (std::vector of a vector type need not honour its alignment)
+  // added every kFlush steps (so that no float lane sums more than kFlush U = 128 terms); each in
+  // lines of its own, aligned for the vectors
   constexpr bool wide = !std::is_same_v<V, VD>;
   constexpr int H = kHalves<V, VD>, WH = W / H;  // halves per vector, lanes per half
   constexpr int kFlush = 128 / U;
   const std::size_t nmem = P.member.size();
   const std::size_t nvec = static_cast<std::size_t>(3 * U * nn) + U * nmem + npar;
   const std::size_t nacc = static_cast<std::size_t>(H) * (L + (wide ? npar : 0));
-  std::unique_ptr<V[], AlignedDelete> store(
-      static_cast<V*>(::operator new[](nvec * sizeof(V), std::align_val_t(64))));
-  std::unique_ptr<VD[], AlignedDelete> dstore(
-      static_cast<VD*>(::operator new[](nacc * sizeof(VD), std::align_val_t(64))));
-  for (std::size_t i = 0; i < nvec; ++i) store[i] = V{};
-  for (std::size_t i = 0; i < nacc; ++i) dstore[i] = VD{};
-  V* kv = store.get();
+  static_assert(alignof(V) <= kCacheLine && alignof(VD) <= kCacheLine, "vectors fit a line");
+  LineVec<V> store(nvec, V{});
+  LineVec<VD> dstore(nacc, VD{});
+  V* kv = store.data();
   V* om = kv + U * nn;
   V* gb = om + U * nn;
   V* dsq = gb + U * nn;
   V* acc = dsq + U * nmem;
-  VD* kvs = dstore.get();
+  VD* kvs = dstore.data();
   VD* accd = kvs + H * L;  // wide only
-  std::vector<E> xm(P.member.size());
-  std::vector<double> krow(job.want_row ? c.nzp : 0), sums(L);
+  LineVec<E> xm(P.member.size());
+  LineVec<double> krow(want_row ? nzp : 0), sums(L);
   // the row sums K V only for those who read them (not the derivatives' triangle pass)
   const bool sums_needed = job.KV || job.row_end;
-  std::vector<E> ua(L);
-  Vec gsum = Vec::Zero(npar);
+  LineVec<E> ua(L);
+  LineVec<double> gsum(npar, 0.0);
   VI lane;
   for (int u = 0; u < W; ++u) lane[u] = u;
   const V zero = V{};
@@ -242,16 +287,16 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
         if constexpr (wide) accd[H * t] = accd[H * t + 1] = dzero;
       }
     [[maybe_unused]] int steps = 0;
-    const Eigen::Index bstart = job.triangle ? (a + 1) / (U * W) * (U * W) : 0;
-    for (Eigen::Index b0 = bstart; b0 < c.nzp; b0 += U * W) {
+    const Eigen::Index bstart = triangle ? (a + 1) / (U * W) * (U * W) : 0;
+    for (Eigen::Index b0 = bstart; b0 < nzp; b0 += U * W) {
       // forward: every node's K and 1 - K
       for (int v = 0; v < nn; ++v) {
         V s[U];
         #pragma GCC unroll 8
         for (int u = 0; u < U; ++u) s[u] = zero;
-        if (P.leaf[v]) {
-          for (int m = P.start[v]; m < P.start[v + 1]; ++m) {
-            const E* zc = Zp + P.member[m] * c.nzp + b0;
+        if (leaf[v]) {
+          for (int m = start[v]; m < start[v + 1]; ++m) {
+            const E* zc = Zp + member[m] * ld + b0;
             const E cm = coef[m], xa = xm[m];
             #pragma GCC unroll 8
             for (int u = 0; u < U; ++u) {
@@ -264,8 +309,8 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
             }
           }
         } else {
-          for (int m = P.start[v]; m < P.start[v + 1]; ++m) {
-            const V* oc = om + P.member[m] * U;
+          for (int m = start[v]; m < start[v + 1]; ++m) {
+            const V* oc = om + member[m] * U;
             const E cm = coef[m];
             #pragma GCC unroll 8
             for (int u = 0; u < U; ++u) s[u] += cm * oc[u];
@@ -279,14 +324,14 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
       #pragma GCC unroll 8
       for (int u = 0; u < U; ++u) {
         const V k = kv[root * U + u];
-        if (sums_needed || job.want_row) {
+        if (sums_needed || want_row) {
           // the root's values in double: the row sums and the kernel row
           VD kd[H];
           widen<0>(kd[0], k);
           if constexpr (H == 2) widen<1>(kd[1], k);
           if (sums_needed)
             for (Eigen::Index l = 0; l < L; ++l) {
-              const double* vl = c.Vp + l * c.nzp + b0 + u * W;
+              const double* vl = c.Vp + l * ldd + b0 + u * W;
               #pragma GCC unroll 2
               for (int h = 0; h < H; ++h) {
                 VD wd;
@@ -294,7 +339,7 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
                 kvs[H * l + h] += kd[h] * wd;
               }
             }
-          if (job.want_row)
+          if (want_row)
             for (int h = 0; h < H; ++h)
               std::memcpy(krow.data() + b0 + u * W + h * WH, &kd[h], sizeof(VD));
         }
@@ -302,10 +347,10 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
         adj[u] = zero;
         for (Eigen::Index l = 0; l < L; ++l) {
           V w;
-          std::memcpy(&w, Vp + l * c.nzp + b0 + u * W, sizeof w);
+          std::memcpy(&w, Vp + l * ld + b0 + u * W, sizeof w);
           adj[u] += ua[l] * w;
         }
-        if (job.triangle && b0 + u * W <= a) {
+        if (triangle && b0 + u * W <= a) {
           const VI idx = lane + static_cast<IE>(b0 + u * W);
           adj[u] = idx > static_cast<IE>(a) ? adj[u] : zero;
         }
@@ -315,16 +360,16 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
       // backward from the root
       for (int v = root; v >= 0; --v) {
         const V* g = gb + v * U;
-        if (P.leaf[v]) {
-          for (int m = P.start[v]; m < P.start[v + 1]; ++m) {
+        if (leaf[v]) {
+          for (int m = start[v]; m < start[v + 1]; ++m) {
             V t = zero;
             #pragma GCC unroll 8
             for (int u = 0; u < U; ++u) t += g[u] * dsq[m * U + u];
             acc[m] += t;
           }
         } else {
-          for (int m = P.start[v]; m < P.start[v + 1]; ++m) {
-            const int ch = P.member[m];
+          for (int m = start[v]; m < start[v + 1]; ++m) {
+            const int ch = member[m];
             const E cm = coef[m];
             V t = zero;
             #pragma GCC unroll 8
@@ -352,7 +397,7 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
       if (job.KV) (*job.KV)(a, l) = s;
     }
     const double f = job.row_end ? job.row_end(a, block, sums.data(),
-                                               job.want_row ? krow.data() : nullptr)
+                                               want_row ? krow.data() : nullptr)
                                  : 1.0;
     if (Grad)
       for (Eigen::Index t = 0; t < npar; ++t) {
@@ -366,7 +411,7 @@ KL_INLINE void run_block_impl(const Context& c, int block) {
         gsum[t] += f * s;
       }
   }
-  if (Grad) c.gblocks->col(block) = gsum;
+  if (Grad) c.gblocks->col(block) = Eigen::Map<const Vec>(gsum.data(), npar);
 }
 
 // with and without the derivative sums (the forward pass keeps no squared differences for a
@@ -441,22 +486,13 @@ void hgk_pass(const std::vector<HgkNode>& nodes, int d, CMatRef X, CMatRef Z,
   const Eigen::Index nx = X.rows(), nz = Z.rows();
   const Eigen::Index step = static_cast<Eigen::Index>(W) * kUnroll;
   const Eigen::Index nzp = (nz + step - 1) / step * step;
-  Mat Zp = Mat::Zero(nzp, std::max(1, P.nslots));
-  for (std::size_t m = 0; m < P.member.size(); ++m)
-    if (P.column[m] >= 0) Zp.col(P.member[m]).head(nz) = Z.col(P.column[m]);
-  Mat Vp = Mat::Zero(nzp, std::max<Eigen::Index>(L, 1));
-  if (job.V) Vp.topRows(nz) = *job.V;
-  Eigen::MatrixXf Zpf, Vpf;
-  if (single) {
-    Zpf = Zp.cast<float>();
-    Vpf = Vp.cast<float>();
-  }
+  const Eigen::Index ldd = nzp + static_cast<Eigen::Index>(kCacheLine / sizeof(double)),
+                     ldf = nzp + static_cast<Eigen::Index>(kCacheLine / sizeof(float));
   const int nb = hgk_pass_blocks(nx);
   Mat gblocks;
   if (job.grad) gblocks.setZero(static_cast<Eigen::Index>(P.coef.size()), nb);
-  Context c{&P,       &job,       X, nx, nzp, Zp.data(), Vp.data(),
-            single ? Zpf.data() : nullptr, single ? Vpf.data() : nullptr, L, job.grad != nullptr,
-            &gblocks};
+  Context c{&P, &job, X, nx, nzp, ldd, ldf, nullptr, nullptr, nullptr, nullptr, L,
+            job.grad != nullptr, &gblocks};
   threads = clamp_threads(threads);
   const int sweep = std::max(1, 8 * threads);
   for (int s0 = 0; s0 < nb; s0 += sweep) {
@@ -466,25 +502,44 @@ void hgk_pass(const std::vector<HgkNode>& nodes, int d, CMatRef X, CMatRef Z,
     (void)nt;
     bool failed = false;
     std::string what;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
-#endif
-    for (int b = s0; b < s1; ++b) {
-      try {
-        if (level == SimdLevel::avx512) {
-          if (single) run_block_avx512_f(c, b);
-          else run_block_avx512(c, b);
-        } else {
-          if (single) run_block_avx2_f(c, b);
-          else run_block_avx2(c, b);
-        }
-      } catch (const std::exception& e) {
+    const auto fail = [&](const char* msg) {
 #ifdef _OPENMP
 #pragma omp critical(kl_hgk_pass)
 #endif
-        {
-          failed = true;
-          what = e.what();
+      {
+        failed = true;
+        what = msg;
+      }
+    };
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+    {
+      // each thread reads its own copy of Z's columns and of V, made by itself
+      Padded mine;
+      Context cc = c;
+      bool ready = false;
+      try {
+        mine.build(P, Z, job.V, ldd, ldf, single, cc);
+        ready = true;
+      } catch (const std::exception& e) {
+        fail(e.what());
+      }
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+      for (int b = s0; b < s1; ++b) {
+        if (!ready) continue;
+        try {
+          if (level == SimdLevel::avx512) {
+            if (single) run_block_avx512_f(cc, b);
+            else run_block_avx512(cc, b);
+          } else {
+            if (single) run_block_avx2_f(cc, b);
+            else run_block_avx2(cc, b);
+          }
+        } catch (const std::exception& e) {
+          fail(e.what());
         }
       }
     }
