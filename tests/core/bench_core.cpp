@@ -13,7 +13,9 @@
 //     hgk            the bilevel and fixed hgk objectives + gradients (double, and with the
 //                    single-precision passes) against one Cholesky (n = 2500, d = 16,
 //                    8 nodes; each objective evaluated anew at alternating weights, its
-//                    buffers kept, as in the optimiser) -> hgk.csv, section "objective (core)"
+//                    buffers kept, as in the optimiser), and the kernel blocks and derivative
+//                    contraction of a tree whose leaves are too wide for the fused pass
+//                    (d = 180, n = 1500) -> hgk.csv, section "objective (core)"
 //   options: --reps N (3)  --threads N (2)  --out DIR (bench/results; "" writes nothing)
 //            --data DIR (KERNLEARN_DATA_DIR, else ../shared/data beside the checkout)
 //            --floor PATH (the OpenBLAS floor tool, ../shared/tools/blas-floor/run)
@@ -578,6 +580,41 @@ void hgk() {
   add("fixed-alpha objective + gradient", fx, how(risk_f));
   add("bilevel objective + gradient, single-precision passes", bis, how(risk_bs));
   add("fixed-alpha objective + gradient, single-precision passes", fxs, how(risk_fs));
+  // The general path of trees whose leaves are too wide for the fused pass (8 leaves of 22 of
+  // 180 columns, 1500 rows, 2 threads): one block K(X, X), one K(X2, X) with 375 rows, and the
+  // contraction of K(X2, X)'s derivatives, against the same Cholesky.
+  {
+    const Eigen::Index nw = S.smoke ? 300 : 1500, dw = 180;
+    const kl::Mat w1 = uniform(rng, nw, dw), w2 = uniform(rng, nw / 4, dw);
+    const std::vector<int> pw = rng.permutation(static_cast<int>(dw));
+    ct::HTree kw;
+    for (int j = 0; j < 8; ++j) {
+      ct::HTree::Node nd;
+      for (int i = 0; i < 22; ++i) {
+        nd.cols.push_back(pw[22 * j + i] + 1);
+        nd.weights.push_back(0.3 * rng.uniform(0.5, 1.5));
+      }
+      kw.nodes.push_back(nd);
+    }
+    kw.node_weights.assign(8, std::sqrt(1.0 / 8));
+    const kl::HgkFamily famw(kw.flatten(), static_cast<int>(dw));
+    const kl::KernelPtr kern_w = famw.kernel(famw.start(), 1.0);
+    kl::Mat Kw(nw, nw), K21w(nw / 4, nw);
+    const kl::Mat Ew = uniform(rng, nw / 4, nw);
+    kl::Vec gw(famw.num_params());
+    std::vector<double> tb, tx, tc;
+    for (int r = 0; r < S.reps; ++r) {
+      tb.push_back(ct::seconds([&] { kern_w->block(w1, w1, Kw, S.threads, kl::Callbacks()); }));
+      tx.push_back(ct::seconds([&] { kern_w->block(w2, w1, K21w, S.threads, kl::Callbacks()); }));
+      tc.push_back(ct::seconds(
+          [&] { kern_w->contract_derivatives(w2, w1, Ew, gw, S.threads, kl::Callbacks()); }));
+    }
+    const std::string wn = std::to_string(nw), wq = std::to_string(nw / 4);
+    const std::string how = "8 leaves of 22 columns (d = 180), the general path; bench_core, " + simd;
+    add("wide-leaf tree: block K(X, X), " + wn + " x " + wn, tb, how);
+    add("wide-leaf tree: block K(X2, X), " + wq + " x " + wn, tx, how);
+    add("wide-leaf tree: contraction of dK(X2, X), " + wq + " x " + wn, tc, how);
+  }
   // as bench/hgk.R does for its sections, the rows of an earlier run of this one are replaced
   write_rows("hgk.csv",
              "\"date\",\"section\",\"what\",\"median_s\",\"runs_s\",\"ratio\",\"ratio_to\","

@@ -11,6 +11,17 @@ namespace kl {
 
 namespace {
 
+// The n x m matrices of one tile, kept by each thread from one tile, and one call, to the next
+// (allocated anew per tile they were given back to the system and faulted in again each time;
+// see base/scratch.hpp).
+struct TessTileWork {
+  Mat A, T1, T2;
+};
+TessTileWork& tess_tile_work() {
+  thread_local TessTileWork w;
+  return w;
+}
+
 // The monomial terms in order: term t (of degree >= 1) is term prefix[t] times x_{last[t]}.
 struct Terms {
   std::vector<int> prefix, last;
@@ -108,7 +119,10 @@ class TklKernel final : public Kernel, public TessellatedForm {
     const Mat G = x.Zt * M_;        // n x 2h
     for_each_tile(X.rows(), Z.rows(), threads, cb,
                   [&](Eigen::Index r0, Eigen::Index nr, Eigen::Index c0, Eigen::Index nc) {
-                    Mat A, T1, T2;
+                    TessTileWork& w = tess_tile_work();
+                    Mat& A = w.A;
+                    Mat& T1 = w.T1;
+                    Mat& T2 = w.T2;
                     box_block(x.Xc, z.Xc, r0, nr, c0, nc, A);
                     tile_product_nt(F, r0, nr, z.Zm, c0, nc, T1);
                     tile_product_nt(G, r0, nr, z.Zt, c0, nc, T2);
@@ -153,13 +167,15 @@ class TklKernel final : public Kernel, public TessellatedForm {
     std::vector<Mat> per_tile(static_cast<std::size_t>(nrb * ncb));
     for_each_tile(X.rows(), Z.rows(), threads, cb,
                   [&](Eigen::Index r0, Eigen::Index nr, Eigen::Index c0, Eigen::Index nc) {
-      Mat A;
+      TessTileWork& w = tess_tile_work();
+      Mat& A = w.A;
       box_block(x.Xc, z.Xc, r0, nr, c0, nc, A);
       const auto Et = E.block(r0, c0, nr, nc);
       const auto Zx = x.Zm.middleRows(r0, nr);
       const Mat EZz = Et * z.Zm.middleRows(c0, nc);               // nr x h
       const Mat EBZz = Et * BZz.middleRows(c0, nc);               // nr x h
-      const Mat EAZz = Et.cwiseProduct(A) * z.Zm.middleRows(c0, nc);
+      w.T1 = Et.cwiseProduct(A);
+      const Mat EAZz = w.T1 * z.Zm.middleRows(c0, nc);
       Mat C(2 * h, 2 * h);
       const Mat T = Zx.transpose() * EAZz;
       const Mat Q12 = BZx.middleRows(r0, nr).transpose() * EZz;

@@ -8,9 +8,14 @@
 #include <vector>
 
 #include "base/common.hpp"
+#include "base/scratch.hpp"
 
 namespace kl {
 namespace {
+
+// the scratch memory of gemm_block's packed panels
+struct GemmPackedA;
+struct GemmPackedB;
 
 const std::ptrdiff_t kKc = 256;  // rows per packed block
 const std::ptrdiff_t kMc = 144;  // rows of A packed at a time (a multiple of kMr)
@@ -658,25 +663,26 @@ void gemm_block_impl(SimdLevel level, std::ptrdiff_t m, std::ptrdiff_t n, std::p
   const int nr = static_cast<int>((level == SimdLevel::avx512 ? 128 : 64) / sizeof(T));
   const std::ptrdiff_t np = (n + nr - 1) / nr * nr;
   const std::ptrdiff_t mc = std::min<std::ptrdiff_t>((m + kMr - 1) / kMr * kMr, kMc);
-  std::unique_ptr<T[]> Ap(new T[static_cast<std::size_t>(mc * kKc)]);
-  std::unique_ptr<T[]> Bp(new T[static_cast<std::size_t>(np * kKc)]);
+  // the packed panels in this thread's scratch memory (base/scratch.hpp)
+  T* const Ap = thread_scratch<GemmPackedA, T>(static_cast<std::size_t>(mc * kKc));
+  T* const Bp = thread_scratch<GemmPackedB, T>(static_cast<std::size_t>(np * kKc));
   T edge[kMr * 32];
   const bool direct = cs_j == 1;
   for (std::ptrdiff_t k0 = 0; k0 < kdim; k0 += kKc) {
     const std::ptrdiff_t kc = std::min(kKc, kdim - k0);
     const bool first = k0 == 0 && !subtract;
-    pack(B, bs_j, bs_k, 0, n, k0, kc, nr, Bp.get());
+    pack(B, bs_j, bs_k, 0, n, k0, kc, nr, Bp);
     for (std::ptrdiff_t i0 = 0; i0 < m; i0 += mc) {
       const std::ptrdiff_t mb = std::min(mc, m - i0);
-      pack(A, as_i, as_k, i0, mb, k0, kc, kMr, Ap.get());
+      pack(A, as_i, as_k, i0, mb, k0, kc, kMr, Ap);
       if (subtract)
         for (std::ptrdiff_t t = 0, e = (mb + kMr - 1) / kMr * kMr * kc; t < e; ++t) Ap[t] = -Ap[t];
       const std::ptrdiff_t panels = (mb + kMr - 1) / kMr;
       for (std::ptrdiff_t q = 0; q < np / nr; ++q) {
-        const T* Bq = Bp.get() + q * kc * nr;
+        const T* Bq = Bp + q * kc * nr;
         const std::ptrdiff_t j0 = q * nr, nj = std::min<std::ptrdiff_t>(nr, n - j0);
         for (std::ptrdiff_t r = 0; r < panels; ++r) {
-          const T* Ar = Ap.get() + r * kc * kMr;
+          const T* Ar = Ap + r * kc * kMr;
           const std::ptrdiff_t ia = i0 + r * kMr, ni = std::min<std::ptrdiff_t>(kMr, m - ia);
           const bool full = direct && ni == kMr && nj == nr;
           T* Cr = full ? C + ia * cs_i + j0 : edge;
