@@ -218,6 +218,85 @@ TEST_CASE("linalg: axpy_sub and dot at every kernel level against plain loops") 
   }
 }
 
+namespace {
+
+// axpy_sub_cols and dot_cols at `level` against the K m calls of axpy_sub and dot they stand
+// for, which they must equal exactly.
+template <class T>
+void check_cols(kl::SimdLevel level, kl::Rng& rng) {
+  using MT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+  for (std::ptrdiff_t n : {0, 1, 15, 16, 17, 33, 100})
+    for (std::ptrdiff_t K : {1, 3, 4, 5, 9})
+      for (int m = 1; m <= 4; ++m) {
+        const MT A = ct::rnorm(rng, n + 3, K).cast<T>();  // leading dimension n + 3
+        const MT Z = ct::rnorm(rng, K + 2, m).cast<T>();
+        const MT Y0 = ct::rnorm(rng, n + 1, m).cast<T>();
+        MT Y = Y0, want = Y0;
+        kl::axpy_sub_cols(level, Y.data(), Y.outerStride(), m, A.data(), A.outerStride(), K,
+                          Z.data(), Z.outerStride(), n);
+        for (std::ptrdiff_t k = 0; k < K; ++k)
+          for (int j = 0; j < m; ++j)
+            kl::axpy_sub(level, want.data() + j * want.outerStride(), A.data() + k * A.outerStride(),
+                         Z(k, j), n);
+        CHECK_IDENTICAL(kl::Mat(Y.template cast<double>()), kl::Mat(want.template cast<double>()));
+        MT D = MT::Constant(K + 1, m, T(-7)), dwant = D;
+        kl::dot_cols(level, A.data(), A.outerStride(), K, Y0.data(), Y0.outerStride(), m, n,
+                     D.data(), D.outerStride());
+        for (std::ptrdiff_t k = 0; k < K; ++k)
+          for (int j = 0; j < m; ++j)
+            dwant(k, j) = kl::dot(level, A.data() + k * A.outerStride(),
+                                  Y0.data() + j * Y0.outerStride(), n);
+        CHECK_IDENTICAL(kl::Mat(D.template cast<double>()), kl::Mat(dwant.template cast<double>()));
+      }
+}
+
+}  // namespace
+
+TEST_CASE("linalg: axpy_sub_cols and dot_cols at every kernel level equal the axpy_sub and dot "
+          "calls they stand for") {
+  kl::Rng rng(ct::seed2(12, 6));
+  for (int level = 0; level <= static_cast<int>(kl::simd_level()); ++level) {
+    check_cols<double>(static_cast<kl::SimdLevel>(level), rng);
+    check_cols<float>(static_cast<kl::SimdLevel>(level), rng);
+  }
+}
+
+TEST_CASE("linalg: sym_columns_f32 at every kernel level against a product in double") {
+  kl::Rng rng(ct::seed2(12, 7));
+  for (Eigen::Index n : {5, 16, 37, 100}) {
+    Eigen::MatrixXf A = ct::rnorm(rng, n + 2, n).cast<float>();  // leading dimension n + 2
+    for (Eigen::Index j = 1; j < n; ++j)  // the upper triangle is never read
+      A.col(j).head(j).setConstant(std::numeric_limits<float>::quiet_NaN());
+    const kl::Mat S = A.topRows(n).cast<double>().selfadjointView<Eigen::Lower>();
+    for (int m = 1; m <= 4; ++m) {
+      const kl::Mat X = ct::rnorm(rng, n, m);
+      for (int g = 1; g <= 4; ++g)
+        for (Eigen::Index j0 : {Eigen::Index(0), Eigen::Index(1), n - g}) {
+          // the columns j0 .. j0 + g - 1 of (S + 0.3 I) X's sum over the columns of S
+          kl::Mat want = kl::Mat::Zero(n, m);
+          for (Eigen::Index j = j0; j < j0 + g; ++j)
+            for (int c = 0; c < m; ++c) {
+              for (Eigen::Index i = j + 1; i < n; ++i) {
+                want(i, c) += S(i, j) * X(j, c);
+                want(j, c) += S(i, j) * X(i, c);
+              }
+              want(j, c) += (S(j, j) + 0.3) * X(j, c);
+            }
+          for (int level = 0; level <= static_cast<int>(kl::simd_level()); ++level) {
+            kl::Mat Y = kl::Mat::Zero(n, m);
+            kl::sym_columns_f32(static_cast<kl::SimdLevel>(level), A.data(), A.outerStride(), n,
+                                j0, g, 0.3, X.data(), X.outerStride(), Y.data(), Y.outerStride(),
+                                m);
+            CHECK_EQUAL(Y, want, 1e-12);
+          }
+        }
+    }
+  }
+  CHECK_THROWS(kl::sym_columns_f32(kl::SimdLevel::none, nullptr, 4, 4, 2, 3, 0.0, nullptr, 4,
+                                   nullptr, 4, 1),
+               kl::Error, "1 to 4 columns inside the matrix");
+}
+
 TEST_CASE("linalg: the symmetric product of a single-precision lower triangle, any thread count") {
   kl::Rng rng(ct::seed2(12, 4));
   const Eigen::Index n = 700;

@@ -150,6 +150,8 @@ T dot_n(const T* x, const T* y, std::ptrdiff_t n) {
 
 // Fewer right-hand sides than this are solved column by column of L.
 const std::ptrdiff_t kBlockedRhs = 4;
+// Columns of L per block of the substitutions.
+constexpr std::ptrdiff_t kSolveBlock = 256;
 
 template <class T>
 Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> cholesky_solve_impl(
@@ -160,7 +162,7 @@ Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> cholesky_solve_impl(
   const std::ptrdiff_t n = L.rows(), m = B.cols();
   if (L.cols() != n || B.rows() != n) throw Error("cholesky_solve: shapes do not match");
   if (level == SimdLevel::none || n < 512) return eigen_cholesky_solve<T>(L, B);
-  const std::ptrdiff_t nb = 256, ldl = L.outerStride();
+  const std::ptrdiff_t nb = kSolveBlock, ldl = L.outerStride();
   const T* l = L.data();
   MT X = B;
   const std::ptrdiff_t ldx = X.outerStride();
@@ -198,9 +200,8 @@ Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> cholesky_solve_impl(
       }
       if (b1 < n)  // Z(b1:n) -= L(b1:n, b) Z_b, rows shared
         share(n - b1, [&](std::ptrdiff_t a, std::ptrdiff_t r) {
-          for (std::ptrdiff_t k = b0; k < b1; ++k)
-            for (std::ptrdiff_t j = 0; j < m; ++j)
-              sub_scaled(x + j * ldx + b1 + a, l + k * ldl + b1 + a, x[j * ldx + k], r);
+          axpy_sub_cols(level, x + b1 + a, ldx, static_cast<int>(m), l + b0 * ldl + b1 + a, ldl,
+                        h, x + b0, ldx, r);
         });
     }
     const std::ptrdiff_t last = ((n - 1) / nb) * nb;
@@ -208,9 +209,11 @@ Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> cholesky_solve_impl(
       const std::ptrdiff_t h = std::min(nb, n - b0), b1 = b0 + h;
       if (b1 < n)  // X_b -= L(b1:n, b)' X(b1:n), columns shared
         share(h, [&](std::ptrdiff_t a, std::ptrdiff_t r) {
-          for (std::ptrdiff_t k = b0 + a; k < b0 + a + r; ++k)
-            for (std::ptrdiff_t j = 0; j < m; ++j)
-              x[j * ldx + k] -= dot_n(l + k * ldl + b1, x + j * ldx + b1, n - b1);
+          T d[kSolveBlock * kBlockedRhs];  // D(k, j) at d[k + j r]
+          dot_cols(level, l + (b0 + a) * ldl + b1, ldl, r, x + b1, ldx, static_cast<int>(m),
+                   n - b1, d, r);
+          for (std::ptrdiff_t j = 0; j < m; ++j)
+            for (std::ptrdiff_t k = 0; k < r; ++k) x[j * ldx + b0 + a + k] -= d[k + j * r];
         });
       for (std::ptrdiff_t k = b1 - 1; k >= b0; --k) {
         const T* col = l + k * ldl;
@@ -299,16 +302,13 @@ Mat symmetric_lower_product(const CMatFRef& A, double shift, const CMatRef& X, i
   for (int part = 0; part < 2; ++part) {
     Mat& Yp = Y[part];
     Yp = Mat::Zero(n, m);
-    double s[4], dots[4];
     for (Eigen::Index m0 = 0; m0 < m; m0 += 4) {
       const int mm = static_cast<int>(std::min<Eigen::Index>(4, m - m0));
-      for (Eigen::Index j = bounds[part]; j < bounds[part + 1]; ++j) {
-        const float* col = A.data() + j * lda;
-        for (int q = 0; q < mm; ++q) s[q] = X(j, m0 + q);
-        sym_column_f32(level, col + j + 1, n - j - 1, X.data() + (m0 * X.outerStride()) + j + 1,
-                       X.outerStride(), Yp.data() + m0 * n + j + 1, n, s, mm, dots);
-        const double djj = static_cast<double>(col[j]) + shift;
-        for (int q = 0; q < mm; ++q) Yp(j, m0 + q) += dots[q] + djj * s[q];
+      // four columns of A at a time (their rows below swept once), from the part's start
+      for (Eigen::Index j = bounds[part]; j < bounds[part + 1]; j += 4) {
+        const int g = static_cast<int>(std::min<Eigen::Index>(4, bounds[part + 1] - j));
+        sym_columns_f32(level, A.data(), lda, n, j, g, shift, X.data() + m0 * X.outerStride(),
+                        X.outerStride(), Yp.data() + m0 * n, n, mm);
       }
     }
   }

@@ -65,10 +65,13 @@ void pack(const T* M, std::ptrdiff_t si, std::ptrdiff_t sk, std::ptrdiff_t i0, s
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(_WIN32)
 #define KL_SIMD_X86 1
 // Full unrolling of the fixed 6-row loops keeps the accumulators in registers.
+// KL_UNROLL_ALL: the same for the loops of up to 16 steps over a kernel's columns and vectors.
 #if defined(__clang__)
 #define KL_UNROLL _Pragma("unroll")
+#define KL_UNROLL_ALL _Pragma("unroll")
 #else
 #define KL_UNROLL _Pragma("GCC unroll 6")
+#define KL_UNROLL_ALL _Pragma("GCC unroll 16")
 #endif
 typedef float v8f __attribute__((vector_size(32)));
 typedef float v16f __attribute__((vector_size(64)));
@@ -359,35 +362,248 @@ __attribute__((target("avx512f,avx2,fma"))) void rows_crossprod_avx512(
   rows_crossprod_run<v16f, 4>(X, ldx, nrows, p, Rm, K, Cm);
 }
 
-// One column of a symmetric product with a single-precision column a (r entries) and m <= 4
-// double vectors: y_c += s_c a and dots_c = a' x_c, in double (each float converted exactly).
-// The dot products are summed in W lanes and then across them, an order fixed by r alone.
-template <class VD, class VF, int W>
-inline void sym_column_run(const float* a, std::ptrdiff_t r, const double* x, std::ptrdiff_t ldx,
-                           double* y, std::ptrdiff_t ldy, const double* s, int m, double* dots) {
-  VD acc[4] = {VD{}, VD{}, VD{}, VD{}};
-  const std::ptrdiff_t rv = r / W * W;
+// Columns j0 .. j0 + G - 1 of the symmetric product Y += (A + shift I) X, for a
+// single-precision A (column-major, leading dimension lda, n x n, lower triangle read) and M
+// double columns of X and Y, in double (each float converted exactly). Rows below the group
+// are swept once for all G columns and M vectors: Y(i, c) += A(i, j) X(j, c) for the columns
+// j in order, and the dot products A(i, j) X(i, c) in one vector of lanes per column and
+// vector. Each column's dot product sums the rows inside the group's triangle first, then the
+// lanes, then the rows past the last full vector: an order fixed by n and j0 alone.
+template <class VD, class VF, int W, int M, int G>
+__attribute__((always_inline)) inline void sym_group_run(const float* __restrict__ A,
+                                                         std::ptrdiff_t lda, std::ptrdiff_t n,
+                                                         std::ptrdiff_t j0, double shift,
+                                                         const double* __restrict__ x,
+                                                         std::ptrdiff_t ldx,
+                                                         double* __restrict__ y,
+                                                         std::ptrdiff_t ldy) {
+  double dots[G][M], s[G][M];
+KL_UNROLL_ALL
+  for (int q = 0; q < G; ++q)
+KL_UNROLL_ALL
+    for (int c = 0; c < M; ++c) {
+      dots[q][c] = 0.0;
+      s[q][c] = x[c * ldx + j0 + q];
+    }
+  // the triangle inside the group
+KL_UNROLL_ALL
+  for (int q = 0; q < G; ++q)
+    for (std::ptrdiff_t i = j0 + q + 1; i < j0 + G; ++i) {
+      const double a = static_cast<double>(A[i + (j0 + q) * lda]);
+KL_UNROLL_ALL
+      for (int c = 0; c < M; ++c) {
+        y[c * ldy + i] += s[q][c] * a;
+        dots[q][c] += a * x[c * ldx + i];
+      }
+    }
+  const std::ptrdiff_t r0 = j0 + G, r = n - r0, rv = r > 0 ? r / W * W : 0;
+  VD acc[G][M];
+KL_UNROLL_ALL
+  for (int q = 0; q < G; ++q)
+KL_UNROLL_ALL
+    for (int c = 0; c < M; ++c) acc[q][c] = VD{};
+  const float* a0 = A + r0 + j0 * lda;
+  const double* x0 = x + r0;
+  double* y0 = y + r0;
   for (std::ptrdiff_t i = 0; i < rv; i += W) {
-    VF af;
-    std::memcpy(&af, a + i, sizeof af);
-    const VD av = __builtin_convertvector(af, VD);
-    for (int c = 0; c < m; ++c) {
-      VD xv, yv;
-      std::memcpy(&xv, x + c * ldx + i, sizeof xv);
-      std::memcpy(&yv, y + c * ldy + i, sizeof yv);
-      acc[c] += av * xv;
-      yv += s[c] * av;
-      std::memcpy(y + c * ldy + i, &yv, sizeof yv);
+    VD xv[M], yv[M];
+KL_UNROLL_ALL
+    for (int c = 0; c < M; ++c) {
+      std::memcpy(&xv[c], x0 + c * ldx + i, sizeof(VD));
+      std::memcpy(&yv[c], y0 + c * ldy + i, sizeof(VD));
+    }
+KL_UNROLL_ALL
+    for (int q = 0; q < G; ++q) {
+      VF af;
+      std::memcpy(&af, a0 + q * lda + i, sizeof af);
+      const VD av = __builtin_convertvector(af, VD);
+KL_UNROLL_ALL
+      for (int c = 0; c < M; ++c) {
+        acc[q][c] += av * xv[c];
+        yv[c] += s[q][c] * av;
+      }
+    }
+KL_UNROLL_ALL
+    for (int c = 0; c < M; ++c) std::memcpy(y0 + c * ldy + i, &yv[c], sizeof(VD));
+  }
+KL_UNROLL_ALL
+  for (int q = 0; q < G; ++q)
+KL_UNROLL_ALL
+    for (int c = 0; c < M; ++c)
+KL_UNROLL_ALL
+      for (int u = 0; u < W; ++u) dots[q][c] += acc[q][c][u];
+  for (std::ptrdiff_t i = rv; i < r; ++i)
+KL_UNROLL_ALL
+    for (int q = 0; q < G; ++q) {
+      const double a = static_cast<double>(a0[q * lda + i]);
+KL_UNROLL_ALL
+      for (int c = 0; c < M; ++c) {
+        y0[c * ldy + i] += s[q][c] * a;
+        dots[q][c] += a * x0[c * ldx + i];
+      }
+    }
+KL_UNROLL_ALL
+  for (int q = 0; q < G; ++q) {
+    const double djj = static_cast<double>(A[(j0 + q) * (lda + 1)]) + shift;
+KL_UNROLL_ALL
+    for (int c = 0; c < M; ++c) y[c * ldy + j0 + q] += dots[q][c] + djj * s[q][c];
+  }
+}
+
+// sym_group_run for g (1 to 4) columns and m (1 to 4) vectors: groups of four columns (two
+// with more than two vectors, so that the accumulators stay in registers), else column by
+// column.
+template <class VD, class VF, int W, int M>
+__attribute__((always_inline)) inline void sym_columns_m(const float* A, std::ptrdiff_t lda,
+                                                         std::ptrdiff_t n, std::ptrdiff_t j0,
+                                                         int g, double shift, const double* x,
+                                                         std::ptrdiff_t ldx, double* y,
+                                                         std::ptrdiff_t ldy) {
+  constexpr int G = M <= 2 ? 4 : 2;
+  int q = 0;
+  for (; q + G <= g; q += G) sym_group_run<VD, VF, W, M, G>(A, lda, n, j0 + q, shift, x, ldx, y, ldy);
+  for (; q < g; ++q) sym_group_run<VD, VF, W, M, 1>(A, lda, n, j0 + q, shift, x, ldx, y, ldy);
+}
+
+template <class VD, class VF, int W>
+__attribute__((always_inline)) inline void sym_columns_any(const float* A, std::ptrdiff_t lda,
+                                                           std::ptrdiff_t n, std::ptrdiff_t j0,
+                                                           int g, double shift,
+                                                           const double* x, std::ptrdiff_t ldx,
+                                                           double* y, std::ptrdiff_t ldy, int m) {
+  switch (m) {
+    case 1: return sym_columns_m<VD, VF, W, 1>(A, lda, n, j0, g, shift, x, ldx, y, ldy);
+    case 2: return sym_columns_m<VD, VF, W, 2>(A, lda, n, j0, g, shift, x, ldx, y, ldy);
+    case 3: return sym_columns_m<VD, VF, W, 3>(A, lda, n, j0, g, shift, x, ldx, y, ldy);
+    default: return sym_columns_m<VD, VF, W, 4>(A, lda, n, j0, g, shift, x, ldx, y, ldy);
+  }
+}
+
+// Y(0:n, j) -= sum_k A(0:n, k) Z(k, j) for G columns of A and M of Y: each element's terms
+// subtracted one by one in order of k, as G M calls of axpy_sub_run would (vectors in pairs,
+// then single elements), with Y read and written once for the G columns.
+template <class V, class T, int W, int M, int G>
+__attribute__((always_inline)) inline void axpy_group_run(T* __restrict__ y, std::ptrdiff_t ldy,
+                                                          const T* __restrict__ a,
+                                                          std::ptrdiff_t lda, const T* z,
+                                                          std::ptrdiff_t ldz, std::ptrdiff_t n) {
+  T c[G][M];
+KL_UNROLL_ALL
+  for (int q = 0; q < G; ++q)
+KL_UNROLL_ALL
+    for (int j = 0; j < M; ++j) c[q][j] = z[q + j * ldz];
+  std::ptrdiff_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    V y0[M], y1[M];
+KL_UNROLL_ALL
+    for (int j = 0; j < M; ++j) {
+      std::memcpy(&y0[j], y + j * ldy + i, sizeof(V));
+      std::memcpy(&y1[j], y + j * ldy + i + W, sizeof(V));
+    }
+KL_UNROLL_ALL
+    for (int q = 0; q < G; ++q) {
+      V a0, a1;
+      std::memcpy(&a0, a + q * lda + i, sizeof a0);
+      std::memcpy(&a1, a + q * lda + i + W, sizeof a1);
+KL_UNROLL_ALL
+      for (int j = 0; j < M; ++j) {
+        y0[j] -= c[q][j] * a0;
+        y1[j] -= c[q][j] * a1;
+      }
+    }
+KL_UNROLL_ALL
+    for (int j = 0; j < M; ++j) {
+      std::memcpy(y + j * ldy + i, &y0[j], sizeof(V));
+      std::memcpy(y + j * ldy + i + W, &y1[j], sizeof(V));
     }
   }
-  for (int c = 0; c < m; ++c) {
-    double t = 0.0;
-    for (int u = 0; u < W; ++u) t += acc[c][u];
-    for (std::ptrdiff_t i = rv; i < r; ++i) {
-      t += static_cast<double>(a[i]) * x[c * ldx + i];
-      y[c * ldy + i] += s[c] * static_cast<double>(a[i]);
+  for (; i < n; ++i)
+KL_UNROLL_ALL
+    for (int q = 0; q < G; ++q)
+KL_UNROLL_ALL
+      for (int j = 0; j < M; ++j) y[j * ldy + i] -= c[q][j] * a[q * lda + i];
+}
+
+// D(k, j) = A(0:n, k)' X(0:n, j) for G columns of A and M of X, each the same sum as dot_run's
+// (two vectors of lanes, added, then across the lanes, then the elements past them), with X
+// read once for the G columns.
+template <class V, class T, int W, int M, int G>
+__attribute__((always_inline)) inline void dot_group_run(const T* __restrict__ a,
+                                                         std::ptrdiff_t lda,
+                                                         const T* __restrict__ x,
+                                                         std::ptrdiff_t ldx, std::ptrdiff_t n,
+                                                         T* d, std::ptrdiff_t ldd) {
+  V s0[G][M], s1[G][M];
+KL_UNROLL_ALL
+  for (int q = 0; q < G; ++q)
+KL_UNROLL_ALL
+    for (int j = 0; j < M; ++j) s0[q][j] = s1[q][j] = V{};
+  std::ptrdiff_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    V x0[M], x1[M];
+KL_UNROLL_ALL
+    for (int j = 0; j < M; ++j) {
+      std::memcpy(&x0[j], x + j * ldx + i, sizeof(V));
+      std::memcpy(&x1[j], x + j * ldx + i + W, sizeof(V));
     }
-    dots[c] = t;
+KL_UNROLL_ALL
+    for (int q = 0; q < G; ++q) {
+      V a0, a1;
+      std::memcpy(&a0, a + q * lda + i, sizeof a0);
+      std::memcpy(&a1, a + q * lda + i + W, sizeof a1);
+KL_UNROLL_ALL
+      for (int j = 0; j < M; ++j) {
+        s0[q][j] += a0 * x0[j];
+        s1[q][j] += a1 * x1[j];
+      }
+    }
+  }
+KL_UNROLL_ALL
+  for (int q = 0; q < G; ++q)
+KL_UNROLL_ALL
+    for (int j = 0; j < M; ++j) {
+      const V s = s0[q][j] + s1[q][j];
+      T t = T(0);
+KL_UNROLL_ALL
+      for (int u = 0; u < W; ++u) t += s[u];
+      for (std::ptrdiff_t k = i; k < n; ++k) t += a[q * lda + k] * x[j * ldx + k];
+      d[q + j * ldd] = t;
+    }
+}
+
+// The two above over K columns of A and m (1 to 4) vectors: groups of four columns (two with
+// more than two vectors), then single columns.
+template <class V, class T, int W, int M>
+__attribute__((always_inline)) inline void cols_m(bool dots, T* y, std::ptrdiff_t ldy,
+                                                  const T* a, std::ptrdiff_t lda,
+                                                  std::ptrdiff_t K, const T* z,
+                                                  std::ptrdiff_t ldz, std::ptrdiff_t n) {
+  constexpr int G = M <= 2 ? 4 : 2;
+  std::ptrdiff_t k = 0;
+  for (; k + G <= K; k += G) {
+    if (dots)
+      dot_group_run<V, T, W, M, G>(a + k * lda, lda, z, ldz, n, y + k, ldy);
+    else
+      axpy_group_run<V, T, W, M, G>(y, ldy, a + k * lda, lda, z + k, ldz, n);
+  }
+  for (; k < K; ++k) {
+    if (dots)
+      dot_group_run<V, T, W, M, 1>(a + k * lda, lda, z, ldz, n, y + k, ldy);
+    else
+      axpy_group_run<V, T, W, M, 1>(y, ldy, a + k * lda, lda, z + k, ldz, n);
+  }
+}
+
+template <class V, class T, int W>
+__attribute__((always_inline)) inline void cols_any(bool dots, T* y, std::ptrdiff_t ldy, int m,
+                                                    const T* a, std::ptrdiff_t lda,
+                                                    std::ptrdiff_t K, const T* z,
+                                                    std::ptrdiff_t ldz, std::ptrdiff_t n) {
+  switch (m) {
+    case 1: return cols_m<V, T, W, 1>(dots, y, ldy, a, lda, K, z, ldz, n);
+    case 2: return cols_m<V, T, W, 2>(dots, y, ldy, a, lda, K, z, ldz, n);
+    case 3: return cols_m<V, T, W, 3>(dots, y, ldy, a, lda, K, z, ldz, n);
+    default: return cols_m<V, T, W, 4>(dots, y, ldy, a, lda, K, z, ldz, n);
   }
 }
 
@@ -465,16 +681,45 @@ __attribute__((target("avx512f,avx2,fma"))) float dot_avx512(const float* x, con
   return dot_run<v16f, float, 16>(x, y, n);
 }
 
-__attribute__((target("avx2,fma"))) void sym_column_avx2(const float* a, std::ptrdiff_t r,
-                                                         const double* x, std::ptrdiff_t ldx,
-                                                         double* y, std::ptrdiff_t ldy,
-                                                         const double* s, int m, double* dots) {
-  sym_column_run<v4d, v4f, 4>(a, r, x, ldx, y, ldy, s, m, dots);
+__attribute__((target("avx2,fma"))) void sym_columns_avx2(const float* A, std::ptrdiff_t lda,
+                                                          std::ptrdiff_t n, std::ptrdiff_t j0,
+                                                          int g, double shift, const double* x,
+                                                          std::ptrdiff_t ldx, double* y,
+                                                          std::ptrdiff_t ldy, int m) {
+  sym_columns_any<v4d, v4f, 4>(A, lda, n, j0, g, shift, x, ldx, y, ldy, m);
 }
-__attribute__((target("avx512f,avx2,fma"))) void sym_column_avx512(
-    const float* a, std::ptrdiff_t r, const double* x, std::ptrdiff_t ldx, double* y,
-    std::ptrdiff_t ldy, const double* s, int m, double* dots) {
-  sym_column_run<v8d, v8f, 8>(a, r, x, ldx, y, ldy, s, m, dots);
+__attribute__((target("avx512f,avx2,fma"))) void sym_columns_avx512(
+    const float* A, std::ptrdiff_t lda, std::ptrdiff_t n, std::ptrdiff_t j0, int g, double shift,
+    const double* x, std::ptrdiff_t ldx, double* y, std::ptrdiff_t ldy, int m) {
+  sym_columns_any<v8d, v8f, 8>(A, lda, n, j0, g, shift, x, ldx, y, ldy, m);
+}
+
+// cols_any for each element type and instruction set (dots: dot_cols, else axpy_sub_cols)
+__attribute__((target("avx2,fma"))) void cols_avx2(bool dots, double* y, std::ptrdiff_t ldy,
+                                                   int m, const double* a, std::ptrdiff_t lda,
+                                                   std::ptrdiff_t K, const double* z,
+                                                   std::ptrdiff_t ldz, std::ptrdiff_t n) {
+  cols_any<v4d, double, 4>(dots, y, ldy, m, a, lda, K, z, ldz, n);
+}
+__attribute__((target("avx2,fma"))) void cols_avx2(bool dots, float* y, std::ptrdiff_t ldy,
+                                                   int m, const float* a, std::ptrdiff_t lda,
+                                                   std::ptrdiff_t K, const float* z,
+                                                   std::ptrdiff_t ldz, std::ptrdiff_t n) {
+  cols_any<v8f, float, 8>(dots, y, ldy, m, a, lda, K, z, ldz, n);
+}
+__attribute__((target("avx512f,avx2,fma"))) void cols_avx512(bool dots, double* y,
+                                                             std::ptrdiff_t ldy, int m,
+                                                             const double* a, std::ptrdiff_t lda,
+                                                             std::ptrdiff_t K, const double* z,
+                                                             std::ptrdiff_t ldz, std::ptrdiff_t n) {
+  cols_any<v8d, double, 8>(dots, y, ldy, m, a, lda, K, z, ldz, n);
+}
+__attribute__((target("avx512f,avx2,fma"))) void cols_avx512(bool dots, float* y,
+                                                             std::ptrdiff_t ldy, int m,
+                                                             const float* a, std::ptrdiff_t lda,
+                                                             std::ptrdiff_t K, const float* z,
+                                                             std::ptrdiff_t ldz, std::ptrdiff_t n) {
+  cols_any<v16f, float, 16>(dots, y, ldy, m, a, lda, K, z, ldz, n);
 }
 #endif
 
@@ -603,23 +848,71 @@ float dot(SimdLevel level, const float* x, const float* y, std::ptrdiff_t n) {
   return dot_impl(level, x, y, n);
 }
 
-void sym_column_f32(SimdLevel level, const float* a, std::ptrdiff_t r, const double* x,
-                    std::ptrdiff_t ldx, double* y, std::ptrdiff_t ldy, const double* s, int m,
-                    double* dots) {
-  if (m < 1 || m > 4) throw Error("sym_column_f32: 1 to 4 vectors");
-  if (level > simd_level()) throw Error("sym_column_f32: this processor lacks the requested instructions");
+void sym_columns_f32(SimdLevel level, const float* A, std::ptrdiff_t lda, std::ptrdiff_t n,
+                     std::ptrdiff_t j0, int g, double shift, const double* x, std::ptrdiff_t ldx,
+                     double* y, std::ptrdiff_t ldy, int m) {
+  if (m < 1 || m > 4 || g < 1 || g > 4 || j0 < 0 || j0 + g > n)
+    throw Error("sym_columns_f32: 1 to 4 columns inside the matrix and 1 to 4 vectors");
+  if (level > simd_level())
+    throw Error("sym_columns_f32: this processor lacks the requested instructions");
 #ifdef KL_SIMD_X86
-  if (level == SimdLevel::avx512) return sym_column_avx512(a, r, x, ldx, y, ldy, s, m, dots);
-  if (level == SimdLevel::avx2) return sym_column_avx2(a, r, x, ldx, y, ldy, s, m, dots);
+  if (level == SimdLevel::avx512) return sym_columns_avx512(A, lda, n, j0, g, shift, x, ldx, y, ldy, m);
+  if (level == SimdLevel::avx2) return sym_columns_avx2(A, lda, n, j0, g, shift, x, ldx, y, ldy, m);
 #endif
-  for (int c = 0; c < m; ++c) {
-    double t = 0.0;
-    for (std::ptrdiff_t i = 0; i < r; ++i) {
-      t += static_cast<double>(a[i]) * x[c * ldx + i];
-      y[c * ldy + i] += s[c] * static_cast<double>(a[i]);
+  for (std::ptrdiff_t j = j0; j < j0 + g; ++j)
+    for (int c = 0; c < m; ++c) {
+      const double sj = x[c * ldx + j];
+      double t = 0.0;
+      for (std::ptrdiff_t i = j + 1; i < n; ++i) {
+        const double a = static_cast<double>(A[i + j * lda]);
+        y[c * ldy + i] += sj * a;
+        t += a * x[c * ldx + i];
+      }
+      y[c * ldy + j] += t + (static_cast<double>(A[j * (lda + 1)]) + shift) * sj;
     }
-    dots[c] = t;
-  }
+}
+
+namespace {
+template <class T>
+void cols_impl(SimdLevel level, bool dots, T* y, std::ptrdiff_t ldy, int m, const T* a,
+               std::ptrdiff_t lda, std::ptrdiff_t K, const T* z, std::ptrdiff_t ldz,
+               std::ptrdiff_t n) {
+  if (m < 1 || m > 4) throw Error("axpy_sub_cols / dot_cols: 1 to 4 vectors");
+  if (level > simd_level())
+    throw Error("axpy_sub_cols / dot_cols: this processor lacks the requested instructions");
+#ifdef KL_SIMD_X86
+  if (level == SimdLevel::avx512) return cols_avx512(dots, y, ldy, m, a, lda, K, z, ldz, n);
+  if (level == SimdLevel::avx2) return cols_avx2(dots, y, ldy, m, a, lda, K, z, ldz, n);
+#endif
+  for (std::ptrdiff_t k = 0; k < K; ++k)
+    for (int j = 0; j < m; ++j) {
+      if (dots)
+        y[k + j * ldy] = dot_impl(SimdLevel::none, a + k * lda, z + j * ldz, n);
+      else
+        axpy_sub_impl(SimdLevel::none, y + j * ldy, a + k * lda, z[k + j * ldz], n);
+    }
+}
+}  // namespace
+
+void axpy_sub_cols(SimdLevel level, double* Y, std::ptrdiff_t ldy, int m, const double* A,
+                   std::ptrdiff_t lda, std::ptrdiff_t K, const double* Z, std::ptrdiff_t ldz,
+                   std::ptrdiff_t n) {
+  cols_impl(level, false, Y, ldy, m, A, lda, K, Z, ldz, n);
+}
+void axpy_sub_cols(SimdLevel level, float* Y, std::ptrdiff_t ldy, int m, const float* A,
+                   std::ptrdiff_t lda, std::ptrdiff_t K, const float* Z, std::ptrdiff_t ldz,
+                   std::ptrdiff_t n) {
+  cols_impl(level, false, Y, ldy, m, A, lda, K, Z, ldz, n);
+}
+void dot_cols(SimdLevel level, const double* A, std::ptrdiff_t lda, std::ptrdiff_t K,
+              const double* X, std::ptrdiff_t ldx, int m, std::ptrdiff_t n, double* D,
+              std::ptrdiff_t ldd) {
+  cols_impl(level, true, D, ldd, m, A, lda, K, X, ldx, n);
+}
+void dot_cols(SimdLevel level, const float* A, std::ptrdiff_t lda, std::ptrdiff_t K,
+              const float* X, std::ptrdiff_t ldx, int m, std::ptrdiff_t n, float* D,
+              std::ptrdiff_t ldd) {
+  cols_impl(level, true, D, ldd, m, A, lda, K, X, ldx, n);
 }
 
 const char* simd_level_name(SimdLevel level) {

@@ -44,12 +44,34 @@ void axpy_sub(SimdLevel level, double* y, const double* x, double a, std::ptrdif
 void axpy_sub(SimdLevel level, float* y, const float* x, float a, std::ptrdiff_t n);
 double dot(SimdLevel level, const double* x, const double* y, std::ptrdiff_t n);
 float dot(SimdLevel level, const float* x, const float* y, std::ptrdiff_t n);
-// One column of a symmetric product whose matrix is held in single precision: for the r
-// entries of the column a and m (1 to 4) double vectors x_c = x + c ldx, y_c = y + c ldy:
-// y_c += s[c] a and dots[c] = a' x_c, in double. Any level up to simd_level() (none: scalar).
-void sym_column_f32(SimdLevel level, const float* a, std::ptrdiff_t r, const double* x,
-                    std::ptrdiff_t ldx, double* y, std::ptrdiff_t ldy, const double* s, int m,
-                    double* dots);
+// Y(0:n, j) -= sum_{k < K} A(0:n, k) Z(k, j) for the m (1 to 4) columns j of Y (leading
+// dimension ldy) and of Z (ldz), A column-major (lda): each element's terms subtracted one by
+// one in order of k, the arithmetic of K m calls of axpy_sub, with A read once for all m and
+// Y once for a few columns of A.
+void axpy_sub_cols(SimdLevel level, double* Y, std::ptrdiff_t ldy, int m, const double* A,
+                   std::ptrdiff_t lda, std::ptrdiff_t K, const double* Z, std::ptrdiff_t ldz,
+                   std::ptrdiff_t n);
+void axpy_sub_cols(SimdLevel level, float* Y, std::ptrdiff_t ldy, int m, const float* A,
+                   std::ptrdiff_t lda, std::ptrdiff_t K, const float* Z, std::ptrdiff_t ldz,
+                   std::ptrdiff_t n);
+// D(k, j) = dot(A(0:n, k), X(0:n, j)) for k < K and the m (1 to 4) columns j of X, into D
+// (leading dimension ldd): each the same sum as dot()'s, with X read once for a few columns.
+void dot_cols(SimdLevel level, const double* A, std::ptrdiff_t lda, std::ptrdiff_t K,
+              const double* X, std::ptrdiff_t ldx, int m, std::ptrdiff_t n, double* D,
+              std::ptrdiff_t ldd);
+void dot_cols(SimdLevel level, const float* A, std::ptrdiff_t lda, std::ptrdiff_t K,
+              const float* X, std::ptrdiff_t ldx, int m, std::ptrdiff_t n, float* D,
+              std::ptrdiff_t ldd);
+// Columns j0 .. j0 + g - 1 (g from 1 to 4) of a symmetric product whose matrix is held in
+// single precision: Y += (A + shift I) X restricted to those columns of A, for the n x n A
+// (column-major, leading dimension lda) of which the lower triangle is read, and m (1 to 4)
+// double columns of X and Y (leading dimensions ldx, ldy): Y(i, c) += A(i, j) X(j, c) for
+// i > j and Y(j, c) += sum_{i > j} A(i, j) X(i, c) + (A(j, j) + shift) X(j, c), in double
+// (each float converted exactly), in an order fixed by n, j0 and g. Any level up to
+// simd_level() (none: scalar).
+void sym_columns_f32(SimdLevel level, const float* A, std::ptrdiff_t lda, std::ptrdiff_t n,
+                     std::ptrdiff_t j0, int g, double shift, const double* x, std::ptrdiff_t ldx,
+                     double* y, std::ptrdiff_t ldy, int m);
 // Skinny products with a single-precision row-major X (nrows x p, leading dimension ldx) and
 // K columns, K a multiple of skinny_class_block() (callers pad with zero columns). Sums are in
 // single precision in an order fixed by the kernel, so results do not depend on threads.
