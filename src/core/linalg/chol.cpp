@@ -12,11 +12,13 @@ const Eigen::Index kCholBlock = 256;  // columns factored per step
 const Eigen::Index kCholTile = 512;   // side of a trailing-update tile
 const Eigen::Index kTrsmBlock = 64;   // panel columns solved by substitution at a time
 
-// The side of the trailing-update tiles and of the panel's row chunks: 512, or about a quarter
-// of a smaller matrix (so that two threads share a few tiles). Each element's sums run in the
-// same order whatever the tiling, so this changes no result.
+// The side of the trailing-update tiles and of the panel's row chunks: 512, or about an eighth
+// of a smaller matrix, a multiple of 32 (so that the threads share enough tiles in the last
+// steps, where the trailing matrix is a few tiles wide: at n = 2500, tiles of 320 took 12%
+// less time than tiles of 512 on two threads). Each element's sums run in the same order
+// whatever the tiling, so this changes no result.
 Eigen::Index cholesky_tile(Eigen::Index N) {
-  return std::min<Eigen::Index>(kCholTile, std::max<Eigen::Index>(64, (N / 4 + 7) / 8 * 8));
+  return std::min<Eigen::Index>(kCholTile, std::max<Eigen::Index>(64, (N / 8 + 31) / 32 * 32));
 }
 
 // Columns factored per step inside a diagonal block (through the vectorised kernels, serially).
