@@ -1,6 +1,7 @@
 #include "backend/backend.hpp"
 
 #include <Eigen/Core>
+#include <algorithm>
 
 #include "linalg/chol.hpp"
 #include "linalg/simd.hpp"
@@ -12,6 +13,32 @@ void CpuBackend::kernel_matrix(const Kernel& kernel, CMatRef X, CMatRef Z, MatRe
   kernel.block(X, Z, K, threads, cb);
 }
 
+namespace {
+
+// C = A B' (tn false) or A'B (tn true) without the vectorised kernels: Eigen's products over
+// fixed blocks of 256 columns of C, each on one thread, so that every element's sums depend
+// on the shapes alone and not on the thread count (Eigen's own threaded product splits the
+// work by threads, and its sums with it).
+void portable_product(CMatRef A, CMatRef B, MatRef C, bool tn, int threads) {
+  const Eigen::Index n = C.cols(), nb = 256;
+  const long blocks = static_cast<long>((n + nb - 1) / nb);
+  const int nt = clamp_threads(threads);
+  (void)nt;
+  const EigenSerial serial(true);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1 && blocks > 1)
+#endif
+  for (long b = 0; b < blocks; ++b) {
+    const Eigen::Index j0 = static_cast<Eigen::Index>(b) * nb, w = std::min(nb, n - j0);
+    if (tn)
+      C.middleCols(j0, w).noalias() = A.transpose() * B.middleCols(j0, w);
+    else
+      C.middleCols(j0, w).noalias() = A * B.middleRows(j0, w).transpose();
+  }
+}
+
+}  // namespace
+
 void CpuBackend::gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) {
   if (A.cols() != B.cols() || C.rows() != A.rows() || C.cols() != B.rows())
     throw Error("gemm_nt: shapes do not conform");
@@ -22,10 +49,7 @@ void CpuBackend::gemm_nt(CMatRef A, CMatRef B, MatRef C, int threads) {
                   B.outerStride(), 1, C.data(), C.outerStride(), threads);
     return;
   }
-  const int old = Eigen::nbThreads();
-  Eigen::setNbThreads(clamp_threads(threads));
-  C.noalias() = A * B.transpose();
-  Eigen::setNbThreads(old);
+  portable_product(A, B, C, false, threads);
 }
 
 void CpuBackend::gemm_tn(CMatRef A, CMatRef B, MatRef C, int threads) {
@@ -38,10 +62,7 @@ void CpuBackend::gemm_tn(CMatRef A, CMatRef B, MatRef C, int threads) {
                   1, B.outerStride(), C.data(), C.outerStride(), threads);
     return;
   }
-  const int old = Eigen::nbThreads();
-  Eigen::setNbThreads(clamp_threads(threads));
-  C.noalias() = A.transpose() * B;
-  Eigen::setNbThreads(old);
+  portable_product(A, B, C, true, threads);
 }
 
 bool CpuBackend::cholesky_solve(MatRef A, MatRef B, bool, int threads, const Callbacks& cb) {
