@@ -495,6 +495,18 @@ __attribute__((always_inline)) inline void sym_columns_any(const float* A, std::
   }
 }
 
+// Two consecutive vectors of W elements at p, loaded or stored.
+template <class V, class T, int W>
+__attribute__((always_inline)) inline void load_pair(const T* p, V& v0, V& v1) {
+  std::memcpy(&v0, p, sizeof(V));
+  std::memcpy(&v1, p + W, sizeof(V));
+}
+template <class V, class T, int W>
+__attribute__((always_inline)) inline void store_pair(T* p, const V& v0, const V& v1) {
+  std::memcpy(p, &v0, sizeof(V));
+  std::memcpy(p + W, &v1, sizeof(V));
+}
+
 // Y(0:n, j) -= sum_k A(0:n, k) Z(k, j) for G columns of A and M of Y: each element's terms
 // subtracted one by one in order of k, as G M calls of axpy_sub_run would (vectors in pairs,
 // then single elements), with Y read and written once for the G columns.
@@ -512,15 +524,11 @@ KL_UNROLL_ALL
   for (; i + 2 * W <= n; i += 2 * W) {
     V y0[M], y1[M];
 KL_UNROLL_ALL
-    for (int j = 0; j < M; ++j) {
-      std::memcpy(&y0[j], y + j * ldy + i, sizeof(V));
-      std::memcpy(&y1[j], y + j * ldy + i + W, sizeof(V));
-    }
+    for (int j = 0; j < M; ++j) load_pair<V, T, W>(y + j * ldy + i, y0[j], y1[j]);
 KL_UNROLL_ALL
     for (int q = 0; q < G; ++q) {
       V a0, a1;
-      std::memcpy(&a0, a + q * lda + i, sizeof a0);
-      std::memcpy(&a1, a + q * lda + i + W, sizeof a1);
+      load_pair<V, T, W>(a + q * lda + i, a0, a1);
 KL_UNROLL_ALL
       for (int j = 0; j < M; ++j) {
         y0[j] -= c[q][j] * a0;
@@ -528,10 +536,7 @@ KL_UNROLL_ALL
       }
     }
 KL_UNROLL_ALL
-    for (int j = 0; j < M; ++j) {
-      std::memcpy(y + j * ldy + i, &y0[j], sizeof(V));
-      std::memcpy(y + j * ldy + i + W, &y1[j], sizeof(V));
-    }
+    for (int j = 0; j < M; ++j) store_pair<V, T, W>(y + j * ldy + i, y0[j], y1[j]);
   }
   for (; i < n; ++i)
 KL_UNROLL_ALL
@@ -558,15 +563,11 @@ KL_UNROLL_ALL
   for (; i + 2 * W <= n; i += 2 * W) {
     V x0[M], x1[M];
 KL_UNROLL_ALL
-    for (int j = 0; j < M; ++j) {
-      std::memcpy(&x0[j], x + j * ldx + i, sizeof(V));
-      std::memcpy(&x1[j], x + j * ldx + i + W, sizeof(V));
-    }
+    for (int j = 0; j < M; ++j) load_pair<V, T, W>(x + j * ldx + i, x0[j], x1[j]);
 KL_UNROLL_ALL
     for (int q = 0; q < G; ++q) {
       V a0, a1;
-      std::memcpy(&a0, a + q * lda + i, sizeof a0);
-      std::memcpy(&a1, a + q * lda + i + W, sizeof a1);
+      load_pair<V, T, W>(a + q * lda + i, a0, a1);
 KL_UNROLL_ALL
       for (int j = 0; j < M; ++j) {
         s0[q][j] += a0 * x0[j];
