@@ -6,7 +6,8 @@
 # Usage: Rscript bench/learned_vs_gaussian.R [sets] [splits] [methods]
 #   sets    comma list among vehicle, glass, sonar, ionosphere, pima, boston, friedman1,
 #           friedman2, vowel (the speaker column left out), dna, waveform, ringnorm, spirals,
-#           friedman3 (default all)
+#           friedman3 (mlbench), and concrete, auto_mpg, wdbc, bupa, breast_cancer and ccpp
+#           (1,200 random rows) read by kl_dataset() from KERNLEARN_DATA_DIR (default all)
 #   splits  random 70 / 30 splits per set (default 3)
 #   methods comma list among hgk, tkl (default both)
 # Per set and method: test error (misclassification rate, or mean squared error on the
@@ -21,8 +22,10 @@ suppressPackageStartupMessages({
   library(mlbench)
 })
 args <- commandArgs(TRUE)
+data_sets <- c("concrete", "auto_mpg", "wdbc", "bupa", "breast_cancer", "ccpp")
 all_sets <- c("vehicle", "glass", "sonar", "ionosphere", "pima", "boston", "friedman1",
-              "friedman2", "vowel", "dna", "waveform", "ringnorm", "spirals", "friedman3")
+              "friedman2", "vowel", "dna", "waveform", "ringnorm", "spirals", "friedman3",
+              data_sets)
 sets <- if (length(args) >= 1L) strsplit(args[1L], ",")[[1L]] else all_sets
 splits <- if (length(args) >= 2L) as.integer(args[2L]) else 3L
 methods <- if (length(args) >= 3L) strsplit(args[3L], ",")[[1L]] else c("hgk", "tkl")
@@ -31,6 +34,16 @@ options(kernlearn.threads = 2L, kernlearn.backend = "cpu")
 out <- file.path("bench", "results", "learned_vs_gaussian.csv")
 
 load_set <- function(name) {
+  if (name %in% data_sets) {
+    k <- kl_dataset(name, dir = Sys.getenv("KERNLEARN_DATA_DIR", "/work/shared/data"),
+                    quiet = TRUE)
+    d <- data.frame(k$x, y = k$y)
+    if (nrow(d) > 1200L) {
+      set.seed(107)
+      d <- d[sort(sample.int(nrow(d), 1200L)), ]
+    }
+    return(d)
+  }
   e <- new.env()
   switch(name,
     vehicle = { utils::data("Vehicle", envir = e); d <- e$Vehicle; names(d)[ncol(d)] <- "y" },
