@@ -254,7 +254,9 @@
 # C-SVM over the paper's 10 widths x 10 costs (kl_tune(): the warm-started cost path, the grid
 # extended past a winning edge), chosen as the C-SVM on a learned kernel is
 # (.hgk_hinge_grid): for two classes by the clipped squared error of its decision values, a
-# steadier criterion than the count of misclassified rows, for more classes by the
+# steadier criterion than the count of misclassified rows (on ten two-class sets of
+# bench/tune_selection_binary.R neither picked points of lower test misclassification by more
+# than noise), for more classes by the
 # misclassification rate, in both cases averaged over the candidates' folds and a second draw
 # of folds; otherwise the least-squares SVM over 6 widths x 6 penalties of the same ranges by
 # the clipped squared error. Widths: gamma = 1 / t^2, t geometric from
