@@ -1,7 +1,8 @@
 # How hgk() picks its tuned Gaussian C-SVM's width and cost for two classes: the clipped
 # squared error of the decision values averaged over two draws of folds (hgk()'s rule) against
 # the misclassification rate (kl_tune()'s default) and other numbers of draws, compared by the
-# test misclassification of the point each rule picks.
+# test misclassification of the point each rule picks; and a third criterion, the clipped
+# squared error at the best scale of each fold's decision values.
 #
 # Usage:
 #   Rscript bench/tune_selection_binary.R collect SETS SPLITS DIR
@@ -11,13 +12,16 @@
 # with more than 1000 rows are subsampled to 1000 (seed 99). collect writes one file per set and
 # split into DIR (skipping those there): a random 70 / 30 split (seed 1000 + split), inputs
 # scaled to [0, 1] by the training range, hgk()'s grid (10 widths x 10 costs for fold fits of
-# m rows), 4 independent draws of 5 folds, each scored by the misclassification rate and by the
-# clipped squared error of the decision values (hgk()'s two-class metric); then every grid
+# m rows), 4 independent draws of 5 folds, each scored by the misclassification rate, by the
+# clipped squared error of the decision values (hgk()'s two-class metric) and by that error at
+# the positive scale of a fold's decisions that makes it smallest (2^-6 to 2^6 in steps of
+# 2^(1/4); a C-SVM's decision values have no scale of their own); then every grid
 # point refitted on all training rows (cost rescaled to them) and scored by its test
 # misclassification. summary evaluates the rules on DIR's files:
 #   miss1 / miss2 / miss4  misclassification of 1 draw (kl_tune()'s choice; the mean over the
 #                          4 draws), of 2 draws (draws 1-2 and 3-4) and of all 4
 #   ls1 / ls2 / ls4        the clipped squared error of 1, 2 (hgk()'s rule) or 4 draws
+#   sls1 / sls2 / sls4     the clipped squared error at the best scale, 1, 2 or 4 draws
 # and writes bench/results/tune_selection_binary.csv (test misclassification per set, split
 # and rule), printing the means per set, the mean ratio to ls2 and the overall means.
 suppressPackageStartupMessages(library(kernlearn))
@@ -45,6 +49,12 @@ if (identical(mode, "collect")) {
     }
     x <- x[, apply(x, 2, function(v) diff(range(v)) > 0), drop = FALSE]
     metric <- kernlearn:::.hgk_svm_ls_metric(levels(y))
+    lv <- levels(y)
+    scales <- 2^seq(-6, 6, by = 1 / 4)
+    scaled <- structure(function(truth, pred) {
+      t <- ifelse(truth == lv[2L], 1, -1)
+      min(colMeans((pmin(pmax(outer(as.vector(pred), scales), -1), 1) - t)^2))
+    }, type = "decision")
     for (s in splits) {
       f <- file.path(dir, sprintf("bin_%s_%d.rds", nm, s))
       if (file.exists(f)) next
@@ -67,11 +77,14 @@ if (identical(mode, "collect")) {
         tp <- suppressWarnings(kl_tune(kernel_svm, X, Y, grid = list(gamma = gam, cost = costs),
                                        foldid = tu$foldid, scale = "none", metric = metric,
                                        refit = FALSE, extend = 0L))
+        ts <- suppressWarnings(kl_tune(kernel_svm, X, Y, grid = list(gamma = gam, cost = costs),
+                                       foldid = tu$foldid, scale = "none", metric = scaled,
+                                       refit = FALSE, extend = 0L))
         key <- paste(tu$results$gamma, tu$results$cost)
+        at <- function(res) res$mean[match(key, paste(res$gamma, res$cost))]
         cv <- rbind(cv, data.frame(draw = r, gamma = tu$results$gamma, cost = tu$results$cost,
-                                   miss = tu$results$mean,
-                                   ls = tp$results$mean[match(key, paste(tp$results$gamma,
-                                                                         tp$results$cost))]))
+                                   miss = tu$results$mean, ls = at(tp$results),
+                                   sls = at(ts$results)))
       }
       t1 <- proc.time()[[3]]
       tst <- expand.grid(gamma = gam, cost = costs)
@@ -99,7 +112,10 @@ if (identical(mode, "collect")) {
                 miss4 = list(draws = list(1:4), col = "miss"),
                 ls1 = list(draws = list(1, 2, 3, 4), col = "ls"),
                 ls2 = list(draws = list(1:2, 3:4), col = "ls"),
-                ls4 = list(draws = list(1:4), col = "ls"))
+                ls4 = list(draws = list(1:4), col = "ls"),
+                sls1 = list(draws = list(1, 2, 3, 4), col = "sls"),
+                sls2 = list(draws = list(1:2, 3:4), col = "sls"),
+                sls4 = list(draws = list(1:4), col = "sls"))
   out <- NULL
   for (f in fs) {
     r <- readRDS(f)
