@@ -7,7 +7,8 @@
 #   sets    comma list among vehicle, glass, sonar, ionosphere, pima, boston, friedman1,
 #           friedman2, vowel (the speaker column left out), dna, waveform, ringnorm, spirals,
 #           friedman3 (mlbench), and concrete, auto_mpg, wdbc, bupa, breast_cancer and ccpp
-#           (1,200 random rows) read by kl_dataset() from KERNLEARN_DATA_DIR (default all)
+#           (1,200 random rows) read by kl_dataset() from the data directory
+#           (KERNLEARN_DATA_DIR or options(kernlearn.data_dir = )) (default all)
 #   splits  random 70 / 30 splits per set (default 3)
 #   methods comma list among hgk, tkl (default both)
 # Per set and method: test error (misclassification rate, or mean squared error on the
@@ -35,8 +36,7 @@ out <- file.path("bench", "results", "learned_vs_gaussian.csv")
 
 load_set <- function(name) {
   if (name %in% data_sets) {
-    k <- kl_dataset(name, dir = Sys.getenv("KERNLEARN_DATA_DIR", "/work/shared/data"),
-                    quiet = TRUE)
+    k <- kl_dataset(name, quiet = TRUE)
     d <- data.frame(k$x, y = k$y)
     if (nrow(d) > 1200L) {
       set.seed(107)

@@ -8,8 +8,9 @@
 #   Rscript bench/tune_selection_binary.R collect SETS SPLITS DIR
 #   Rscript bench/tune_selection_binary.R summary DIR
 # SETS: comma list of two-class kl_dataset() names (bupa, breast_cancer, wdbc, heart, pima,
-# sonar, ionosphere, magic, higgs, cod-rna; KERNLEARN_DATA_DIR or /work/shared/data); sets
-# with more than 1000 rows are subsampled to 1000 (seed 99). collect writes one file per set and
+# sonar, ionosphere, magic, higgs, cod-rna; read from the data directory, KERNLEARN_DATA_DIR or
+# options(kernlearn.data_dir = )); sets with more than 1000 rows are subsampled to 1000
+# (seed 99). collect writes one file per set and
 # split into DIR (skipping those there): a random 70 / 30 split (seed 1000 + split), inputs
 # scaled to [0, 1] by the training range, hgk()'s grid (10 widths x 10 costs for fold fits of
 # m rows), 4 independent draws of 5 folds, each scored by the misclassification rate, by the
@@ -36,8 +37,7 @@ if (identical(mode, "collect")) {
   options(kernlearn.threads = 1)
   R <- 4L
   for (nm in sets) {
-    k <- kl_dataset(nm, dir = Sys.getenv("KERNLEARN_DATA_DIR", "/work/shared/data"),
-                    quiet = TRUE)
+    k <- kl_dataset(nm, quiet = TRUE)
     x <- as.matrix(k$x)
     y <- droplevels(as.factor(k$y))
     stopifnot(nlevels(y) == 2L)
