@@ -254,9 +254,8 @@
 # C-SVM over the paper's 10 widths x 10 costs (kl_tune(): the warm-started cost path, the grid
 # extended past a winning edge), chosen as the C-SVM on a learned kernel is
 # (.hgk_hinge_grid): for two classes by the clipped squared error of its decision values, a
-# steadier criterion than the count of misclassified rows (on ten two-class sets of
-# bench/tune_selection_binary.R neither picked points of lower test misclassification by more
-# than noise), for more classes by the
+# steadier criterion than the count of misclassified rows, unless the classes are noisy
+# (.hgk_noisy_ls), for more classes by the
 # misclassification rate, in both cases averaged over the candidates' folds and a second draw
 # of folds; otherwise the least-squares SVM over 6 widths x 6 penalties of the same ranges by
 # the clipped squared error. Widths: gamma = 1 / t^2, t geometric from
@@ -306,14 +305,29 @@
       tab$mean2 <- r2$mean[match(paste(tab$gamma, tab$cost), paste(r2$gamma, r2$cost))]
       tab$mean_both <- (tab$mean + tab$mean2) / 2
       b <- which.min(tab$mean_both)
+      sel_err <- tab$mean_both[b]
       attr(tab, "foldid") <- tu$foldid
       attr(tab, "foldid2") <- foldid2
       attr(tab, "criterion") <- if (two) "mean squared error of decisions clipped to [-1, 1]"
                                 else "misclassification rate"
+      folds_b <- unname(tu$fold_metrics[b, ])
+      noisy <- two && tab$mean_both[b] > .hgk_noisy_ls
+      if (noisy) {
+        # noisy classes: the misclassification rate of both draws, ties broken by the
+        # clipped squared error
+        e1 <- .hgk_svm_miss(ctx, tab, foldid)
+        e2 <- .hgk_svm_miss(ctx, tab, foldid2)
+        tab$miss <- e1$mean
+        tab$miss2 <- e2$mean
+        tab$miss_both <- (e1$mean + e2$mean) / 2
+        b <- order(tab$miss_both, tab$mean_both)[1L]
+        sel_err <- tab$miss_both[b]
+        folds_b <- unname(e1$folds[b, ])
+        attr(tab, "criterion") <- .hgk_noisy_criterion(tab$mean_both)
+      }
       gamma <- tab$gamma[b]
       cost <- tab$cost[b]
-      folds_b <- unname(tu$fold_metrics[b, ])
-      if (two) {
+      if (two && !noisy) {
         # the candidates are compared by their misclassification rates: that of the chosen
         # width and cost in the candidates' folds
         mc <- kl_tune(kernel_svm, ctx$x, ctx$y, grid = list(gamma = gamma, cost = cost),
@@ -322,7 +336,7 @@
         folds_b <- unname(mc$fold_metrics[1L, ])
       }
       list(loss = "hinge", error = mean(folds_b), fold_errors = folds_b,
-           selection_error = tab$mean_both[b], gamma = gamma, cost = cost * m1 / n,
+           selection_error = sel_err, gamma = gamma, cost = cost * m1 / n,
            table = tab, foldid = foldid,
            label = sprintf("C-SVM tuned over %d widths x %d costs", length(g), length(costs)))
     } else {
@@ -621,8 +635,9 @@
 # kernel_svm() (one warm-started path over the costs per fold and width). The criterion: for
 # two classes the squared error of its decision values clipped to [-1, 1] against the +-1
 # targets (the paper's criterion; misclassification rates of neighbouring costs often differ by
-# a row or two, and the smaller cost then leaves decision values inside the margin), for more
-# classes, whose decision values are pairwise, the misclassification rate.
+# a row or two, and the smaller cost then leaves decision values inside the margin) unless the
+# classes are noisy (.hgk_noisy_ls), for more classes, whose decision values are pairwise, the
+# misclassification rate.
 # Widths: those of the least-squares grid; costs: its penalties as C = 1 / (2 m lambda) for the
 # m rows of a fold's fit, then rescaled to all n rows by m / n (the same lambda), so the refit
 # has the validated penalty. The grids are not extended past their ends (the cost grid spans
@@ -638,12 +653,48 @@
   tu <- kl_tune(kernel_svm, ctx$x, ctx$y, grid = list(gamma = rc$gammas, cost = costs),
                 foldid = rc$foldid, metric = metric, kernel = m$kernel, scale = "none",
                 threads = ctx$threads, refit = FALSE, extend = 0L)
-  b <- tu$best
   tab <- tu$results
+  b <- tu$best_index
   attr(tab, "foldid") <- tu$foldid
   attr(tab, "criterion") <- if (two) "mean squared error of decisions clipped to [-1, 1]"
                             else "misclassification rate"
-  list(gamma = b$gamma, cost = b$cost * m1 / n, table = tab)
+  if (two && tab$mean[b] > .hgk_noisy_ls) {
+    tab$miss <- .hgk_svm_miss(ctx, tab, rc$foldid, m$kernel)$mean
+    b <- order(tab$miss, tab$mean)[1L]
+    attr(tab, "criterion") <- .hgk_noisy_criterion(tab$mean)
+  }
+  list(gamma = tab$gamma[b], cost = tab$cost[b] * m1 / n, table = tab)
+}
+
+# Noisy classes. The clipped squared error of a two-class C-SVM's decision values is 1 for
+# decisions that are all 0; where its smallest value on a width x cost grid is above this
+# bound, the decisions barely beat no information, and the criterion prefers the small
+# decisions of narrow kernels and small costs to right ones (bupa, HIGGS). There the point is
+# chosen by the misclassification rate, ties broken by the clipped squared error. On the saved
+# tuning runs of bench/tune_selection_binary.R (ten real and six simulated two-class sets,
+# four splits each) this lowered the mean test misclassification of the chosen points from
+# 0.1569 to 0.1522 and from 0.1327 to 0.1306, switching in 15 of 80 and 8 of 48 choices; the
+# clipped squared error alone is kept on the other sets, where it is the steadier criterion.
+.hgk_noisy_ls <- 0.75
+
+.hgk_noisy_criterion <- function(ls) {
+  sprintf("misclassification rate (the mean squared error of decisions clipped to [-1, 1] was %s at its smallest, above %s: noisy classes)",
+          format(signif(min(ls), 3)), format(.hgk_noisy_ls))
+}
+
+# kernel_svm()'s misclassification rates (kl_tune()'s warm-started path) at the points of tab
+# (its columns gamma and cost) in the folds foldid: list(mean, one per row of tab; folds, a
+# matrix with a row per row of tab). kernel: the kernel, NULL for the Gaussian.
+.hgk_svm_miss <- function(ctx, tab, foldid, kernel = NULL) {
+  grid <- list(gamma = sort(unique(tab$gamma)), cost = sort(unique(tab$cost)))
+  tu <- if (is.null(kernel))
+          kl_tune(kernel_svm, ctx$x, ctx$y, grid = grid, foldid = foldid, scale = "none",
+                  threads = ctx$threads, refit = FALSE, extend = 0L)
+        else
+          kl_tune(kernel_svm, ctx$x, ctx$y, grid = grid, foldid = foldid, kernel = kernel,
+                  scale = "none", threads = ctx$threads, refit = FALSE, extend = 0L)
+  i <- match(paste(tab$gamma, tab$cost), paste(tu$results$gamma, tu$results$cost))
+  list(mean = tu$results$mean[i], folds = unname(tu$fold_metrics[i, , drop = FALSE]))
 }
 
 # kl_tune() metric on kernel_svm's decision values for two classes (positive: the second level).

@@ -55,7 +55,10 @@
 #' (\code{\link{kernel_svm}}) over 10 widths x 10 costs (\code{\link{kl_tune}},
 #' the grid extended past a winning edge), chosen as the C-SVM on a learned
 #' kernel is: for two classes by the clipped squared error of its decision
-#' values (a steadier criterion than the count of misclassified rows), for
+#' values (a steadier criterion than the count of misclassified rows), unless
+#' that error is above 0.75 at its smallest (noisy classes, where it favours
+#' small decision values over right ones; then by the misclassification rate,
+#' ties broken by the clipped squared error), for
 #' more by the misclassification rate, which is also what the comparison
 #' below uses; the grid's errors are averaged over the candidates' folds and
 #' a second draw of folds, since one draw's noise would pick the point on a
@@ -102,7 +105,8 @@
 #' cross-validation in the same folds, as \code{\link{kl_tune}} tunes
 #' \code{\link{kernel_svm}}: for two classes by the squared error of its
 #' decision values clipped to \eqn{[-1, 1]} (the misclassification rates of
-#' neighbouring costs often differ by a row or two), for more classes by the
+#' neighbouring costs often differ by a row or two; for noisy classes as
+#' above), for more classes by the
 #' misclassification rate (widths as above, costs
 #' \eqn{1 / (2 m \lambda)}{1 / (2 m lambda)} over the \eqn{\lambda} grid for
 #' the \eqn{m} rows of a fold);

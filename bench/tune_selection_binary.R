@@ -7,10 +7,14 @@
 # Usage:
 #   Rscript bench/tune_selection_binary.R collect SETS SPLITS DIR
 #   Rscript bench/tune_selection_binary.R summary DIR
+#   Rscript bench/tune_selection_binary.R summary DIR1,DIR2,...
 # SETS: comma list of two-class kl_dataset() names (bupa, breast_cancer, wdbc, heart, pima,
 # sonar, ionosphere, magic, higgs, cod-rna; read from the data directory, KERNLEARN_DATA_DIR or
-# options(kernlearn.data_dir = )); sets with more than 1000 rows are subsampled to 1000
-# (seed 99). collect writes one file per set and
+# options(kernlearn.data_dir = )), sets with more than 1000 rows subsampled to 1000 (seed 99),
+# or simulated ones, 700 rows each (mlbench, seed 4242): threenorm (10 inputs), twonorm (20),
+# ringnorm (10), circle (2 inputs, 20% of the labels flipped), spirals (sd 0.15) and xor (4
+# uniform inputs, the class the xor of the first two halves, 15% flipped). collect writes one
+# file per set and
 # split into DIR (skipping those there): a random 70 / 30 split (seed 1000 + split), inputs
 # scaled to [0, 1] by the training range, hgk()'s grid (10 widths x 10 costs for fold fits of
 # m rows), 4 independent draws of 5 folds, each scored by the misclassification rate, by the
@@ -23,6 +27,8 @@
 #                          4 draws), of 2 draws (draws 1-2 and 3-4) and of all 4
 #   ls1 / ls2 / ls4        the clipped squared error of 1, 2 (hgk()'s rule) or 4 draws
 #   sls1 / sls2 / sls4     the clipped squared error at the best scale, 1, 2 or 4 draws
+#   hyb2                   hgk()'s rule for noisy classes: ls2, but where the smallest clipped
+#                          squared error is above 0.75, miss2 with ties broken by ls2
 # and writes bench/results/tune_selection_binary.csv (test misclassification per set, split
 # and rule), printing the means per set, the mean ratio to ls2 and the overall means.
 suppressPackageStartupMessages(library(kernlearn))
@@ -36,8 +42,29 @@ if (identical(mode, "collect")) {
   dir.create(dir, showWarnings = FALSE, recursive = TRUE)
   options(kernlearn.threads = 1)
   R <- 4L
+  simulated <- c("threenorm", "twonorm", "ringnorm", "circle", "spirals", "xor")
+  flip <- function(cl, p) {
+    f <- runif(length(cl)) < p
+    cl[f] <- ifelse(cl[f] == levels(cl)[1L], levels(cl)[2L], levels(cl)[1L])
+    cl
+  }
   for (nm in sets) {
-    k <- kl_dataset(nm, quiet = TRUE)
+    if (nm %in% simulated) {
+      suppressPackageStartupMessages(library(mlbench))
+      set.seed(4242)
+      k <- switch(nm,
+        threenorm = mlbench.threenorm(700, d = 10),
+        twonorm = mlbench.twonorm(700, d = 20),
+        ringnorm = mlbench.ringnorm(700, d = 10),
+        circle = { s0 <- mlbench.circle(700, d = 2); s0$classes <- flip(s0$classes, 0.2); s0 },
+        spirals = mlbench.spirals(700, cycles = 1, sd = 0.15),
+        xor = { xx <- matrix(runif(700 * 4), 700)
+                cl <- factor(ifelse((xx[, 1] > 0.5) != (xx[, 2] > 0.5), 1, 2))
+                list(x = xx, classes = flip(cl, 0.15)) })
+      k <- list(x = k$x, y = k$classes)
+    } else {
+      k <- kl_dataset(nm, quiet = TRUE)
+    }
     x <- as.matrix(k$x)
     y <- droplevels(as.factor(k$y))
     stopifnot(nlevels(y) == 2L)
@@ -100,11 +127,15 @@ if (identical(mode, "collect")) {
     }
   }
 } else if (identical(mode, "summary")) {
-  fs <- list.files(args[2], "^bin_.*rds$", full.names = TRUE)
+  fs <- unlist(lapply(strsplit(args[2], ",")[[1]], list.files, pattern = "^bin_.*rds$",
+                      full.names = TRUE))
   pick <- function(cv, draws, col) {
     sub <- cv[cv$draw %in% draws, ]
-    a <- aggregate(sub[[col]], by = list(gamma = sub$gamma, cost = sub$cost), FUN = mean)
-    b <- which.min(a$x)
+    a <- aggregate(sub[, c("miss", "ls", "sls")], by = list(gamma = sub$gamma, cost = sub$cost),
+                   FUN = mean)
+    b <- if (col != "hyb") which.min(a[[col]])
+         else if (min(a$ls) > 0.75) order(a$miss, a$ls)[1L]
+         else which.min(a$ls)
     c(a$gamma[b], a$cost[b])
   }
   rules <- list(miss1 = list(draws = list(1, 2, 3, 4), col = "miss"),
@@ -115,7 +146,8 @@ if (identical(mode, "collect")) {
                 ls4 = list(draws = list(1:4), col = "ls"),
                 sls1 = list(draws = list(1, 2, 3, 4), col = "sls"),
                 sls2 = list(draws = list(1:2, 3:4), col = "sls"),
-                sls4 = list(draws = list(1:4), col = "sls"))
+                sls4 = list(draws = list(1:4), col = "sls"),
+                hyb2 = list(draws = list(1:2, 3:4), col = "hyb"))
   out <- NULL
   for (f in fs) {
     r <- readRDS(f)
@@ -146,5 +178,5 @@ if (identical(mode, "collect")) {
   cat("overall mean:\n")
   print(round(colMeans(w[, -(1:2)]), 5))
 } else {
-  stop("usage: tune_selection_binary.R collect SETS SPLITS DIR | summary DIR", call. = FALSE)
+  stop("usage: tune_selection_binary.R collect SETS SPLITS DIR | summary DIR[,DIR...]", call. = FALSE)
 }

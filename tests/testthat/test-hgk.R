@@ -751,6 +751,68 @@ test_that("the Gaussian kernel tuned over widths x costs is the final model when
   expect_null(fit3$selection)
 })
 
+test_that("noisy classes: the C-SVMs' width and cost are chosen by their misclassification rate", {
+  # a third of the labels flipped: the decisions barely beat 0, and the clipped squared error
+  # at its smallest is above .hgk_noisy_ls
+  c2 <- cls_data(n = 200, d = 3, seed = 171)
+  set.seed(172)
+  flip <- runif(200) < 0.35
+  y <- c2$y
+  y[flip] <- ifelse(y[flip] == "a", "b", "a")
+  set.seed(173)
+  fit <- hgk(c2$x, y, depth = 1, loss = "hinge", folds = 4,
+             control = hgk_control(maxit = 0, split = c(0.3, 0.3)))
+  tg <- fit$tuned_gaussian
+  tab <- tg$table
+  expect_gt(min(tab$mean_both), kernlearn:::.hgk_noisy_ls)
+  expect_match(attr(tab, "criterion"), "^misclassification rate .*noisy classes")
+  # each draw's misclassification rates, by kl_tune's default metric on the same folds
+  grid <- list(gamma = sort(unique(tab$gamma)), cost = sort(unique(tab$cost)))
+  key <- paste(tab$gamma, tab$cost)
+  for (v in list(list(col = "miss", f = tg$foldid), list(col = "miss2", f = attr(tab, "foldid2")))) {
+    tu <- kl_tune(kernel_svm, fit$x, y, grid = grid, foldid = v$f, scale = "none",
+                  refit = FALSE, extend = 0L)
+    expect_equal(tab[[v$col]], tu$results$mean[match(key, paste(tu$results$gamma, tu$results$cost))])
+  }
+  # the point: the smallest mean of both draws, ties broken by the clipped squared error
+  b <- order((tab$miss + tab$miss2) / 2, tab$mean_both)[1L]
+  m1 <- 200 - max(tabulate(tg$foldid))
+  expect_equal(c(tg$gamma, tg$cost), c(tab$gamma[b], tab$cost[b] * m1 / 200))
+  expect_equal(tg$selection_error, (tab$miss[b] + tab$miss2[b]) / 2)
+  # its fold errors, recomputed with kernel_svm on each fold's rows
+  for (k in 1:4) {
+    tr <- tg$foldid != k
+    sv <- kernel_svm(fit$x[tr, ], y[tr], gamma = tab$gamma[b], cost = tab$cost[b], scale = "none")
+    expect_equal(tg$fold_errors[k], mean(predict(sv, fit$x[!tr, ]) != y[!tr]))
+  }
+  # the C-SVM on a kernel kept as given (no baseline): its grid in the least-squares folds
+  set.seed(174)
+  fit2 <- hgk(c2$x, y, depth = 1, loss = "hinge", folds = 4, baseline = FALSE,
+              control = hgk_control(maxit = 0, split = c(0.3, 0.3)))
+  sc <- fit2$svm_cv
+  expect_gt(min(sc$mean), kernlearn:::.hgk_noisy_ls)
+  expect_match(attr(sc, "criterion"), "noisy classes")
+  tu <- kl_tune(kernel_svm, fit2$x, y, grid = list(gamma = sort(unique(sc$gamma)),
+                                                  cost = sort(unique(sc$cost))),
+                foldid = attr(sc, "foldid"), kernel = learned_kernel(fit2), scale = "none",
+                refit = FALSE, extend = 0L)
+  expect_equal(sc$miss, tu$results$mean[match(paste(sc$gamma, sc$cost),
+                                              paste(tu$results$gamma, tu$results$cost))])
+  b2 <- order(sc$miss, sc$mean)[1L]
+  sv <- fit2$models[[1L]]$svm
+  expect_equal(sv$kernel$gamma, sc$gamma[b2])
+  m2 <- 200 - max(tabulate(attr(sc, "foldid")))
+  expect_equal(sv$cost, sc$cost[b2] * m2 / 200)
+  # clean classes keep the clipped squared error (the test above checks its choice)
+  set.seed(175)
+  fit3 <- hgk(c2$x, c2$y, depth = 1, loss = "hinge", folds = 4,
+              control = hgk_control(maxit = 0, split = c(0.3, 0.3)))
+  expect_lt(min(fit3$tuned_gaussian$table$mean_both), kernlearn:::.hgk_noisy_ls)
+  expect_identical(attr(fit3$tuned_gaussian$table, "criterion"),
+                   "mean squared error of decisions clipped to [-1, 1]")
+  expect_null(fit3$tuned_gaussian$table$miss)
+})
+
 test_that("loss = \"auto\" chooses between least squares and the hinge loss by misclassification", {
   c3 <- cls_data(n = 150, seed = 151, classes = 3)
   set.seed(152)
