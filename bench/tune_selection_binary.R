@@ -131,8 +131,8 @@ if (identical(mode, "collect")) {
                       full.names = TRUE))
   pick <- function(cv, draws, col) {
     sub <- cv[cv$draw %in% draws, ]
-    a <- aggregate(sub[, c("miss", "ls", "sls")], by = list(gamma = sub$gamma, cost = sub$cost),
-                   FUN = mean)
+    a <- aggregate(sub[, intersect(c("miss", "ls", "sls"), names(sub))],
+                   by = list(gamma = sub$gamma, cost = sub$cost), FUN = mean)
     b <- if (col != "hyb") which.min(a[[col]])
          else if (min(a$ls) > 0.75) order(a$miss, a$ls)[1L]
          else which.min(a$ls)
@@ -149,8 +149,14 @@ if (identical(mode, "collect")) {
                 sls4 = list(draws = list(1:4), col = "sls"),
                 hyb2 = list(draws = list(1:2, 3:4), col = "hyb"))
   out <- NULL
-  for (f in fs) {
-    r <- readRDS(f)
+  rs <- lapply(fs, readRDS)
+  # files collected before the third criterion have no sls column: its rules are left out
+  has <- Reduce(intersect, lapply(rs, function(r) names(r$cv)))
+  keep <- vapply(rules, function(ru) ru$col == "hyb" || ru$col %in% has, logical(1))
+  if (!all(keep))
+    cat("left out (a criterion missing in some files):", names(rules)[!keep], "\n")
+  rules <- rules[keep]
+  for (r in rs) {
     for (nm in names(rules)) {
       ru <- rules[[nm]]
       v <- sapply(ru$draws, function(dr) {
