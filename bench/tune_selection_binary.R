@@ -6,8 +6,7 @@
 #
 # Usage:
 #   Rscript bench/tune_selection_binary.R collect SETS SPLITS DIR
-#   Rscript bench/tune_selection_binary.R summary DIR
-#   Rscript bench/tune_selection_binary.R summary DIR1,DIR2,...
+#   Rscript bench/tune_selection_binary.R summary DIR[,DIR...]
 # SETS: comma list of two-class kl_dataset() names (bupa, breast_cancer, wdbc, heart, pima,
 # sonar, ionosphere, magic, higgs, cod-rna; read from the data directory, KERNLEARN_DATA_DIR or
 # options(kernlearn.data_dir = )), sets with more than 1000 rows subsampled to 1000 (seed 99),
@@ -27,8 +26,9 @@
 #                          4 draws), of 2 draws (draws 1-2 and 3-4) and of all 4
 #   ls1 / ls2 / ls4        the clipped squared error of 1, 2 (hgk()'s rule) or 4 draws
 #   sls1 / sls2 / sls4     the clipped squared error at the best scale, 1, 2 or 4 draws
-#   hyb2                   hgk()'s rule for noisy classes: ls2, but where the smallest clipped
-#                          squared error is above 0.75, miss2 with ties broken by ls2
+#   hyb2                   hgk()'s rule: ls2, but where the smallest clipped squared error is
+#                          above hgk()'s bound for noisy classes (0.75), miss2 with ties broken
+#                          by ls2
 # and writes bench/results/tune_selection_binary.csv (test misclassification per set, split
 # and rule), printing the means per set, the mean ratio to ls2 and the overall means.
 suppressPackageStartupMessages(library(kernlearn))
@@ -134,7 +134,7 @@ if (identical(mode, "collect")) {
     a <- aggregate(sub[, intersect(c("miss", "ls", "sls"), names(sub))],
                    by = list(gamma = sub$gamma, cost = sub$cost), FUN = mean)
     b <- if (col != "hyb") which.min(a[[col]])
-         else if (min(a$ls) > 0.75) order(a$miss, a$ls)[1L]
+         else if (min(a$ls) > kernlearn:::.hgk_noisy_ls) order(a$miss, a$ls)[1L]
          else which.min(a$ls)
     c(a$gamma[b], a$cost[b])
   }
