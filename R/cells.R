@@ -446,7 +446,7 @@ print.kl_cells <- function(x, ...) {
   }
   if (!cls) return(.svr_unscale(out, object$y_scaling))
   switch(type,
-         class = factor(lev[out_class], levels = lev),
+         class = factor(lev[out_class], levels = .kl_all_levels(object)),
          prob = P,
          decision = D)
 }
@@ -466,6 +466,9 @@ print.kl_cells <- function(x, ...) {
 #' @param threads Number of threads.
 #' @param ... Not used.
 #' @return A factor, numeric vector or matrix, one row per new row.
+#'   Predicted classes are a factor with every level of the training response,
+#'   levels without training rows included (as in e1071 and ranger; the model
+#'   never predicts them), so that they compare with held-out labels.
 #' @examples
 #' set.seed(1)
 #' x <- matrix(runif(3000), ncol = 3)

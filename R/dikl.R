@@ -586,6 +586,9 @@ features.dikl <- function(object, newdata, threads = NULL, ...) {
 #' @param ... Not used.
 #' @return A factor, a probability matrix, a numeric vector or a decision
 #'   matrix.
+#'   Predicted classes are a factor with every level of the training response,
+#'   levels without training rows included (as in e1071 and ranger; the model
+#'   never predicts them), so that they compare with held-out labels.
 #' @examples
 #' set.seed(1)
 #' fit <- dikl(Species ~ ., data = iris, dim = 20, head = "logistic", max_epochs = 20)
@@ -623,7 +626,7 @@ predict.dikl <- function(object, newdata, type = NULL, threads = NULL, ...) {
     colnames(P) <- lev
     return(P)
   }
-  .kl_decision_to_class(D, lev)
+  .kl_decision_to_class(D, lev, .kl_all_levels(object))
 }
 
 #' @export

@@ -207,7 +207,7 @@
   if (fitted) {
     fv <- character(n)
     for (c in seq_along(res)) fv[own[[c]]] <- res[[c]]$fitted
-    fv <- factor(fv, levels = lev)
+    fv <- factor(fv, levels = .kl_all_levels(list(levels = lev, spec = inp$spec)))
   }
   for (c in seq_along(res)) res[[c]]$fitted <- NULL
   part$cell_of <- NULL
@@ -284,7 +284,7 @@ predict.gem_cells <- function(object, newdata, type = "class", threads = NULL, .
     }
   }
   if (type == "prob") return(P)
-  factor(lev[max.col(P, ties.method = "first")], levels = lev)
+  factor(lev[max.col(P, ties.method = "first")], levels = .kl_all_levels(object))
 }
 
 #' @export

@@ -17,7 +17,8 @@
     P <- 0
     for (m in fit$members) P <- P + .kl_core("gem()", cpp_simplex_project, m$scores)
     P <- P / length(fit$members)
-    fit$fitted.values <- factor(lev[max.col(P, ties.method = "first")], levels = lev)
+    fit$fitted.values <- factor(lev[max.col(P, ties.method = "first")],
+                                levels = .kl_all_levels(fit))
   }
   for (m in seq_along(fit$members)) fit$members[[m]]$scores <- NULL
   if (fitted && !have) fit <- .kl_keep_fitted(fit, fitted, newdata, y, threads)
@@ -136,6 +137,9 @@ features.gem <- function(object, newdata, member = 1, threads = NULL, ...) {
 #' @param threads Number of threads.
 #' @param ... Not used.
 #' @return A factor, or a matrix with one column per class.
+#'   Predicted classes are a factor with every level of the training response,
+#'   levels without training rows included (as in e1071 and ranger; the model
+#'   never predicts them), so that they compare with held-out labels.
 #' @examples
 #' fit <- gem(Species ~ ., data = iris, top = 2, threshold = 1)
 #' head(predict(fit, iris, type = "prob"))
@@ -161,7 +165,7 @@ predict.gem <- function(object, newdata, type = "class", threads = NULL, ...) {
     dimnames(logp) <- list(rownames(newdata), lev)
     if (type == "decision") return(.kl_decision_output(logp, lev))
     if (type != "class") return(logp)
-    return(factor(lev[max.col(logp, ties.method = "first")], levels = lev))
+    return(factor(lev[max.col(logp, ties.method = "first")], levels = .kl_all_levels(object)))
   }
   for (mem in object$members) {
     Z <- .gem_member_features(mem, x, threads, object$params$standardize, caller)
@@ -182,7 +186,7 @@ predict.gem <- function(object, newdata, type = "class", threads = NULL, ...) {
   P <- exp(logp - mx)
   P <- P / rowSums(P)
   if (type == "prob") return(P)
-  factor(lev[max.col(P, ties.method = "first")], levels = lev)
+  factor(lev[max.col(P, ties.method = "first")], levels = .kl_all_levels(object))
 }
 
 #' @export

@@ -17,6 +17,9 @@
 #' @param ... Not used.
 #' @return A factor, numeric vector or matrix with one row per row of
 #'   \code{newdata}.
+#'   Predicted classes are a factor with every level of the training response,
+#'   levels without training rows included (as in e1071 and ranger; the model
+#'   never predicts them), so that they compare with held-out labels.
 #' @examples
 #' set.seed(2)
 #' fit <- hgk(Species ~ ., data = iris[rep(1:150, 2), ], depth = 1,
@@ -35,7 +38,7 @@ predict.hgk <- function(object, newdata, type = NULL, threads = NULL, ...) {
        else .kl_newdata(object$spec, newdata, caller)
   lev <- object$levels
   if (nrow(x) == 0L) {
-    if (type == "class") return(factor(character(), levels = lev))
+    if (type == "class") return(factor(character(), levels = .kl_all_levels(object)))
     if (type == "prob") return(matrix(numeric(), 0L, length(lev), dimnames = list(NULL, lev)))
     if (type == "decision" && length(lev) > 2L) {
       cn <- if (object$loss == "hinge") .svm_pair_names(lev) else lev
@@ -49,7 +52,7 @@ predict.hgk <- function(object, newdata, type = NULL, threads = NULL, ...) {
       P <- Reduce(`+`, lapply(object$models, function(m)
         .hgk_model_decision(m, object$x, x, threads, "prob", caller))) / nm
       if (type == "prob") return(P)
-      return(factor(lev[max.col(P, ties.method = "first")], levels = lev))
+      return(factor(lev[max.col(P, ties.method = "first")], levels = .kl_all_levels(object)))
     }
     D <- Reduce(`+`, lapply(object$models, function(m)
       as.matrix(.hgk_model_decision(m, object$x, x, threads, caller = caller)))) / nm
@@ -58,7 +61,8 @@ predict.hgk <- function(object, newdata, type = NULL, threads = NULL, ...) {
       colnames(D) <- .svm_pair_names(lev)
       return(D)
     }
-    return(factor(lev[.kl_core(caller, cpp_ovo_vote, D, length(lev))], levels = lev))
+    return(factor(lev[.kl_core(caller, cpp_ovo_vote, D, length(lev))],
+                  levels = .kl_all_levels(object)))
   }
   D <- Reduce(`+`, lapply(object$models, function(m)
     .hgk_model_decision(m, object$x, x, threads, caller = caller))) / nm
@@ -67,7 +71,7 @@ predict.hgk <- function(object, newdata, type = NULL, threads = NULL, ...) {
     yr <- object$y_range
     return(yr[1L] + (pmin(pmax(as.vector(D), -1), 1) + 1) / 2 * (yr[2L] - yr[1L]))
   }
-  if (type == "class") return(.kl_decision_to_class(D, lev))
+  if (type == "class") return(.kl_decision_to_class(D, lev, .kl_all_levels(object)))
   if (ncol(D) == 1L) return(as.vector(D))
   colnames(D) <- lev
   D

@@ -162,6 +162,9 @@ kernel_ridge.default <- function(x, y, kernel = gaussian_kernel(), lambda = 0.01
 #' @param ... Not used.
 #' @return A factor, numeric vector or matrix with one row per row of
 #'   \code{newdata}.
+#'   Predicted classes are a factor with every level of the training response,
+#'   levels without training rows included (as in e1071 and ranger; the model
+#'   never predicts them), so that they compare with held-out labels.
 #' @examples
 #' fit <- kernel_ridge(Species ~ ., data = iris, lambda = 0.1)
 #' head(predict(fit, iris[, 1:4], type = "decision"))
@@ -175,7 +178,7 @@ predict.kernel_ridge <- function(object, newdata, type = NULL, threads = NULL, .
                                         "probability model"))
   x <- if (missing(newdata)) object$x else .kl_newdata(object$spec, newdata, caller)
   if (nrow(x) == 0L) {
-    if (type == "class") return(factor(character(), levels = object$levels))
+    if (type == "class") return(factor(character(), levels = .kl_all_levels(object)))
     return(if (type == "decision" && length(object$levels) > 2L)
              matrix(numeric(), 0L, length(object$levels), dimnames = list(NULL, object$levels))
            else numeric())
@@ -183,7 +186,8 @@ predict.kernel_ridge <- function(object, newdata, type = NULL, threads = NULL, .
   dec <- .kl_core(caller, cpp_kernel_predict, x, object$x, object$alpha, object$bias,
                   .kernel_spec(object$kernel), .kl_threads(threads), .kl_backend_arg())
   if (object$task == "regression") return(as.vector(dec))
-  if (type == "class") return(.kl_decision_to_class(dec, object$levels))
+  if (type == "class")
+    return(.kl_decision_to_class(dec, object$levels, .kl_all_levels(object)))
   if (ncol(dec) == 1L) return(as.vector(dec))
   colnames(dec) <- object$levels
   dec

@@ -402,9 +402,12 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
     stop(sprintf("%s: the kernel matrix has %d rows but 'y' has length %d", caller,
                  nrow(K), length(y)), call. = FALSE)
   y <- .kl_check_y(y, caller, "y")
+  all_levels <- attr(y, "kl_all_levels")
+  attr(y, "kl_all_levels") <- NULL
   storage.mode(K) <- "double"
   list(x = unname(K), y = y, task = if (is.factor(y)) "classification" else "regression",
-       levels = if (is.factor(y)) levels(y), spec = list(kind = "precomputed", n = nrow(K)),
+       levels = if (is.factor(y)) levels(y),
+       spec = list(kind = "precomputed", n = nrow(K), response_levels = all_levels),
        precomputed = TRUE)
 }
 
@@ -629,6 +632,9 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
 #' @param threads Number of threads.
 #' @param ... Not used.
 #' @return A factor, numeric vector or matrix with one row per new row.
+#'   Predicted classes are a factor with every level of the training response,
+#'   levels without training rows included (as in e1071 and ranger; the model
+#'   never predicts them), so that they compare with held-out labels.
 #' @examples
 #' fit <- kernel_svm(Species ~ ., data = iris, probability = TRUE)
 #' head(predict(fit, iris, type = "decision"))
@@ -712,10 +718,10 @@ predict.kernel_svm <- function(object, newdata, type = NULL, threads = NULL, ...
          else .kl_core(caller, cpp_ovo_prob, dec, k, object$probA, object$probB)
     colnames(P) <- lev
     if (type == "prob") return(P)
-    return(factor(lev[max.col(P, ties.method = "first")], levels = lev))
+    return(factor(lev[max.col(P, ties.method = "first")], levels = .kl_all_levels(object)))
   }
-  if (m == 0L) return(factor(character(), levels = lev))
-  factor(lev[.kl_core(caller, cpp_ovo_vote, dec, k)], levels = lev)
+  if (m == 0L) return(factor(character(), levels = .kl_all_levels(object)))
+  factor(lev[.kl_core(caller, cpp_ovo_vote, dec, k)], levels = .kl_all_levels(object))
 }
 
 #' @export

@@ -422,6 +422,9 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
 #' @param threads Number of threads.
 #' @param ... Not used.
 #' @return A factor, numeric vector or matrix with one row per new row.
+#'   Predicted classes are a factor with every level of the training response,
+#'   levels without training rows included (as in e1071 and ranger; the model
+#'   never predicts them), so that they compare with held-out labels.
 #' @examples
 #' fit <- tkl(Species ~ ., data = iris, probability = TRUE, maxit = 20)
 #' table(predict(fit, iris), iris$Species)

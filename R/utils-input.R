@@ -314,7 +314,10 @@
     if (length(unused)) {
       warning(sprintf("%s: dropping unused level(s) %s of '%s'", caller, .name_list(unused),
                       name), call. = FALSE)
+      all_levels <- levels(y)
       y <- droplevels(y)
+      # the response's own levels, kept for the predicted classes (.kl_finish_input())
+      attr(y, "kl_all_levels") <- all_levels
     }
     if (nlevels(y) < 2L)
       stop(sprintf("%s: '%s' has only one class ('%s'); classification needs at least two",
@@ -366,6 +369,10 @@
     sc <- rep(1, ncol(x))
   }
   spec$features <- colnames(x)
+  # levels of the response without rows: the model has no class for them, but its predicted
+  # classes keep them as levels (.kl_all_levels())
+  spec$response_levels <- attr(y, "kl_all_levels")
+  attr(y, "kl_all_levels") <- NULL
   spec$scaling <- mode
   spec$min <- unname(mn)
   spec$scale <- unname(sc)
@@ -503,11 +510,19 @@
   D
 }
 
-.kl_decision_to_class <- function(dec, levels) {
+.kl_decision_to_class <- function(dec, levels, all = levels) {
   if (is.null(dim(dec)) || ncol(dec) == 1L) {
     idx <- ifelse(as.vector(dec) > 0, 2L, 1L)
   } else {
     idx <- max.col(dec, ties.method = "first")
   }
-  factor(levels[idx], levels = levels)
+  factor(levels[idx], levels = all)
+}
+
+# The levels of a classifier's predicted classes: those of the response it was fitted on,
+# levels without rows included (as e1071, kernlab and ranger keep them), so that predictions
+# compare with held-out labels of the same factor. The model's classes are object$levels.
+.kl_all_levels <- function(object) {
+  all <- object$spec$response_levels
+  if (is.null(all)) object$levels else all
 }

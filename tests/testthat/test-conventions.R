@@ -115,6 +115,67 @@ test_that("unused response levels are dropped with the same warning by both inte
   expect_warning(kernel_ridge(Species ~ ., data = d), "'extra'")
 })
 
+test_that("predicted classes keep the response's levels without rows, as e1071 and ranger do", {
+  # a class with no training rows: the model has no such class, but its predictions are a
+  # factor of the response's own levels, so that they compare with held-out labels
+  set.seed(3)
+  d <- iris[sample(150), ]
+  d$Species <- factor(as.character(d$Species), levels = c("setosa", "unseen", "versicolor",
+                                                          "virginica"))
+  full <- levels(d$Species)
+  tr <- d[1:100, ]
+  te <- d[101:150, ]
+  fits <- suppressWarnings(list(
+    kernel_svm = kernel_svm(Species ~ ., data = tr, gamma = 1),
+    kernel_svm_prob = kernel_svm(Species ~ ., data = tr, gamma = 1, probability = TRUE),
+    kernel_ridge = kernel_ridge(Species ~ ., data = tr, lambda = 0.01),
+    hgk = hgk(Species ~ ., data = tr),
+    tkl = tkl(Species ~ ., data = tr, maxit = 3, baseline = FALSE),
+    gem = gem(Species ~ ., data = tr, top = 2, threshold = 1, lambda = 1e-3),
+    dikl = dikl(Species ~ ., data = tr, dim = 10, max_epochs = 2)))
+  for (nm in names(fits)) {
+    f <- fits[[nm]]
+    expect_identical(f$levels, c("setosa", "versicolor", "virginica"), info = nm)
+    p <- predict(f, te)
+    expect_identical(levels(p), full, info = nm)
+    expect_false(any(p == "unseen"), info = nm)
+    # the comparison a user makes works, and agrees with the one on the labels
+    expect_equal(mean(p != te$Species), mean(as.character(p) != as.character(te$Species)),
+                 info = nm)
+    expect_identical(levels(fitted(f)), full, info = nm)
+    expect_identical(levels(predict(f, te[0, ])), full, info = nm)
+  }
+  # probabilities and decision values stay those of the model's classes
+  expect_identical(colnames(predict(fits$kernel_svm_prob, te, type = "prob")),
+                   c("setosa", "versicolor", "virginica"))
+  expect_identical(colnames(predict(fits$kernel_ridge, te, type = "decision")),
+                   c("setosa", "versicolor", "virginica"))
+  # the matrix interface and a precomputed kernel matrix
+  fx <- suppressWarnings(kernel_svm(as.matrix(tr[, 1:4]), tr$Species, gamma = 1))
+  expect_identical(levels(predict(fx, as.matrix(te[, 1:4]))), full)
+  k <- gaussian_kernel(gamma = 1)
+  fk <- suppressWarnings(kernel_svm(kernel_matrix(k, as.matrix(tr[, 1:4])), tr$Species))
+  pk <- predict(fk, kernel_matrix(k, as.matrix(te[, 1:4]), as.matrix(tr[, 1:4])))
+  expect_identical(levels(pk), full)
+  expect_false(any(pk == "unseen"))
+  # a response without unused levels keeps exactly its levels
+  expect_null(kernel_svm(Species ~ ., data = iris, gamma = 1)$spec$response_levels)
+})
+
+test_that("cross-validated classes keep every level when a fold's fit lacks a class", {
+  # the only row of class "rare" is in fold 1, so fold 1's model has no such class; the
+  # assembled predictions still carry it as a level, and no row is lost to NA
+  set.seed(4)
+  x <- as.matrix(iris[, 1:4])
+  y <- factor(as.character(iris$Species), levels = c(levels(iris$Species), "rare"))
+  y[1] <- "rare"
+  foldid <- c(1L, rep_len(1:5, 149))
+  cv <- suppressWarnings(kl_cv(kernel_svm, x, y, foldid = foldid, gamma = 1))
+  expect_identical(levels(cv$predictions), levels(y))
+  expect_false(anyNA(cv$predictions))
+  expect_equal(sum(cv$fold_metrics * cv$fold_sizes) / 150, mean(cv$predictions != y))
+})
+
 test_that("predict methods refuse unknown arguments", {
   fr <- kernel_ridge(Species ~ ., data = iris, lambda = 0.1)
   expect_error(predict(fr, iris, bogus = 1), "bogus")
