@@ -89,7 +89,10 @@
 #' (\code{"cv"} or \code{"holdout"}) and the reason, and \code{print()}
 #' shows them. It costs five fits of the learned kernel on four fifths of
 #' the rows (one above 2000 rows) and the Gaussian's tuning; with fewer than
-#' 50 rows, or a class with fewer than 5, there is no comparison. Inside
+#' 50 rows there is no comparison. The folds are stratified: a class with
+#' fewer rows than folds (a warning says so) is missing from some of them, and
+#' where a fold's fitting rows have none of it, both models of that fold lack
+#' the class and miss its held-out rows. Inside
 #' \code{\link{kl_tune}()} or \code{\link{kl_cv}()}, where the comparison
 #' would run in every fold, pass \code{baseline = FALSE}. With
 #' \code{cells}, the comparison runs in every cell, on the cell's rows, and
@@ -594,12 +597,6 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
                                            n, .tkl_min_validate))
     return(fit)
   }
-  if (inp$task == "classification" && min(table(inp$y)) < 5L) {
-    fit <- fit_all()
-    fit$selection <- list(choice = "learned", learned_error = NA_real_, baseline_error = NA_real_,
-                          reason = "a class has fewer than 5 rows; no validation against the Gaussian SVM")
-    return(fit)
-  }
   t0 <- proc.time()[["elapsed"]]
   xg <- if (is.null(x_gauss)) inp$x else x_gauss
   if (nrow(xg) != n) stop("tkl(): internal: the Gaussian's rows do not match", call. = FALSE)
@@ -607,14 +604,25 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
   d <- ncol(inp$x)
   ident <- list(kind = "matrix", columns = colnames(inp$x), features = colnames(inp$x),
                 min = rep(0, d), scale = rep(1, d))
+  # a class with fewer rows than folds (stratified folds: the warning above) may have none in
+  # a fold's fitting rows: that fold's learned kernel and Gaussian SVM have no such class, and
+  # both miss its held-out rows
   rows_of <- function(keep) {
     part <- inp
     part$x <- inp$x[keep, , drop = FALSE]
-    part$y <- inp$y[keep]
+    part$y <- if (is.factor(inp$y)) droplevels(inp$y[keep]) else inp$y[keep]
+    if (is.factor(inp$y)) part$levels <- levels(part$y)
     part$spec <- ident
     part
   }
-  err <- function(pred, y) if (inp$task == "classification") mean(pred != y)
+  # the warnings of those fits: the folds' own (said once above) and the dropped levels
+  quiet <- function(w) {
+    if (grepl("fewer rows than folds|unused level", conditionMessage(w)))
+      invokeRestart("muffleWarning")
+  }
+  # (a fold's model may lack a class: its predictions are compared by label)
+  err <- function(pred, y) if (inp$task == "classification")
+                             mean(as.character(pred) != as.character(y))
                            else mean((pred - y)^2)
   grid <- if (is.null(grid)) list(gamma = c(0.5, 1, 2, 4, 8, 16) / d, cost = 2^seq(-1, 11, by = 2))
           else list(gamma = if (isTRUE(grid$relative))
@@ -623,45 +631,57 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
   # Up to .tkl_cv_rows rows, both are cross-validated on the same 5 folds of all rows (a single
   # held-out fifth of a few hundred rows decides by chance); above, the first fold is held out.
   cv <- n <= .tkl_cv_rows
-  if (cv) {
-    pred <- if (inp$task == "classification") factor(rep(NA, n), levels = levels(inp$y))
-            else rep(NA_real_, n)
-    ft <- NULL
-    for (k in seq_len(max(foldid))) {
-      fk <- .tkl_fit(rows_of(foldid != k), degree, delta, cost, epsilon, tol, maxit,
-                     class.weights, FALSE, svm_tol, cache, threads, NULL, ridge, normalize,
-                     precision)
-      pred[foldid == k] <- predict(fk, inp$x[foldid == k, , drop = FALSE], threads = threads)
-      if (k == 1L) ft <- fk
+  failed <- tryCatch(withCallingHandlers({
+    if (cv) {
+      pred <- if (inp$task == "classification") factor(rep(NA, n), levels = levels(inp$y))
+              else rep(NA_real_, n)
+      ft <- NULL
+      for (k in seq_len(max(foldid))) {
+        fk <- .tkl_fit(rows_of(foldid != k), degree, delta, cost, epsilon, tol, maxit,
+                       class.weights, FALSE, svm_tol, cache, threads, NULL, ridge, normalize,
+                       precision)
+        pred[foldid == k] <- predict(fk, inp$x[foldid == k, , drop = FALSE], threads = threads)
+        if (k == 1L) ft <- fk
+      }
+      e_learned <- err(pred, inp$y)
+      tn <- kl_tune(kernel_svm, xg, inp$y, grid = grid, foldid = foldid, refit = FALSE,
+                    extend = .tkl_gauss_extend,
+                    epsilon = epsilon, class.weights = class.weights, scale = "none",
+                    scale_response = FALSE, threads = threads)
+      g <- tn$best
+      # over all rows, as the learned kernel's (kl_tune()'s mean is over folds)
+      e_base <- sum(tn$fold_metrics[tn$best_index, ] * tabulate(foldid)) / n
+      where <- sprintf("in 5-fold cross-validation on the %d rows", n)
+      validation <- n
+    } else {
+      hold <- foldid == 1L
+      part <- rows_of(!hold)
+      xv <- inp$x[hold, , drop = FALSE]
+      yv <- inp$y[hold]
+      ft <- .tkl_fit(part, degree, delta, cost, epsilon, tol, maxit, class.weights, FALSE,
+                     svm_tol, cache, threads, NULL, ridge, normalize, precision)
+      e_learned <- err(predict(ft, xv, threads = threads), yv)
+      tn <- kl_tune(kernel_svm, xg[!hold, , drop = FALSE], part$y, grid = grid, folds = 5,
+                    extend = .tkl_gauss_extend,
+                    refit = FALSE, epsilon = epsilon, class.weights = class.weights,
+                    scale = "none", scale_response = FALSE, threads = threads)
+      g <- tn$best
+      gm <- kernel_svm(xg[!hold, , drop = FALSE], part$y, gamma = g$gamma, cost = g$cost,
+                       epsilon = epsilon, class.weights = class.weights, scale = "none",
+                       scale_response = FALSE, fitted = FALSE, threads = threads)
+      e_base <- err(predict(gm, xg[hold, , drop = FALSE], threads = threads), yv)
+      where <- sprintf("on %d held-out rows", sum(hold))
+      validation <- sum(hold)
     }
-    e_learned <- err(pred, inp$y)
-    tn <- kl_tune(kernel_svm, xg, inp$y, grid = grid, foldid = foldid, refit = FALSE,
-                  extend = .tkl_gauss_extend,
-                  epsilon = epsilon, class.weights = class.weights, scale = "none",
-                  scale_response = FALSE, threads = threads)
-    g <- tn$best
-    e_base <- tn$results$mean[which.min(tn$results$mean)]
-    where <- sprintf("in 5-fold cross-validation on the %d rows", n)
-    validation <- n
-  } else {
-    hold <- foldid == 1L
-    part <- rows_of(!hold)
-    xv <- inp$x[hold, , drop = FALSE]
-    yv <- inp$y[hold]
-    ft <- .tkl_fit(part, degree, delta, cost, epsilon, tol, maxit, class.weights, FALSE,
-                   svm_tol, cache, threads, NULL, ridge, normalize, precision)
-    e_learned <- err(predict(ft, xv, threads = threads), yv)
-    tn <- kl_tune(kernel_svm, xg[!hold, , drop = FALSE], part$y, grid = grid, folds = 5,
-                  extend = .tkl_gauss_extend,
-                  refit = FALSE, epsilon = epsilon, class.weights = class.weights,
-                  scale = "none", scale_response = FALSE, threads = threads)
-    g <- tn$best
-    gm <- kernel_svm(xg[!hold, , drop = FALSE], part$y, gamma = g$gamma, cost = g$cost,
-                     epsilon = epsilon, class.weights = class.weights, scale = "none",
-                     scale_response = FALSE, fitted = FALSE, threads = threads)
-    e_base <- err(predict(gm, xg[hold, , drop = FALSE], threads = threads), yv)
-    where <- sprintf("on %d held-out rows", sum(hold))
-    validation <- sum(hold)
+    NULL
+  }, warning = quiet), error = function(e) conditionMessage(e))
+  if (!is.null(failed)) {
+    # (for example class weights that name a class some fold's rows lack)
+    fit <- fit_all()
+    fit$selection <- list(choice = "learned", learned_error = NA_real_, baseline_error = NA_real_,
+                          reason = sprintf("the validation against the Gaussian SVM failed (%s)",
+                                           failed))
+    return(fit)
   }
   fmt <- function(v) format(signif(v, 3))
   what <- if (inp$task == "classification") "misclassification" else "mean squared error"
@@ -676,6 +696,7 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
     # the Gaussian SVM on all rows predicts; P and the trace are those learned on the rest
     fit <- ft
     fit$call <- call
+    fit$levels <- inp$levels
     fit$spec <- inp$spec
     fit$n <- n
     fit$probability <- probability

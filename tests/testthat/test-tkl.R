@@ -217,6 +217,13 @@ test_that("the learned kernel is compared with a tuned Gaussian SVM on rows not 
   set.seed(32)
   cvl <- kl_cv(tkl, d$x, d$y, folds = 5, cost = 1e-3, maxit = 0, baseline = FALSE)
   expect_equal(sel$learned_error, mean(cvl$predictions != d$y))
+  # the Gaussian's figure is its misclassification over all rows (as the learned kernel's) at
+  # the chosen width and cost, on the same folds, the rows scaled to [0, 1] as tkl() sees them
+  xs <- apply(d$x, 2, function(v) (v - min(v)) / (max(v) - min(v)))
+  set.seed(32)
+  cvg <- kl_cv(kernel_svm, xs, d$y, folds = 5, gamma = sel$baseline$gamma,
+               cost = sel$baseline$cost, scale = "none")
+  expect_equal(sel$baseline_error, mean(cvg$predictions != d$y))
   ref <- kernel_svm(d$x, d$y, gamma = sel$baseline$gamma, cost = sel$baseline$cost)
   expect_equal(predict(fit, d$x, type = "decision"), predict(ref, d$x, type = "decision"),
                tolerance = 1e-8)
@@ -245,11 +252,41 @@ test_that("the learned kernel is compared with a tuned Gaussian SVM on rows not 
   expect_identical(fb$selection$validation, 420L)
   expect_identical(fb$selection$choice, "baseline")
   expect_match(fb$selection$reason, "^on 420 held-out rows")
-  # too few rows, or a class too small, to hold rows out: no comparison, said so
+  # too few rows to hold rows out: no comparison, said so
   small <- tkl(d$x[1:40, ], d$y[1:40], maxit = 2)
   expect_identical(small$selection$choice, "learned")
   expect_match(small$selection$reason, "too few rows to validate")
   expect_error(tkl(d$x, d$y, baseline = NA), "'baseline' must be TRUE or FALSE")
+})
+
+test_that("classes with fewer rows than folds are validated against the Gaussian SVM too", {
+  # 3 classes, one of 3 rows and one of a single row: the stratified folds leave the small
+  # classes out of some folds' fitting rows; both models are still compared, with all classes
+  set.seed(41)
+  x <- matrix(runif(240), 120, 2)
+  y <- factor(ifelse(x[, 1] > 0.5, "b", "a"), levels = c("a", "b", "c", "d"))
+  y[1:3] <- "c"
+  y[4] <- "d"
+  x[1:3, ] <- matrix(c(0.1, 0.12, 0.14, 0.9, 0.92, 0.94), 3)
+  expect_warning(fit <- tkl(x, y, maxit = 3),
+                 "classes 'c' \\(3\\), 'd' \\(1\\) have fewer rows than folds")
+  sel <- fit$selection
+  expect_true(is.finite(sel$learned_error) && is.finite(sel$baseline_error))
+  expect_identical(sel$method, "cv")
+  # both errors are rates over the 120 rows
+  expect_equal(sel$learned_error * 120, round(sel$learned_error * 120))
+  expect_equal(sel$baseline_error * 120, round(sel$baseline_error * 120))
+  expect_identical(fit$levels, c("a", "b", "c", "d"))
+  p <- predict(fit, x)
+  expect_identical(levels(p), levels(y))
+  expect_identical(levels(fitted(fit)), levels(y))
+  # when the Gaussian wins (a tiny cost with P = I), its model keeps every class too
+  set.seed(42)
+  fb <- suppressWarnings(tkl(x, y, cost = 1e-3, maxit = 0))
+  expect_identical(fb$selection$choice, "baseline")
+  expect_identical(fb$levels, c("a", "b", "c", "d"))
+  expect_identical(fb$svm$levels, c("a", "b", "c", "d"))
+  expect_true(all(c("a", "b") %in% as.character(predict(fb, x))))
 })
 
 test_that("tkl gives clear errors for bad input", {
