@@ -680,7 +680,8 @@ plot.kl_localized <- function(x, which = NULL, ...) {
                         max_iter, probability, prob_folds, caller)
   .svm_check_task_args(inp$task, probability, class.weights, caller)
   if (probability) params$seed <- .kl_seed()
-  w <- if (inp$task == "classification") .svm_class_weights(class.weights, inp$y, caller)
+  w <- if (inp$task == "classification")
+         .svm_class_weights(class.weights, inp$y, caller, inp$spec$response_levels)
   # a standardised response: one scaling for the whole data, so that epsilon and the cells'
   # cross-validated errors mean the same in every cell
   y_scaling <- .svr_scaling_of(inp, scale_response)
@@ -797,7 +798,8 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   .svm_check_task_args(inp$task, args$probability, args$class.weights, caller)
   .check_number(args$cost, "cost", lower = 0, lower_open = TRUE, caller = caller)
   .check_number(args$delta, "delta", lower = 0, caller = caller)
-  w <- if (inp$task == "classification") .svm_class_weights(args$class.weights, inp$y, caller)
+  w <- if (inp$task == "classification")
+         .svm_class_weights(args$class.weights, inp$y, caller, inp$spec$response_levels)
   part <- .kl_cells_partition(inp$x, cells, threads, caller)
   own <- .kl_cell_rows(part)
   # every cell works on the response standardised over the whole data (scale_response)

@@ -102,7 +102,9 @@
 #'   or all classes (missing classes get 1), or \code{"inverse"}: weights
 #'   \eqn{n / (k\, n_c)}{n / (k n_c)} inversely proportional to the class sizes
 #'   (they average 1 over the rows, so \code{cost} keeps its scale). Weights
-#'   multiply \code{cost}.
+#'   multiply \code{cost}. A weight named by a level of the response without
+#'   rows (dropped with a warning) is left out, as in a cross-validation fold
+#'   that lacks a small class.
 #' @param probability If \code{TRUE}, fit the probability model (classification).
 #' @param prob_folds Number of internal cross-validation folds of the
 #'   probability model.
@@ -411,7 +413,9 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
        precomputed = TRUE)
 }
 
-.svm_class_weights <- function(class.weights, y, caller) {
+# `dropped`: levels of the response without rows (dropped from the model with a warning); a
+# weight named by one of them has no class to weigh and is left out.
+.svm_class_weights <- function(class.weights, y, caller, dropped = NULL) {
   lev <- levels(y)
   w <- stats::setNames(rep(1, length(lev)), lev)
   if (is.null(class.weights)) return(w)
@@ -427,6 +431,7 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
       any(!nzchar(names(class.weights))))
     stop(sprintf("%s: 'class.weights' must be a numeric vector named by class (levels %s) or \"inverse\"",
                  caller, .name_list(lev)), call. = FALSE)
+  class.weights <- class.weights[!(names(class.weights) %in% setdiff(dropped, lev))]
   unknown <- setdiff(names(class.weights), lev)
   if (length(unknown))
     stop(sprintf("%s: 'class.weights' names %s, which %s not a class (levels %s)", caller,
@@ -519,7 +524,7 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
   # (not system.time(), which prints "Timing stopped at" when the fit fails)
   if (inp$task == "classification") {
     k <- length(inp$levels)
-    w <- .svm_class_weights(class.weights, inp$y, caller)
+    w <- .svm_class_weights(class.weights, inp$y, caller, inp$spec$response_levels)
     warm <- .svm_warm_classification(warm_start, inp, cost, caller)
     sol <- .kl_core(caller, cpp_svm_classify, xarg, karg, as.integer(inp$y), k, unname(w),
                     kspec, params, warm, threads, progress, .kl_backend_arg(),

@@ -365,7 +365,7 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                backend = .kl_backend_arg())
   progress <- if (n >= 1000L && is.null(path)) .kl_progressor() else NULL
   cls <- inp$task == "classification"
-  w <- if (cls) .svm_class_weights(class.weights, inp$y, caller)
+  w <- if (cls) .svm_class_weights(class.weights, inp$y, caller, inp$spec$response_levels)
   yarg <- if (cls) as.integer(inp$y) else as.numeric(inp$y)
   k <- if (cls) length(inp$levels) else 0L
   t0 <- proc.time()[["elapsed"]]
@@ -611,8 +611,11 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
     part <- inp
     part$x <- inp$x[keep, , drop = FALSE]
     part$y <- if (is.factor(inp$y)) droplevels(inp$y[keep]) else inp$y[keep]
-    if (is.factor(inp$y)) part$levels <- levels(part$y)
     part$spec <- ident
+    if (is.factor(inp$y)) {
+      part$levels <- levels(part$y)
+      part$spec$response_levels <- levels(inp$y)
+    }
     part
   }
   # the warnings of those fits: the folds' own (said once above) and the dropped levels
@@ -676,7 +679,6 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
     NULL
   }, warning = quiet), error = function(e) conditionMessage(e))
   if (!is.null(failed)) {
-    # (for example class weights that name a class some fold's rows lack)
     fit <- fit_all()
     fit$selection <- list(choice = "learned", learned_error = NA_real_, baseline_error = NA_real_,
                           reason = sprintf("the validation against the Gaussian SVM failed (%s)",
@@ -708,6 +710,7 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
                                probability = probability, prob_folds = 5L, tol = svm_tol,
                                shrinking = TRUE, cache = cache, max_iter = NULL,
                                warm_start = NULL, threads = threads, call = NULL)
+    if (!is.null(fit$svm$class.weights)) fit$class.weights <- fit$svm$class.weights
     reason <- sprintf("%s the tuned Gaussian SVM's %s %s (%s) is below the learned kernel's %s; the Gaussian SVM, refitted on all rows, predicts",
                       where, what, fmt(e_base), gtxt, fmt(e_learned))
     choice <- "baseline"

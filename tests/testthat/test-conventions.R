@@ -158,6 +158,13 @@ test_that("predicted classes keep the response's levels without rows, as e1071 a
   pk <- predict(fk, kernel_matrix(k, as.matrix(te[, 1:4]), as.matrix(tr[, 1:4])))
   expect_identical(levels(pk), full)
   expect_false(any(pk == "unseen"))
+  # a class weight for a level without rows weighs nothing and is left out; a name that is
+  # no level of the response is an error
+  fw <- suppressWarnings(kernel_svm(Species ~ ., data = tr, gamma = 1,
+                                    class.weights = c(unseen = 3, virginica = 2)))
+  expect_equal(fw$class.weights, c(setosa = 1, versicolor = 1, virginica = 2))
+  expect_error(suppressWarnings(kernel_svm(Species ~ ., data = tr, class.weights = c(other = 2))),
+               "'class.weights' names 'other', which is not a class")
   # a response without unused levels keeps exactly its levels
   expect_null(kernel_svm(Species ~ ., data = iris, gamma = 1)$spec$response_levels)
 })

@@ -287,6 +287,11 @@ test_that("classes with fewer rows than folds are validated against the Gaussian
   expect_identical(fb$levels, c("a", "b", "c", "d"))
   expect_identical(fb$svm$levels, c("a", "b", "c", "d"))
   expect_true(all(c("a", "b") %in% as.character(predict(fb, x))))
+  # a weight for the one-row class: the fold whose fitting rows lack it goes without it
+  set.seed(43)
+  fw <- suppressWarnings(tkl(x, y, maxit = 3, class.weights = c(d = 2, b = 1.5)))
+  expect_true(is.finite(fw$selection$learned_error) && is.finite(fw$selection$baseline_error))
+  expect_equal(fw$class.weights, c(a = 1, b = 1.5, c = 1, d = 2))
 })
 
 test_that("tkl gives clear errors for bad input", {
