@@ -6,7 +6,10 @@
 # Usage: Rscript bench/learned_vs_gaussian.R [sets] [splits] [methods]
 #   sets    comma list among vehicle, glass, sonar, ionosphere, pima, boston, friedman1,
 #           friedman2, vowel (the speaker column left out), dna, waveform, ringnorm, spirals,
-#           friedman3 (mlbench), and concrete, auto_mpg, wdbc, bupa, breast_cancer and ccpp
+#           friedman3, servo (factor inputs), housevotes (factor inputs),
+#           satellite (1,200 random rows), zoo (7 classes, some of 4 to 5 rows), soybean
+#           (factor inputs, 15 classes), ozone (the day columns left out) (mlbench; rows with
+#           missing values left out), and concrete, auto_mpg, wdbc, bupa, breast_cancer and ccpp
 #           (1,200 random rows) read by kl_dataset() from the data directory
 #           (KERNLEARN_DATA_DIR or options(kernlearn.data_dir = )) (default all)
 #   splits  random 70 / 30 splits per set (default 3)
@@ -26,6 +29,7 @@ args <- commandArgs(TRUE)
 data_sets <- c("concrete", "auto_mpg", "wdbc", "bupa", "breast_cancer", "ccpp")
 all_sets <- c("vehicle", "glass", "sonar", "ionosphere", "pima", "boston", "friedman1",
               "friedman2", "vowel", "dna", "waveform", "ringnorm", "spirals", "friedman3",
+              "servo", "housevotes", "satellite", "zoo", "soybean", "ozone",
               data_sets)
 sets <- if (length(args) >= 1L) strsplit(args[1L], ",")[[1L]] else all_sets
 splits <- if (length(args) >= 2L) as.integer(args[2L]) else 3L
@@ -75,7 +79,26 @@ load_set <- function(name) {
     spirals = { set.seed(105); s <- mlbench.spirals(600, cycles = 1.5, sd = 0.05)
                 d <- data.frame(s$x, y = s$classes) },
     friedman3 = { set.seed(106); s <- mlbench.friedman3(800, sd = 0.1)
-                  d <- data.frame(s$x, y = s$y) })
+                  d <- data.frame(s$x, y = s$y) },
+    servo = { utils::data("Servo", envir = e); d <- e$Servo
+              names(d)[names(d) == "Class"] <- "y" },
+    housevotes = { utils::data("HouseVotes84", envir = e); d <- e$HouseVotes84
+                   names(d)[names(d) == "Class"] <- "y" },
+    satellite = { utils::data("Satellite", envir = e); d <- e$Satellite
+                  set.seed(108); d <- d[sort(sample.int(nrow(d), 1200L)), ]
+                  names(d)[names(d) == "classes"] <- "y" },
+    zoo = { utils::data("Zoo", envir = e); d <- e$Zoo
+            d[-ncol(d)] <- lapply(d[-ncol(d)], as.numeric)
+            names(d)[names(d) == "type"] <- "y" },
+    soybean = { utils::data("Soybean", envir = e); d <- e$Soybean
+                d <- d[, c(2:ncol(d), 1L)]
+                d <- d[stats::complete.cases(d), ]
+                d[-ncol(d)] <- lapply(d[-ncol(d)], function(v) factor(as.character(v)))
+                d <- d[, vapply(d, function(v) length(unique(v)) > 1L, TRUE)]
+                names(d)[names(d) == "Class"] <- "y"; d$y <- droplevels(d$y) },
+    ozone = { utils::data("Ozone", envir = e); d <- e$Ozone[, -(1:3)]
+              names(d)[names(d) == "V4"] <- "y" })
+  d <- d[stats::complete.cases(d), ]
   d
 }
 
