@@ -634,6 +634,17 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
   # Up to .tkl_cv_rows rows, both are cross-validated on the same 5 folds of all rows (a single
   # held-out fifth of a few hundred rows decides by chance); above, the first fold is held out.
   cv <- n <= .tkl_cv_rows
+  if (inp$task == "classification") {
+    # every fit of the validation needs two classes among its rows
+    fits <- if (cv) seq_len(max(foldid)) else 1L
+    if (any(vapply(fits, function(k) length(unique(inp$y[foldid != k])) < 2L, TRUE))) {
+      fit <- fit_all()
+      fit$selection <- list(choice = "learned", learned_error = NA_real_,
+                            baseline_error = NA_real_,
+                            reason = "a fold's fitting rows hold a single class; no validation against the Gaussian SVM")
+      return(fit)
+    }
+  }
   failed <- tryCatch(withCallingHandlers({
     if (cv) {
       pred <- if (inp$task == "classification") factor(rep(NA, n), levels = levels(inp$y))

@@ -292,6 +292,14 @@ test_that("classes with fewer rows than folds are validated against the Gaussian
   fw <- suppressWarnings(tkl(x, y, maxit = 3, class.weights = c(d = 2, b = 1.5)))
   expect_true(is.finite(fw$selection$learned_error) && is.finite(fw$selection$baseline_error))
   expect_equal(fw$class.weights, c(a = 1, b = 1.5, c = 1, d = 2))
+  # two classes, one of a single row: the fold holding it out fits one class, so there is no
+  # validation, and the reason says why
+  x2 <- matrix(runif(120), 60, 2)
+  y2 <- factor(c("rare", rep("common", 59)))
+  f2 <- suppressWarnings(tkl(x2, y2, maxit = 3))
+  expect_identical(f2$selection$choice, "learned")
+  expect_match(f2$selection$reason, "a fold's fitting rows hold a single class")
+  expect_identical(levels(predict(f2, x2)), c("common", "rare"))
 })
 
 test_that("tkl gives clear errors for bad input", {
