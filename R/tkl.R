@@ -92,7 +92,8 @@
 #' 50 rows there is no comparison. The folds are stratified: a class with
 #' fewer rows than folds (a warning says so) is missing from some of them, and
 #' where a fold's fitting rows have none of it, both models of that fold lack
-#' the class and miss its held-out rows. Inside
+#' the class and miss its held-out rows (where they would hold a single class,
+#' there is no comparison). Inside
 #' \code{\link{kl_tune}()} or \code{\link{kl_cv}()}, where the comparison
 #' would run in every fold, pass \code{baseline = FALSE}. With
 #' \code{cells}, the comparison runs in every cell, on the cell's rows, and
