@@ -275,11 +275,7 @@
   lambdas <- function(k) geo(1e-3 / m1, 0.1, k)
   hinge <- ctx$task == "classification" && "hinge" %in% losses
   # hgk() has warned about classes with fewer rows than folds already
-  quiet <- function(w) {
-    if (grepl("fewer rows than folds|unused level", conditionMessage(w)))
-      invokeRestart("muffleWarning")
-  }
-  tryCatch(withCallingHandlers({
+  tryCatch(.kl_quiet_folds({
     if (hinge) {
       g <- widths(10L)
       costs <- sort(1 / (2 * m1 * lambdas(10L)))
@@ -352,7 +348,7 @@
            label = sprintf("least-squares SVM tuned over %d widths x %d penalties", length(g),
                            length(lam)))
     }
-  }, warning = quiet), error = function(e) list(failed = conditionMessage(e)))
+  }), error = function(e) list(failed = conditionMessage(e)))
 }
 
 # The selection's winner against the tuned Gaussian (.hgk_tuned_gaussian), both by their

@@ -619,11 +619,6 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
     }
     part
   }
-  # the warnings of those fits: the folds' own (said once above) and the dropped levels
-  quiet <- function(w) {
-    if (grepl("fewer rows than folds|unused level", conditionMessage(w)))
-      invokeRestart("muffleWarning")
-  }
   # (a fold's model may lack a class: its predictions are compared by label)
   err <- function(pred, y) if (inp$task == "classification")
                              mean(as.character(pred) != as.character(y))
@@ -646,7 +641,8 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
       return(fit)
     }
   }
-  failed <- tryCatch(withCallingHandlers({
+  # the warnings of those fits: the folds' own (said once above) and the dropped levels
+  failed <- tryCatch(.kl_quiet_folds({
     if (cv) {
       pred <- if (inp$task == "classification") factor(rep(NA, n), levels = levels(inp$y))
               else rep(NA_real_, n)
@@ -689,7 +685,7 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
       validation <- sum(hold)
     }
     NULL
-  }, warning = quiet), error = function(e) conditionMessage(e))
+  }), error = function(e) conditionMessage(e))
   if (!is.null(failed)) {
     fit <- fit_all()
     fit$selection <- list(choice = "learned", learned_error = NA_real_, baseline_error = NA_real_,

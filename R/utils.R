@@ -104,6 +104,15 @@
   function(delta) p(amount = round(1000 * delta))
 }
 
+# Evaluates expr with the warnings of internal fits on folds silenced: a class with fewer rows
+# than folds (the caller has said so once) and the response levels a fold's rows lack.
+.kl_quiet_folds <- function(expr) {
+  withCallingHandlers(expr, warning = function(w) {
+    if (grepl("fewer rows than folds|unused level", conditionMessage(w)))
+      invokeRestart("muffleWarning")
+  })
+}
+
 # One of a set of strings (the first element of v, as match.arg's default vectors give), or
 # an error listing the choices.
 .kl_choice <- function(v, choices, name, caller) {
