@@ -242,7 +242,11 @@ plot.hgk <- function(x, which = c("trace", "relevance"), ...) {
   }
   trs <- lapply(x$models, function(m) m$trace[m$trace$kind != "final selection", ])
   if (all(vapply(trs, nrow, 0L) <= 1L))
-    stop("plot.hgk(): the weights were not optimised (maxit = 0); there is no trace to draw",
+    stop(if (isFALSE(x$architecture$learned))
+           paste("plot.hgk(): the model's kernel is the Gaussian start, not learned (the",
+                 "cross-validation chose it over the learned kernels; see summary());",
+                 "there is no trace to draw")
+         else "plot.hgk(): the weights were not optimised (maxit = 0); there is no trace to draw",
          call. = FALSE)
   yr <- range(unlist(lapply(trs, function(t) c(t$risk, t$error))), na.rm = TRUE)
   xr <- c(1, max(vapply(trs, nrow, 0L)))

@@ -592,6 +592,11 @@ test_that("the Gaussian start joins the cross-validation and wins when the learn
   expect_match(fit$selection$reason, "Gaussian start validated better")
   expect_false(fit$architecture$learned)
   expect_output(print(fit), "against the Gaussian start: the Gaussian start validated better")
+  # nothing was optimised for the chosen kernel: plot() says why there is no trace
+  expect_error(plot(fit), "kernel is the Gaussian start, not learned")
+  pdf(NULL)
+  on.exit(dev.off(), add = TRUE)
+  expect_identical(plot(fit, which = "relevance"), fit)
   # the baseline's fold models are least-squares SVMs with the Gaussian kernel (equal weights)
   # at their chosen width and penalty; their held-out errors are the table's (independent R)
   Yr <- 2 * (r$y - min(r$y)) / diff(range(r$y)) - 1
@@ -703,6 +708,7 @@ test_that("the Gaussian kernel tuned over widths x costs is the final model when
   expect_match(fit$selection$reason, "C-SVM tuned over 10 widths x 10 costs validated as well")
   expect_false(fit$architecture$learned)
   expect_output(print(fit), "the tuned Gaussian, chosen over the 2 candidates by 4-fold CV")
+  expect_error(plot(fit), "kernel is the Gaussian start, not learned")
   # the final model: the C-SVM with that width and the cost rescaled to all rows
   ref <- kernel_svm(fit$x, c2$y, gamma = tg$gamma, cost = ref2$cost * m1 / 200,
                     scale = "none")
