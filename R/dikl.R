@@ -66,8 +66,11 @@
 #' other rows only, so that the held-out rows are unseen by the features as new data would
 #' be: with a map trained on all rows, the held-out error favoured too weak a penalty (too
 #' large a cost). The map is not retrained; only the head is refitted on all rows. When fewer
-#' rows than \code{dim} would be left, the map is trained on all rows. With
-#' fewer than 50 rows the head uses \code{cost = 1} or \code{lambda = 1e-4}.
+#' rows than \code{dim} would be left, the map is trained on all rows. A regression with
+#' 10 to 49 rows chooses \code{lambda} from the same grid by leave-one-out (each row predicted
+#' by the head fitted on the others, on the map trained on all rows; the table's
+#' \code{"scheme"} attribute says \code{"leave-one-out"}). Otherwise, with fewer than 50 rows
+#' the head uses \code{cost = 1} or \code{lambda = 1e-4}.
 #'
 #' \strong{Collapse.} A training run whose DI per row falls below a thousandth of its first
 #' epoch's value, or whose features stop varying across the rows (landmarks or frequencies
@@ -459,14 +462,25 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = NULL, gamma 
     else .dikl_head_fit(head, Fx[rows, , drop = FALSE], y[rows], task, NULL,
                         if (head == "krr") v * m else v, threads)
   }
-  if (is.null(val))
+  # a regression with fewer than 50 rows (no held-out part): leave-one-out over the same grid
+  loo <- if (is.null(val)) .dikl_loo_rows(y, n)
+  if (is.null(val) && is.null(loo))
     return(list(head = .dikl_head_fit(head, Fx, y, task, 1, 1e-4, threads), search = NULL))
-  tr <- setdiff(seq_len(n), val)
   obj <- list(task = task, levels = levels)
-  yv <- y[val]
+  held <- if (is.null(loo)) val else loo
+  tr <- setdiff(seq_len(n), val)
+  yv <- y[held]
   sc <- vapply(grid, function(v) {
-    obj$head <- fit_at(v, tr)
-    D <- .dikl_decision(obj, Fx[val, , drop = FALSE], threads)
+    D <- if (is.null(loo)) {
+      obj$head <- fit_at(v, tr)
+      .dikl_decision(obj, Fx[val, , drop = FALSE], threads)
+    } else {
+      Ds <- lapply(loo, function(i) {
+        obj$head <- fit_at(v, seq_len(n)[-i])
+        .dikl_decision(obj, Fx[i, , drop = FALSE], threads)
+      })
+      if (is.null(dim(Ds[[1L]]))) unlist(Ds, use.names = FALSE) else do.call(rbind, Ds)
+    }
     if (task == "regression") return(rep(mean((as.vector(D) - yv)^2), 2L))
     c(mean(.kl_decision_to_class(D, levels) != yv), .dikl_head_loss(head, D, yv, levels))
   }, numeric(2))
@@ -476,10 +490,22 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = NULL, gamma 
   best <- order(err, loss, seq_along(grid))[1L]
   search <- data.frame(value = grid, error = err, loss = loss)
   names(search)[1L] <- if (head == "svm") "cost" else if (head == "krr") "lambda_per_row" else "lambda"
-  attr(search, "train_rows") <- length(tr)
-  attr(search, "validation_rows") <- length(val)
-  attr(search, "validation") <- val
+  attr(search, "train_rows") <- if (is.null(loo)) length(tr) else n - 1L
+  attr(search, "validation_rows") <- length(held)
+  attr(search, "validation") <- held
+  attr(search, "scheme") <- if (is.null(loo)) "held-out rows" else "leave-one-out"
   list(head = fit_at(grid[best], seq_len(n)), search = search)
+}
+
+# The rows the penalty search leaves out one at a time when there are too few for a held-out
+# part: every row of a regression with 10 to 49 rows; else NULL. (With classes, the
+# leave-one-out choice of the linear head's penalty on 30 to 45 rows of four sets was not
+# better on test rows than cost = 1: better on one set, worse on two. Regression with
+# lambda = 1e-4 interpolates the responses; leave-one-out halved the test error on 24 rows
+# of mtcars.)
+.dikl_loo_rows <- function(y, n) {
+  if (is.factor(y) || n < 10L || n >= 50L) return(NULL)
+  seq_len(n)
 }
 
 # A smooth validation loss of a classification head's decision values D (the tie-breaker of the
@@ -654,9 +680,12 @@ print.dikl <- function(x, ...) {
                logistic = sprintf("logistic regression (lambda %s", format(signif(p$lambda, 4))))
   s <- p$head_search
   how <- if (is.null(s)) ")" else
-    sprintf(", chosen from %d values by the %s on %d held-out rows)", nrow(s),
+    sprintf(", chosen from %d values by the %s%s %s %d %srows)", nrow(s),
+            if (identical(attr(s, "scheme"), "leave-one-out")) "leave-one-out " else "",
             if (x$task == "regression") "mean squared error" else "error rate",
-            as.integer(attr(s, "validation_rows")))
+            if (identical(attr(s, "scheme"), "leave-one-out")) "over" else "on",
+            as.integer(attr(s, "validation_rows")),
+            if (identical(attr(s, "scheme"), "leave-one-out")) "" else "held-out ")
   cat(sprintf("  head: %s%s\n", hd, how))
   if (!is.null(x$training$collapsed))
     cat(sprintf("  warning: the training collapsed (%s)\n", x$training$collapsed))

@@ -249,6 +249,43 @@ test_that("without cost or lambda, dikl chooses the head's penalty on held-out r
   expect_equal(sr$error, sr$loss)
 })
 
+test_that("a regression with fewer than 50 rows chooses the ridge penalty by leave-one-out", {
+  set.seed(3)
+  x <- matrix(runif(30 * 3), 30, 3)
+  y <- sin(4 * x[, 1]) + x[, 2] + rnorm(30, sd = 0.1)
+  fit <- dikl(x, y, dim = 12, max_epochs = 10)
+  s <- fit$params$head_search
+  expect_identical(attr(s, "scheme"), "leave-one-out")
+  expect_identical(attr(s, "validation"), 1:30)
+  expect_equal(attr(s, "train_rows"), 29L)
+  expect_equal(fit$params$lambda, s$lambda_per_row[which.min(s$error)] * 30)
+  expect_output(print(fit), "by the leave-one-out mean squared error over 30 rows")
+  # each row predicted by a ridge regression (unpenalised intercept) on the other 29 rows'
+  # features, solved here by the normal equations
+  Fx <- features(fit, x)
+  ridge <- function(F, y, lam) {
+    Fm <- colMeans(F)
+    Fc <- sweep(F, 2, Fm)
+    b <- solve(crossprod(Fc) + lam * diag(ncol(F)), crossprod(Fc, y - mean(y)))
+    list(b = b, a = mean(y) - sum(Fm * b))
+  }
+  loo <- vapply(s$lambda_per_row, function(l) mean(vapply(1:30, function(i) {
+    m <- ridge(Fx[-i, ], y[-i], l * 29)
+    (sum(Fx[i, ] * m$b) + m$a - y[i])^2
+  }, 0)), 0)
+  expect_equal(s$error, loo, tolerance = 1e-6)
+  # the chosen penalty is not the weakest: 1e-4 (the former fixed value) interpolates
+  expect_gt(fit$params$lambda, 1e-4)
+  # classes and fewer than 10 rows keep the fixed values
+  yc <- factor(ifelse(y > median(y), "a", "b"))
+  fc <- dikl(x, yc, dim = 12, max_epochs = 2)
+  expect_null(fc$params$head_search)
+  expect_equal(fc$params$cost, 1)
+  f9 <- dikl(x[1:9, ], y[1:9], dim = 5, max_epochs = 2)
+  expect_null(f9$params$head_search)
+  expect_equal(f9$params$lambda, 1e-4)
+})
+
 test_that("when no class has two rows, dikl uses the default cost without a search", {
   set.seed(2)
   x <- matrix(rnorm(60 * 3), 60, 3)
