@@ -173,6 +173,15 @@ class Smo {
   void over_parts(int np, F&& f) const {
     const int m = static_cast<int>(active_.size());
     np = std::max(np, 1);
+    if (np == 1 || !parallel_) {
+      // on the calling thread without entering the OpenMP runtime: a region with a false `if`
+      // still starts a team of one, and with a pool left from an earlier region of more
+      // threads that cost a futex call per pass (per solver iteration)
+      for (int t = 0; t < np; ++t)
+        f(t, static_cast<int>(static_cast<long long>(m) * t / np),
+          static_cast<int>(static_cast<long long>(m) * (t + 1) / np));
+      return;
+    }
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(np) schedule(static, 1) if (np > 1 && parallel_)
 #endif
