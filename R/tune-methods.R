@@ -191,6 +191,37 @@ print.summary.kl_tune <- function(x, n = 20L, digits = max(3L, getOption("digits
   invisible(x)
 }
 
+#' Predict with a tuned model
+#'
+#' Predictions of the model that \code{\link{kl_tune}} refitted on all rows
+#' with the best parameters (its \code{best_model}), as \code{predict()} on
+#' a \code{caret} \code{train} object uses the final model.
+#'
+#' @param object A \code{kl_tune} object fitted with \code{refit = TRUE} (the
+#'   default).
+#' @param newdata New data, as for the \code{predict()} method of the tuned
+#'   learner (missing: that method's own default, the training rows for
+#'   kernlearn's learners).
+#' @param ... Passed to that \code{predict()} method (such as \code{type}).
+#' @return What the learner's \code{predict()} method returns.
+#' @examples
+#' set.seed(1)
+#' tn <- kl_tune(kernel_ridge, mpg ~ ., data = mtcars, folds = 4,
+#'               grid = list(lambda = 10^(-3:1)))
+#' predict(tn, mtcars[1:3, ])
+#' @export
+predict.kl_tune <- function(object, newdata, ...) {
+  if (is.null(object$best_model))
+    stop(sprintf("predict.kl_tune(): the tuning was run with refit = FALSE, so there is no model on all rows; refit the learner with the best parameters (%s), or tune again with refit = TRUE",
+                 paste(sprintf("%s = %s", names(object$best), vapply(object$best, function(v)
+                   if (is.numeric(v) && length(v) == 1L) format(v, digits = 4)
+                   else class(v)[1L], "")), collapse = ", ")), call. = FALSE)
+  # dispatched from the caller's frame, so that methods defined there (as for a learner
+  # written in a script) are found as they are for a call of predict() on the model itself
+  args <- c(list(object$best_model), if (!missing(newdata)) list(newdata), list(...))
+  do.call(stats::predict, args, envir = parent.frame())
+}
+
 #' Summarise a kernel ridge model
 #'
 #' @param object A \code{kernel_ridge} model.

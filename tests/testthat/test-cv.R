@@ -385,6 +385,11 @@ test_that("kl_tune picks the known best grid point", {
                 metric = negmse, maximize = TRUE, refit = FALSE)
   expect_equal(tm$best_index, 3L)
   expect_null(tm$best_model)
+  # predict() uses the refitted model; without one it says how to get one
+  xn <- matrix(c(0.5, 4), ncol = 1L)
+  expect_equal(predict(tn, xn), c(1, 8))
+  expect_equal(predict(tn, xn), predict(tn$best_model, xn))
+  expect_error(predict(tm, xn), "refit = FALSE.*slope = 1.9")
   expect_identical(tm$foldid, tn$foldid)
 
   # a grid point's results equal kl_cv() with the same seed and parameters
