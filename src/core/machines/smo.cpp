@@ -183,7 +183,7 @@ class Smo {
       return;
     }
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(np) schedule(static, 1) if (np > 1 && parallel_)
+#pragma omp parallel for num_threads(np) schedule(static, 1)
 #endif
     for (int t = 0; t < np; ++t) {
       const long long lo = static_cast<long long>(m) * t / np;
