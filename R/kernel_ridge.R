@@ -14,9 +14,10 @@
 #'
 #' Inputs are scaled to \eqn{[0, 1]} with the training minimum and maximum of
 #' each column (constant columns map to 0; \code{scale = "standardize"}
-#' centres and divides by the standard deviation instead, \code{"none"} keeps
-#' them); factor predictors are expanded to one indicator column per level. The scaling and encodings are stored in the
-#' model and applied to \code{newdata}.
+#' centres the numeric columns and divides them by their standard deviations
+#' instead, \code{"none"} keeps them); factor predictors are expanded to one
+#' indicator column per level, of 0 and 1. The scaling and encodings are
+#' stored in the model and applied to \code{newdata}.
 #'
 #' The exact solve needs an \eqn{n \times n}{n x n} matrix (8 n^2 bytes): an
 #' error names the limit when it does not fit in the memory the operating system

@@ -25,9 +25,11 @@
 #' and maximum of each column (constant columns map to 0) and factor predictors
 #' are expanded to indicator columns, as in all kernlearn learners; the
 #' scaling is stored and applied to new data. \code{scale = "standardize"}
-#' centres each column and divides it by its standard deviation instead, as
+#' centres each numeric column and divides it by its standard deviation
+#' instead, leaving the indicator columns of factors as 0 and 1, as
 #' \code{e1071::svm()} does by default, so that the same \code{gamma} gives
-#' the same model as there; \code{scale = "none"} uses the inputs as given. For
+#' the same model as there (with more than one factor, \code{e1071} drops one
+#' level's column from all but the first); \code{scale = "none"} uses the inputs as given. For
 #' regression the response is standardised too (training mean and standard
 #' deviation, \code{scale_response = TRUE}, as \code{e1071::svm()} and
 #' \code{kernlab::ksvm()} do), so that \code{epsilon}, \code{cost} and \code{tol}
@@ -82,7 +84,8 @@
 #'   gets \eqn{\gamma = 1 / \sum_j \mathrm{var}(x_j)}{gamma = 1 / sum_j var(x_j)}
 #'   over the scaled training columns, so that \eqn{\gamma}{gamma} times the
 #'   mean squared distance between two training rows is 2: with
-#'   \code{scale = "standardize"} that is e1071's \code{1 / ncol(x)}, and on
+#'   \code{scale = "standardize"} and numeric inputs that is e1071's
+#'   \code{1 / ncol(x)}, and on
 #'   inputs scaled to \eqn{[0, 1]} it keeps the kernel as narrow relative to
 #'   the data (\code{1 / ncol(x)} there would be many times too wide). Other
 #'   kernels with a width use \code{1 / ncol(x)}.
@@ -119,8 +122,9 @@
 #' @param warm_start \code{NULL} or a \code{kernel_svm} model fitted on the
 #'   same rows (see Details).
 #' @param scale How inputs are scaled: \code{"minmax"} (to \eqn{[0, 1]} with the
-#'   training range, the default), \code{"standardize"} (centred, unit standard
-#'   deviation) or \code{"none"}; \code{TRUE} and \code{FALSE} mean
+#'   training range, the default), \code{"standardize"} (numeric columns
+#'   centred, unit standard deviation; factors' indicator columns 0 and 1) or
+#'   \code{"none"}; \code{TRUE} and \code{FALSE} mean
 #'   \code{"minmax"} and \code{"none"}.
 #' @param scale_response Regression: if \code{TRUE} (the default), the model
 #'   is fitted to the response centred by its training mean and divided by its

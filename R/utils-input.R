@@ -57,7 +57,8 @@
   enc <- .encode_frame(data, tt, caller, "data")
   .kl_finish_input(enc$x, y, caller,
                    spec = list(kind = "formula", terms = enc$terms, xlevels = enc$xlevels,
-                               columns = all.vars(tt)), scale = scale)
+                               columns = all.vars(tt)), scale = scale,
+                   indicator = enc$indicator)
 }
 
 # The rows of `data` a formula method uses: `subset_expr` (the unevaluated `subset`
@@ -139,7 +140,7 @@
     return(.kl_finish_input(enc$x, y, caller,
                             spec = list(kind = "data.frame", terms = enc$terms,
                                         xlevels = enc$xlevels, columns = names(x)),
-                            scale = scale))
+                            scale = scale, indicator = enc$indicator))
   }
   x <- .check_numeric_matrix(x, caller, "x")
   .check_unique_names(colnames(x), caller, "x")
@@ -257,7 +258,12 @@
                    caller, nm, name, xlevels[[nm]][1L]), call. = FALSE)
   }
   x <- .model_matrix(tt, df, xlevels)
-  list(x = x, terms = tt, xlevels = xlevels)
+  # the indicator columns of factor predictors (the terms that are a factor itself)
+  asg <- attr(x, "kl_assign")
+  attr(x, "kl_assign") <- NULL
+  labs <- attr(tt, "term.labels")
+  indicator <- asg > 0L & labs[pmax(asg, 1L)] %in% names(xlevels)
+  list(x = x, terms = tt, xlevels = xlevels, indicator = indicator)
 }
 
 # Evaluates `expr` (the encoding of a cross-validation fold's training rows with a formula, and
@@ -278,6 +284,7 @@
   mf <- stats::model.frame(tt, df, xlev = xlevels, na.action = stats::na.pass)
   ca <- lapply(xlevels, function(lv) stats::contrasts(factor(lv, levels = lv), contrasts = FALSE))
   x <- stats::model.matrix(tt, mf, contrasts.arg = if (length(ca)) ca else NULL)
+  attr(x, "kl_assign") <- attr(x, "assign")
   attr(x, "assign") <- NULL
   attr(x, "contrasts") <- NULL
   storage.mode(x) <- "double"
@@ -343,8 +350,10 @@
 
 # Scales the matrix with its own columns and stores how: to [0, 1] with the min / max
 # (scale = TRUE or "minmax"), centred and divided by the standard deviation ("standardize"),
-# or the identity map (FALSE or "none"). Constant columns map to 0 (none: kept).
-.kl_finish_input <- function(x, y, caller, spec, scale = TRUE) {
+# or the identity map (FALSE or "none"). Constant columns map to 0 (none: kept). indicator:
+# which columns are factors' indicators (NULL: none), which "standardize" leaves as they are
+# (min / max maps them to themselves).
+.kl_finish_input <- function(x, y, caller, spec, scale = TRUE, indicator = NULL) {
   if (nrow(x) == 0L) stop(sprintf("%s: no rows", caller), call. = FALSE)
   mode <- .kl_scale_mode(scale, caller)
   # one pass over the columns each: the values of apply(x, 2, min) and max, or of colMeans(x)
@@ -364,6 +373,12 @@
       sdv <- rep(0, ncol(x))
     }
     sc <- ifelse(sdv > 0, 1 / sdv, 0)
+    # factors' indicator columns stay 0 / 1, as e1071::svm() leaves them (only numeric
+    # columns are standardised there)
+    if (length(indicator) == ncol(x) && any(indicator)) {
+      mn[indicator] <- 0
+      sc[indicator] <- 1
+    }
   } else {
     mn <- rep(0, ncol(x))
     sc <- rep(1, ncol(x))

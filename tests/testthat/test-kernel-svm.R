@@ -442,6 +442,26 @@ test_that("scale = 'standardize' gives e1071's model at the same gamma; 'none' u
                tolerance = 1e-6)
   expect_equal(fr$tot.nSV, rr$tot.nSV)
   expect_equal(unname(fr$y_scaling), c(mean(mtcars$mpg), stats::sd(mtcars$mpg)))
+  # with a factor (formula interface): e1071 leaves its indicator columns as 0 / 1 and
+  # standardises the numeric columns only, and so does kernel_svm()
+  mt <- data.frame(mpg = mtcars$mpg, wt = mtcars$wt, hp = mtcars$hp,
+                   gear = factor(mtcars$gear), qsec = mtcars$qsec)
+  ff <- kernel_svm(mpg ~ ., data = mt, scale = "standardize", gamma = 0.2, cost = 5,
+                   epsilon = 0.2, tol = 1e-6)
+  rf <- e1071::svm(mpg ~ ., data = mt, gamma = 0.2, cost = 5, epsilon = 0.2,
+                   tolerance = 1e-6)
+  expect_equal(ncol(ff$SV), ncol(rf$SV))
+  expect_equal(predict(ff, mt), unname(predict(rf, mt)), tolerance = 1e-6)
+  expect_equal(ff$tot.nSV, rf$tot.nSV)
+  # the same 0 / 1 columns given as numeric columns are standardised: another model
+  mt2 <- cbind(mt[, c("mpg", "wt", "hp", "qsec")],
+               stats::model.matrix(~ gear - 1, mt))
+  f2 <- kernel_svm(mpg ~ ., data = mt2, scale = "standardize", gamma = 0.2, cost = 5,
+                   epsilon = 0.2, tol = 1e-6)
+  expect_false(isTRUE(all.equal(predict(f2, mt2), predict(ff, mt))))
+  # the default scaling maps indicator columns to themselves either way
+  expect_equal(predict(kernel_svm(mpg ~ ., data = mt, gamma = 0.2), mt),
+               predict(kernel_svm(mpg ~ ., data = mt2, gamma = 0.2), mt2), tolerance = 1e-6)
   # the same model as the standardised response fitted as given
   ys <- (mtcars$mpg - mean(mtcars$mpg)) / stats::sd(mtcars$mpg)
   fs <- kernel_svm(xr, ys, scale = "standardize", gamma = 0.3, cost = 5, epsilon = 0.2,
