@@ -83,7 +83,9 @@
 #'     \item{\code{best}}{a named list of the best parameter values.}
 #'     \item{\code{best_index}}{the row of \code{results} that is best.}
 #'     \item{\code{best_model}}{the learner refitted on all rows with \code{best}
-#'       (and \code{...}), or \code{NULL} when \code{refit = FALSE}.}
+#'       (and \code{...}), or \code{NULL} when \code{refit = FALSE};
+#'       \code{predict()} on the result predicts with it
+#'       (\code{\link{predict.kl_tune}}).}
 #'     \item{\code{cv}}{the \code{"kl_cv"} object of the best grid point,
 #'       with its out-of-fold predictions.}
 #'     \item{\code{fold_metrics}}{a matrix of fold metrics, grid points by folds.}
