@@ -218,8 +218,21 @@ predict.kl_tune <- function(object, newdata, ...) {
                    else class(v)[1L], "")), collapse = ", ")), call. = FALSE)
   # dispatched from the caller's frame, so that methods defined there (as for a learner
   # written in a script) are found as they are for a call of predict() on the model itself
-  args <- c(list(object$best_model), if (!missing(newdata)) list(newdata), list(...))
-  do.call(stats::predict, args, envir = parent.frame())
+  # (a call of symbols bound in a child of that frame, so that an error's call stays short)
+  env <- new.env(parent = parent.frame())
+  assign(".kl_model", object$best_model, envir = env)
+  args <- list(quote(.kl_model))
+  if (!missing(newdata)) {
+    assign(".kl_newdata", newdata, envir = env)
+    args <- c(args, list(quote(.kl_newdata)))
+  }
+  dots <- list(...)
+  for (i in seq_along(dots)) {
+    nm <- paste0(".kl_arg", i)
+    assign(nm, dots[[i]], envir = env)
+    args <- c(args, stats::setNames(list(as.name(nm)), names(dots)[i]))
+  }
+  eval(as.call(c(list(quote(stats::predict)), args)), env)
 }
 
 #' Summarise a kernel ridge model

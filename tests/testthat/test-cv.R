@@ -390,6 +390,13 @@ test_that("kl_tune picks the known best grid point", {
   expect_equal(predict(tn, xn), c(1, 8))
   expect_equal(predict(tn, xn), predict(tn$best_model, xn))
   expect_error(predict(tm, xn), "refit = FALSE.*slope = 1.9")
+  # further arguments reach the learner's method
+  set.seed(2)
+  ts <- kl_tune(kernel_svm, Species ~ ., data = iris, folds = 3,
+                grid = list(cost = c(1, 4)), gamma = 1)
+  expect_equal(predict(ts, iris[1:5, ], type = "decision"),
+               predict(ts$best_model, iris[1:5, ], type = "decision"))
+  expect_identical(predict(ts), predict(ts$best_model))
   expect_identical(tm$foldid, tn$foldid)
 
   # a grid point's results equal kl_cv() with the same seed and parameters
