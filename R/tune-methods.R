@@ -183,12 +183,18 @@ print.summary.kl_tune <- function(x, n = 20L, digits = max(3L, getOption("digits
   print(utils::head(x$table, n), digits = digits, row.names = FALSE)
   if (G > n) cat(sprintf("... %d more grid point(s)\n", G - n))
   cat(sprintf("\nbest: %s; %d point(s) within one standard error of it%s\n",
-              paste(sprintf("%s = %s", names(x$best), vapply(x$best, function(v)
-                if (is.numeric(v) && length(v) == 1L) format(v, digits = digits)
-                else class(v)[1L], "")), collapse = ", "),
+              .kl_tune_best_text(x$best, digits),
               sum(x$table$within_1se),
               if (x$refitted) "; the best was refitted on all rows" else ""))
   invisible(x)
+}
+
+# The best parameters as "name = value, ..." (a numeric value formatted, an object by its
+# class).
+.kl_tune_best_text <- function(best, digits) {
+  paste(sprintf("%s = %s", names(best), vapply(best, function(v)
+    if (is.numeric(v) && length(v) == 1L) format(v, digits = digits) else class(v)[1L], "")),
+    collapse = ", ")
 }
 
 #' Predict with a tuned model
@@ -213,9 +219,7 @@ print.summary.kl_tune <- function(x, n = 20L, digits = max(3L, getOption("digits
 predict.kl_tune <- function(object, newdata, ...) {
   if (is.null(object$best_model))
     stop(sprintf("predict.kl_tune(): the tuning was run with refit = FALSE, so there is no model on all rows; refit the learner with the best parameters (%s), or tune again with refit = TRUE",
-                 paste(sprintf("%s = %s", names(object$best), vapply(object$best, function(v)
-                   if (is.numeric(v) && length(v) == 1L) format(v, digits = 4)
-                   else class(v)[1L], "")), collapse = ", ")), call. = FALSE)
+                 .kl_tune_best_text(object$best, 4L)), call. = FALSE)
   # dispatched from the caller's frame, so that methods defined there (as for a learner
   # written in a script) are found as they are for a call of predict() on the model itself
   # (a call of symbols bound in a child of that frame, so that an error's call stays short)
