@@ -855,6 +855,7 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   cw <- if (cls) stats::setNames(shared$weight[g], levels(y))
   normalize <- if (is.null(a$normalize)) TRUE else a$normalize
   precision <- if (is.null(a$precision)) "auto" else a$precision
+  algorithm <- if (is.null(a$algorithm)) "eg" else a$algorithm
   # baseline = TRUE: the cell's learned kernel against the cell's tuned Gaussian SVM, the
   # better one the cell's model (as tkl() without cells does on all rows)
   fit <- .kl_with_seed(task$seed,
@@ -862,10 +863,10 @@ plot.kl_localized <- function(x, which = NULL, ...) {
       .tkl_fit_protected(inp, a$degree, a$delta, a$cost, a$epsilon, a$tol, a$maxit, cw,
                          a$probability, a$svm_tol, a$cache, threads, NULL, TRUE, a$ridge,
                          normalize, precision, grid = shared$gaussian_grid,
-                         x_gauss = task$x)
+                         x_gauss = task$x, algorithm = algorithm)
     else .tkl_fit(inp, a$degree, a$delta, a$cost, a$epsilon, a$tol, a$maxit, cw,
                   a$probability, a$svm_tol, a$cache, threads, NULL, a$ridge, normalize,
-                  precision))
+                  precision, algorithm = algorithm))
   sel <- fit$selection
   out$choice <- if (is.null(sel)) "learned" else sel$choice
   if (identical(out$choice, "baseline")) {

@@ -36,6 +36,7 @@ kl::TklParams tkl_params_from_r(Rcpp::List params, Rcpp::List tkl, int threads) 
   if (tkl.containsElementNamed("ridge")) par.ridge = Rcpp::as<double>(tkl["ridge"]);
   if (tkl.containsElementNamed("normalize")) par.normalize = Rcpp::as<bool>(tkl["normalize"]);
   if (tkl.containsElementNamed("single")) par.single = Rcpp::as<bool>(tkl["single"]);
+  if (tkl.containsElementNamed("mirror")) par.mirror = Rcpp::as<bool>(tkl["mirror"]);
   if (tkl.containsElementNamed("backend")) {
     kl::Backend& be = klr::backend_from_r(Rcpp::as<Rcpp::List>(tkl["backend"]));
     par.backend = be.is_gpu() ? &be : nullptr;
@@ -59,7 +60,7 @@ Rcpp::List result_to_r(const kl::TklResult& r, const std::vector<int>* yy, int k
 
 // TKL on scaled inputs x (n x d) with the box [lower, upper]: classification when k >= 2 (y
 // class codes 1..k), epsilon-regression when k = 0 (y numeric). params: the SVM options of
-// .svm_params(); tkl: degree, tol, maxit (optional: warm, ridge, normalize, single, backend
+// .svm_params(); tkl: degree, tol, maxit (optional: warm, ridge, normalize, single, mirror, backend
 // as .kl_backend_arg()).
 // [[Rcpp::export]]
 Rcpp::List cpp_tkl_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, int k,

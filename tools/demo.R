@@ -85,7 +85,7 @@ add("hgk (hierarchical Gaussian kernel, depth 1)", nrow(small), t[["elapsed"]],
     predict(hf, test))
 
 # The positive matrix P of a tessellated kernel (no width to choose), one P shared by the
-# 325 one-vs-one SVMs; 30 Frank-Wolfe steps.
+# 325 one-vs-one SVMs; at most 30 exponentiated-gradient steps.
 t <- system.time(tf <- tkl(lettr ~ ., data = small, cost = 100, maxit = 30))
 add("tkl (tessellated kernel, degree 1, cost 100)", nrow(small), t[["elapsed"]],
     predict(tf, test))

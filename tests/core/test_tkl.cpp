@@ -142,6 +142,53 @@ TEST_CASE("tkl: the single precision algebra agrees with the double precision on
   CHECK_THROWS(Gf.blended_rows(v, 2 * h, 0.4, K.data(), 0.0), kl::Error, "is single precision");
 }
 
+TEST_CASE("tkl: K(P) for a general P, formed and as rows on demand, agrees with the kernel object") {
+  kl::Rng rng(ct::seed2(5, 1));
+  const kl::Mat x = ct::runif(rng, 50, 3);
+  const kl::Vec lo = kl::Vec::Constant(3, -0.1), hi = kl::Vec::Constant(3, 1.2);
+  for (int q = 0; q <= 2; ++q) {
+    const int h = static_cast<int>(kl::monomial_count(3, q));
+    const kl::Mat P = ct::crossprod(ct::rnorm(rng, 2 * h, 2 * h)) / h;
+    const kl::Mat K = gram(P, q, lo, hi, x);
+    const kl::TklGram Gd(x, q, lo, hi, 2, kl::Callbacks());
+    const kl::TklGram Gf(x, q, lo, hi, 2, kl::Callbacks(), true);
+    kl::Mat Kd(50, 50);
+    Gd.form(P, Kd.data());
+    CHECK_EQUAL(Kd, K, 1e-12);
+    Eigen::MatrixXf Kf(50, 50);
+    Gf.form(P, Kf.data());
+    CHECK_EQUAL(kl::Mat(Kf.cast<double>()), K, 1e-6);
+    // rows on demand with a ridge, on all rows and on a subset (as one pair of classes sees)
+    const kl::Mat Kr = K + 0.3 * kl::Mat::Identity(50, 50);
+    for (const kl::TklGram* G : {&Gd, &Gf}) {
+      const auto rows = G->form_rows(P, 0.3);
+      const double tol = G->single() ? 1e-6 : 1e-12;
+      std::vector<float> r(50);
+      rows->row(11, r.data(), 1);
+      kl::Vec got(50);
+      for (int j = 0; j < 50; ++j) got[j] = static_cast<double>(r[static_cast<std::size_t>(j)]);
+      CHECK_EQUAL(got, kl::Vec(Kr.col(11)), 1e-6);  // rows are single precision either way
+      CHECK_EQUAL(rows->diag(4), Kr(4, 4), tol);
+      CHECK_EQUAL(rows->value(4, 9), Kr(4, 9), tol);
+      const std::vector<int> sub = {30, 2, 17, 44};
+      const auto rs = rows->subset(sub);
+      std::vector<float> rr(4);
+      rs->row(2, rr.data(), 1);
+      kl::Vec gs(4), ws(4);
+      for (int j = 0; j < 4; ++j) {
+        gs[j] = static_cast<double>(rr[static_cast<std::size_t>(j)]);
+        ws[j] = Kr(sub[j], 17);
+      }
+      CHECK_EQUAL(gs, ws, 1e-6);
+      kl::Mat blk(2, 3), want(2, 3);
+      rs->block({0, 3}, {1, 2, 3}, blk, 1);
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 3; ++j) want(i, j) = Kr(sub[i == 0 ? 0 : 3], sub[j + 1]);
+      CHECK_EQUAL(blk, want, tol);
+    }
+  }
+}
+
 TEST_CASE("tkl: the P-step direction is the gradient of the dual objective (finite differences)") {
   kl::Rng rng(ct::seed2(5, 1));
   const kl::Mat x = ct::runif(rng, 100, 2, -1, 1);

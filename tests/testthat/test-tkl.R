@@ -87,9 +87,10 @@ test_that("the optimisation keeps its invariants: objective down, bound up, gap 
                 list(x = x3, y = y3, q = 1, cost = 5),
                 list(x = xr, y = yr, q = 2, cost = 5),
                 list(x = d$x, y = d$y, q = 0, cost = 50))
-  for (cs in cases) for (ridge in c(0, 0.01)) {
+  for (cs in cases) for (ridge in c(0, 0.01)) for (alg in c("eg", "fw")) {
     fit <- tkl(cs$x, cs$y, degree = cs$q, cost = cs$cost, epsilon = 0.02, tol = 1e-4, maxit = 30,
-               baseline = FALSE, ridge = ridge)
+               baseline = FALSE, ridge = ridge, algorithm = alg)
+    expect_identical(fit$algorithm, alg)
     tr <- fit$trace
     expect_true(all(diff(tr$objective) < 0))
     expect_true(all(diff(tr$lower) >= 0))
@@ -117,6 +118,30 @@ test_that("the optimisation keeps its invariants: objective down, bound up, gap 
       P <- q * P / sum(diag(P))
       expect_gte(dual_at(P, cs$q, xs, cs$y, cs$cost, 0.02, mu = mu), max(tr$lower) - 1e-6)
     }
+  }
+})
+
+test_that("exponentiated gradient and Frank-Wolfe reach the same optimum, each within the other's bound", {
+  set.seed(5)
+  x <- matrix(runif(170 * 4), 170, 4)
+  y <- factor(ifelse(x[, 1] + x[, 2]^2 - 0.7 * x[, 3] > 0.5, "a", "b"))
+  xr <- matrix(runif(150 * 3), 150, 3)
+  yr <- cos(4 * xr[, 1]) + xr[, 2] * xr[, 3] + 0.05 * rnorm(150)
+  for (cs in list(list(x = x, y = y), list(x = xr, y = yr))) {
+    fits <- lapply(c(eg = "eg", fw = "fw"), function(a)
+      tkl(cs$x, cs$y, cost = 10, epsilon = 0.05, tol = 1e-3, maxit = 2000, baseline = FALSE,
+          algorithm = a, fitted = FALSE))
+    ob <- vapply(fits, function(f) f$trace$objective[nrow(f$trace)], 0)
+    lo <- vapply(fits, function(f) max(f$trace$lower), 0)
+    # the problem is convex: an objective is never below the other run's certified lower bound
+    expect_gte(ob[["eg"]], lo[["fw"]] - 1e-8 * abs(ob[["fw"]]))
+    expect_gte(ob[["fw"]], lo[["eg"]] - 1e-8 * abs(ob[["eg"]]))
+    expect_true(fits$eg$converged)
+    # both within tol of the optimum when both converged
+    if (fits$fw$converged) expect_lt(abs(ob[["eg"]] - ob[["fw"]]) / abs(ob[["fw"]]), 2e-3)
+    # the learned kernels give nearly the same decision values
+    dv <- lapply(fits, function(f) predict(f, cs$x, type = if (is.factor(cs$y)) "decision" else "response"))
+    expect_gt(cor(c(dv$eg), c(dv$fw)), 0.95)
   }
 })
 
@@ -312,6 +337,8 @@ test_that("tkl gives clear errors for bad input", {
   expect_error(tkl(x, y, tol = 0, baseline = FALSE), "tol")
   expect_error(tkl(x, y, ridge = -0.1, baseline = FALSE), "'ridge'")
   expect_error(tkl(x, y, ridge = NA, baseline = FALSE), "'ridge'")
+  expect_error(tkl(x, y, algorithm = "newton", baseline = FALSE),
+               "'algorithm' must be one of \"eg\", \"fw\"")
   expect_error(tkl(x, rnorm(30), probability = TRUE, baseline = FALSE), "probability = TRUE is for classification")
   expect_error(tkl(x, factor(rep("a", 30)), baseline = FALSE), "class")
   xn <- x

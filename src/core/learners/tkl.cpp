@@ -156,6 +156,8 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
   // The gradient at the current P over the support vectors of every machine, the P-step's
   // direction v and the duality gap; fills the row's objective, gap and bound.
   Vec v;
+  Mat Cg;                 // the symmetrised gradient C
+  double lmin = 0, cmax = 0;  // its smallest and largest eigenvalues
   auto assess = [&](TklIteration& row) {
     std::vector<std::vector<int>> rows;
     std::vector<std::vector<double>> w;
@@ -167,6 +169,9 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
     Eigen::SelfAdjointEigenSolver<Mat> es(0.5 * (C + C.transpose()));
     if (es.info() != Eigen::Success) throw Error("the eigenproblem of the P-step failed");
     v = es.eigenvectors().col(0);
+    Cg = 0.5 * (C + C.transpose());
+    lmin = es.eigenvalues()[0];
+    cmax = es.eigenvalues()[es.eigenvalues().size() - 1];
     row.objective = cur.value;
     row.gap = C.cwiseProduct(P).sum() - q * es.eigenvalues()[0];  // trace(C P) - q lambda_min
     best_lower = std::max(best_lower, cur.value - row.gap);
@@ -174,6 +179,8 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
   };
   double step_sum = 0;
   int steps = 0;
+  // exponentiated gradient: the accepted step of the last iteration (none yet: -1)
+  double t_last = -1;
   res.stop = "maxit";
   for (int it = 0;; ++it) {
     cb.check();
@@ -187,6 +194,58 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
       res.stop = small_gap ? "gap" : "maxit";
       res.trace.push_back(row);
       break;
+    }
+    if (par.mirror) {
+      // Exponentiated gradient: P(t) = q exp(log P - t C) / trace, t from twice the last
+      // accepted step (1 / ||C|| at first), divided by 4 until OPT_A decreases.
+      Eigen::SelfAdjointEigenSolver<Mat> ep(P);
+      if (ep.info() != Eigen::Success) throw Error("the eigenproblem of P failed");
+      const Vec lam = ep.eigenvalues().cwiseMax(1e-12 * q);
+      const Mat logP = ep.eigenvectors() * lam.array().log().matrix().asDiagonal() *
+                       ep.eigenvectors().transpose();
+      const double cnorm = std::max(std::fabs(lmin), std::fabs(cmax));
+      if (!(cnorm > 0) || !std::isfinite(cnorm)) {
+        res.stop = "no decrease";
+        res.trace.push_back(row);
+        break;
+      }
+      double t = t_last > 0 ? 2.0 * t_last : 1.0 / cnorm;
+      const double t_floor = 1e-9 * t;
+      bool accepted = false;
+      AlphaStep trial;
+      Mat Pt;
+      while (t >= t_floor) {
+        cb.check();
+        Eigen::SelfAdjointEigenSolver<Mat> et(logP - t * Cg);
+        if (et.info() != Eigen::Success) throw Error("the eigenproblem of the P-step failed");
+        const Vec ev = et.eigenvalues();
+        Pt = et.eigenvectors() * (ev.array() - ev.maxCoeff()).exp().matrix().asDiagonal() *
+             et.eigenvectors().transpose();
+        Pt *= q / Pt.trace();
+        Pt = 0.5 * (Pt + Pt.transpose());
+        tp = std::chrono::steady_clock::now();
+        trial = solve(TrainingKernel(G.form_rows(Pt, mu)), par.warm ? &cur.machines : nullptr,
+                      sp);
+        row.seconds_alpha += seconds_since(tp);
+        row.solves += 1;
+        row.svm_iter += trial.iter;
+        if (trial.value < cur.value) {
+          accepted = true;
+          break;
+        }
+        t /= 4.0;
+      }
+      if (!accepted) {
+        res.stop = "no decrease";
+        res.trace.push_back(row);
+        break;
+      }
+      row.step = t;
+      res.trace.push_back(row);
+      P = Pt;
+      cur = std::move(trial);
+      t_last = t;
+      continue;
     }
     // Line search on OPT_A along P + eta (P* - P).
     const double eta0 = steps > 0 ? step_sum / steps : 1.0;
@@ -232,6 +291,11 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
       res.trace.push_back(last);
       break;
     }
+  }
+  if (par.mirror) {
+    // K(P) at the result's P (the trials were rows on demand)
+    if (single) G.form(P, Kf.data());
+    else G.form(P, K.data());
   }
   if (par.svm.probability || mu > 0) {
     sp.probability = par.svm.probability;
@@ -333,6 +397,152 @@ void TklGram::fill_box(TA* A, const Vec& upper, const Callbacks& cb) {
       for (Eigen::Index k = 0; k < nr; ++k) out[k] = static_cast<TA>(a[k]);
     }
   });
+}
+
+namespace {
+
+// The factors of K(P) on some rows: Z M1, Z M2, Z P22 and Z (m x h each, in the notation of
+// TklGram::form()) and B.
+struct FormFactors {
+  Mat Z1, Z2, Z3, Zm;
+  Vec B;
+};
+
+FormFactors form_factors(const Mat& Zm, const Vec& B, const Mat& P) {
+  const Eigen::Index h = Zm.cols();
+  if (P.rows() != 2 * h || P.cols() != 2 * h) throw Error("P must be 2h x 2h");
+  const Mat P11 = P.topLeftCorner(h, h), P12 = P.topRightCorner(h, h),
+            P21 = P.bottomLeftCorner(h, h), P22 = P.bottomRightCorner(h, h);
+  EigenSerial serial(true);  // on the calling thread; the same factors at any thread count
+  FormFactors f;
+  f.Z1.noalias() = Zm * (P11 - P12 - P21 + P22);
+  f.Z2.noalias() = Zm * (P12 - P22);
+  f.Z3.noalias() = Zm * P22;
+  f.Zm = Zm;
+  f.B = B;
+  return f;
+}
+
+// Rows of K(P) + mu I on a subset of the training rows (global indices `rows`, factors
+// restricted to them), computed when asked: four products of an m x h factor with a vector.
+template <typename T>
+class FormRows final : public KernelRows {
+ public:
+  FormRows(const T* A, Eigen::Index n, std::shared_ptr<const FormFactors> f, double V,
+           double mu, std::vector<int> rows)
+      : A_(A), n_(n), f_(std::move(f)), V_(V), mu_(mu), rows_(std::move(rows)) {}
+  int size() const override { return static_cast<int>(rows_.size()); }
+  double diag(int p) const override { return at(p, p); }
+  double value(int i, int j) const override { return at(i, j); }
+  void row(int p, float* out, int) const override {
+    const FormFactors& f = *f_;
+    const int l = rows_[p];
+    const Vec zl = f.Zm.row(p).transpose();
+    const Vec u1 = f.Z1 * zl, u2 = f.Z2 * zl, u4 = f.Z3 * zl;
+    const Vec u3 = f.Zm * f.Z2.row(p).transpose();
+    const T* Al = A_ + static_cast<std::size_t>(l) * n_;
+    const double bl = f.B[p];
+    const int m = size();
+    for (int j = 0; j < m; ++j) {
+      const double v = static_cast<double>(Al[rows_[j]]) * u1[j] + f.B[j] * u2[j] + bl * u3[j] +
+                       V_ * u4[j];
+      out[j] = static_cast<float>(v + (j == p ? mu_ : 0.0));
+    }
+  }
+  void block(const std::vector<int>& rows, const std::vector<int>& cols, MatRef out,
+             int) const override {
+    for (std::size_t j = 0; j < cols.size(); ++j)
+      for (std::size_t i = 0; i < rows.size(); ++i) out(i, j) = at(rows[i], cols[j]);
+  }
+  std::unique_ptr<KernelRows> subset(const std::vector<int>& rows) const override {
+    const FormFactors& f = *f_;
+    const Eigen::Index m = static_cast<Eigen::Index>(rows.size()), h = f.Zm.cols();
+    auto g = std::make_shared<FormFactors>();
+    g->Z1.resize(m, h);
+    g->Z2.resize(m, h);
+    g->Z3.resize(m, h);
+    g->Zm.resize(m, h);
+    g->B.resize(m);
+    std::vector<int> r(rows.size());
+    for (Eigen::Index i = 0; i < m; ++i) {
+      const int p = rows[i];
+      r[i] = rows_[p];
+      g->Z1.row(i) = f.Z1.row(p);
+      g->Z2.row(i) = f.Z2.row(p);
+      g->Z3.row(i) = f.Z3.row(p);
+      g->Zm.row(i) = f.Zm.row(p);
+      g->B[i] = f.B[p];
+    }
+    return std::unique_ptr<KernelRows>(new FormRows(A_, n_, std::move(g), V_, mu_, std::move(r)));
+  }
+
+ private:
+  // positions in this subset
+  double at(int i, int j) const {
+    const FormFactors& f = *f_;
+    const double Akl = static_cast<double>(A_[static_cast<std::size_t>(rows_[j]) * n_ + rows_[i]]);
+    return Akl * f.Z1.row(i).dot(f.Zm.row(j)) + f.B[i] * f.Z2.row(i).dot(f.Zm.row(j)) +
+           f.B[j] * f.Zm.row(i).dot(f.Z2.row(j)) + V_ * f.Z3.row(i).dot(f.Zm.row(j)) +
+           (i == j ? mu_ : 0.0);
+  }
+  const T* A_;
+  Eigen::Index n_;
+  std::shared_ptr<const FormFactors> f_;
+  double V_, mu_;
+  std::vector<int> rows_;
+};
+
+}  // namespace
+
+template <typename T>
+void TklGram::form_impl(const Mat& P, T* out) const {
+  const Eigen::Index n = Zm_.rows();
+  const FormFactors f = form_factors(Zm_, B_, P);
+  const T* A;
+  if constexpr (std::is_same<T, float>::value) A = Af_.data();
+  else A = A_.data();
+  const double V = V_;
+  Callbacks none;
+  for_each_tile(n, n, threads_, none,
+                [&](Eigen::Index r0, Eigen::Index nr, Eigen::Index c0, Eigen::Index nc) {
+    const auto Zc = Zm_.middleRows(c0, nc).transpose();
+    const Mat G1 = f.Z1.middleRows(r0, nr) * Zc;
+    const Mat G2 = f.Z2.middleRows(r0, nr) * Zc;
+    const Mat G2t = Zm_.middleRows(r0, nr) * f.Z2.middleRows(c0, nc).transpose();
+    const Mat G3 = f.Z3.middleRows(r0, nr) * Zc;
+    for (Eigen::Index c = 0; c < nc; ++c) {
+      const Eigen::Index l = c0 + c;
+      const T* Al = A + static_cast<std::size_t>(l) * n;
+      T* ol = out + static_cast<std::size_t>(l) * n;
+      const double bl = B_[l];
+      for (Eigen::Index r = 0; r < nr; ++r) {
+        const Eigen::Index k = r0 + r;
+        ol[k] = static_cast<T>(static_cast<double>(Al[k]) * G1(r, c) + B_[k] * G2(r, c) +
+                               bl * G2t(r, c) + V * G3(r, c));
+      }
+    }
+  });
+}
+
+void TklGram::form(const Mat& P, double* out) const {
+  if (single_) throw Error("the box matrix is single precision: form a float matrix");
+  form_impl<double>(P, out);
+}
+
+void TklGram::form(const Mat& P, float* out) const {
+  if (!single_) throw Error("the box matrix is double precision: form a double matrix");
+  form_impl<float>(P, out);
+}
+
+std::unique_ptr<KernelRows> TklGram::form_rows(const Mat& P, double mu) const {
+  auto f = std::make_shared<FormFactors>(form_factors(Zm_, B_, P));
+  std::vector<int> rows(n());
+  for (int i = 0; i < n(); ++i) rows[i] = i;
+  if (single_)
+    return std::unique_ptr<KernelRows>(
+        new FormRows<float>(Af_.data(), n(), std::move(f), V_, mu, std::move(rows)));
+  return std::unique_ptr<KernelRows>(
+      new FormRows<double>(A_.data(), n(), std::move(f), V_, mu, std::move(rows)));
 }
 
 void TklGram::start_kernel(float* out) const {

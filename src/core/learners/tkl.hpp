@@ -1,5 +1,6 @@
 // Tessellated kernel learning (TKL): the matrix P of a tessellated kernel (kernels/tessellated.hpp) is
-// learned together with an SVM by the two-step Frank-Wolfe algorithm of the paper,
+// learned together with an SVM by the two-step algorithm of the paper (alpha-step and
+// P-step; the P-step by Frank-Wolfe as in the paper, or by exponentiated gradient),
 //   min_{P >= 0, trace P = q}  OPT_A(P),  OPT_A(P) = max_alpha  SVM dual at the kernel K(P),
 // which is convex in P (a maximum of functions linear in P).
 //
@@ -8,15 +9,26 @@
 // more classes, which share P):
 //   - the gradient of OPT_A in P is C(w) = sum_kl (-w_k w_l / 2) dK_kl/dP (its 2h x 2h blocks
 //     in kernels/tessellated.hpp), over the support vectors only;
-//   - the P-step: P* = q v v', v the unit eigenvector of the smallest eigenvalue of C; the
+//   - the Frank-Wolfe vertex P* = q v v', v the unit eigenvector of the smallest eigenvalue of C; the
 //     lower bound OPT_P = OPT_A(P_k) - gap, gap = trace(C P_k) - q lambda_min(C) >= 0;
-//   - a line search on OPT_A over P_k + eta (P* - P_k): K is linear in P, so the trial Gram
+//   - Frank-Wolfe (the paper's P-step): a line search on OPT_A over P_k + eta (P* - P_k): K is
+//     linear in P, so the trial Gram
 //     matrix is (1 - eta) K(P_k) + eta K(P*), with K(P*) a rank-one form computed from the box
 //     matrix A, which is formed once. The solver computes the rows of a trial matrix it needs
 //     on demand; the accepted one is formed once per iteration, in place of K(P_k), so the fit
 //     holds two n x n matrices (A and K). Each trial is one SVM solve, warm-started
-//     from alpha_k (cold at eta = 1, where the trial kernel is K(P*) alone). The first trial step is the mean of the earlier accepted steps (1 at
-//     first), divided by 5 while OPT_A does not decrease.
+//     from alpha_k (cold at eta = 1, where the trial kernel is K(P*) alone). The first trial
+//     step is the mean of the earlier accepted steps (1 at first), divided by 5 while OPT_A
+//     does not decrease.
+//   - or (par.mirror) exponentiated gradient, mirror descent with the von Neumann entropy:
+//     P_{k+1} = q exp(log P_k - t C) / trace(exp(log P_k - t C)), which moves every
+//     eigenvalue of P at once where Frank-Wolfe adds one rank-one direction per iteration
+//     (and so needs many iterations when the optimal P has many directions: with 30 to 100
+//     inputs it stopped at maxit with relative gaps up to 1.2 in bench/tkl_dims.R). The trial step t is twice
+//     the last accepted one (1 / ||C||_2 at first), divided by 4 while OPT_A does not
+//     decrease; the trial's rows are computed on demand from the factors of K(P)
+//     (TklGram::form_rows(), O(n h) a row) and K(P) is formed once, at the end. The gap, its
+//     stopping rule and the lower bound are Frank-Wolfe's, computed at each P_k as before.
 // Smoothing (par.ridge > 0, with iterations): OPT_A(P) is a maximum over the SVM's dual
 // variables and is not differentiable where the maximiser is not unique (K(P) nearly singular
 // on the support vectors); the gradient is then only a subgradient and the line search stalls
@@ -31,8 +43,9 @@
 // kernel K / s and cost C is the SVM with K and cost C / s (the same decision values), so this is
 // a reparametrisation of cost; the relative gap, tol and the relative ridge are unchanged by it.
 // The run stops when the gap falls below tol |OPT_A|, after maxit iterations, when an accepted
-// step is below tol / 100, or when no trial down to 1/1000 of the first step decreases OPT_A
-// (the authors accept such a step; here P stays, so OPT_A never increases).
+// Frank-Wolfe step is below tol / 100, or when no trial down to 1/1000 of the first step
+// (exponentiated gradient: 1e-9) decreases OPT_A (the authors accept such a step; here P
+// stays, so OPT_A never increases).
 #pragma once
 
 #include <memory>
@@ -52,6 +65,8 @@ struct TklParams {
   double ridge = 0;    // the solves of the optimisation use K + ridge * mean(diag K(P0)) * I
   bool normalize = false;  // start from P0 = I / s, s the mean diagonal of K(I) (see above)
   bool single = false;     // the n x n matrices in single precision (see TklGram)
+  bool mirror = false;     // the P-step by exponentiated gradient instead of Frank-Wolfe
+                           // (see above; the R interface's default)
   Backend* backend = nullptr;  // the start kernel K(P0) (double precision) through this
                                // backend's kernel_matrix (the GPU's tkl_block operation)
   SvmParams svm;       // cost, epsilon, solver tolerance, cache, threads, probability
@@ -126,6 +141,15 @@ class TklGram {
                                            const double* K, double mu = 0) const;
   std::unique_ptr<KernelRows> blended_rows(const Vec& v, double q, double eta,
                                            const float* K, double mu = 0) const;
+  // K(P) for any symmetric 2h x 2h P, written n x n into out (double with the double box
+  // matrix, float with the single one): with the h x h blocks of P,
+  //   K(P) = A .* (Z M1 Z') + diag(B) Z M2 Z' + Z M2' Z' diag(B) + V Z P22 Z',
+  //   M1 = P11 - P12 - P21 + P22, M2 = P12 - P22
+  // (the rank-one form below summed over the eigenvectors of P).
+  void form(const Mat& P, double* out) const;
+  void form(const Mat& P, float* out) const;
+  // The same matrix as kernel rows computed on demand (O(n h) a row), plus mu on the diagonal.
+  std::unique_ptr<KernelRows> form_rows(const Mat& P, double mu = 0) const;
   // K(I) on the training rows from the box matrix: (Z Z')_kl (2 A_kl - B_k - B_l + V).
   void start_kernel(float* out) const;
   // C(w) = sum over the coefficient vectors of sum_kl (-w_k w_l / 2) dK_kl / dP; each vector
@@ -141,6 +165,8 @@ class TklGram {
                                         double mu) const;
   template <typename TA>
   void fill_box(TA* A, const Vec& upper, const Callbacks& cb);
+  template <typename T>
+  void form_impl(const Mat& P, T* out) const;
 
   Mat Xc_, Zm_;
   Vec B_;
