@@ -8,7 +8,8 @@
 #       each solve warm-started from the last (R/tune-svm-path.R).
 #   tkl: per fold and setting of the other parameters, the box matrix and the start Gram
 #       matrix formed once and the costs in increasing order, each run of the optimisation
-#       started from the last cost's P, Gram matrix and SVM solution.
+#       started from the start P, its first SVM solve warm-started from the last cost's
+#       solution on the start kernel.
 
 .kl_tune_paths <- function() {
   list(svm = list(eligible = .svm_fast_eligible, run = .svm_tune_run),
@@ -57,7 +58,8 @@ attr(tkl, "kl_tune_path") <- "tkl"
 
 # Arguments of tkl() the path passes on (from the grid or from `...`).
 .tkl_path_args <- c("degree", "delta", "cost", "epsilon", "tol", "maxit", "class.weights",
-                    "ridge", "normalize", "precision", "svm_tol", "cache", "scale_response",
+                    "ridge", "normalize", "precision", "algorithm", "svm_tol", "cache",
+                    "scale_response",
                     "threads", "baseline", "fitted")
 
 .tkl_path_eligible <- function(learner, spec, g, metric) {
@@ -82,7 +84,8 @@ attr(tkl, "kl_tune_path") <- "tkl"
   fits <- .tkl_fit(inp, a$degree, a$delta, task$path[1L], a$epsilon, a$tol, a$maxit,
                    a$class.weights, FALSE, a$svm_tol, a$cache, threads, NULL, a$ridge,
                    a$normalize, .kl_choice(a$precision, c("auto", "double", "single"), "precision",
-                                           "tkl()"), path = task$path)
+                                           "tkl()"), path = task$path,
+                   algorithm = .kl_choice(a$algorithm, c("eg", "fw"), "algorithm", "tkl()"))
   preds <- lapply(fits, function(f) predict(.tkl_with_scaling(f, ysc), task$test,
                                             type = task$pred_type, threads = threads))
   if (is.function(progress)) progress(sprintf("fold %d, setting %d", task$fold, task$group))

@@ -39,7 +39,8 @@
 #' SVM, and each grid point is fitted on its own): per fold and setting of the
 #' other parameters (\code{delta}, \code{degree}, ...), the box matrix and
 #' the start kernel are formed once and the costs run in increasing order,
-#' each optimisation started from the last cost's \eqn{P} and SVM solution.
+#' each optimisation started from the start \eqn{P}, its first SVM solve
+#' warm-started from the last cost's solution on the start kernel.
 #' Each cost's run stops by \code{tkl()}'s own rule, so its objective is
 #' within the duality gap of that of a fit at that cost alone (not equal to
 #' it). Which learners have such a path is a property of the learner (the
