@@ -2,7 +2,9 @@
 # (normalize = TRUE divides the start kernel by its mean diagonal, which is about
 # (1 + 2 delta)^d (1 + d / 3) and so grows geometrically with d).
 #
-# Usage: KERNLEARN_DATA_DIR=<data> Rscript bench/tkl_dims.R [folds]
+# Usage: KERNLEARN_DATA_DIR=<data> Rscript bench/tkl_dims.R [folds] [algorithms]
+#   algorithms: comma list of tkl(algorithm = ) values for the fixed costs (default eg,fw:
+#   exponentiated gradient and the paper's Frank-Wolfe step); the tuned fit uses the first.
 # Problems of 2 to 100 inputs:
 #   - synthetic: x uniform on [0, 1]^d, d in {2, 5, 10, 20, 50, 100}; the class is whether
 #     (x1 - 0.5)^2 + (x2 - 0.5)^2 < 0.09, 5% of the labels flipped (the other d - 2 inputs are
@@ -12,8 +14,8 @@
 #     sonar (60); one random 70/30 split (seed 1).
 # For normalize in {FALSE, TRUE}:
 #   - fixed costs 0.1, 1, 10, 100 (degree 1, delta 0.1, tol 0.01, maxit 100, ridge 0.1, no
-#     baseline): where the optimisation stops, the relative gap there, the support vectors'
-#     share and the test error;
+#     baseline), with each algorithm: where the optimisation stops, the relative gap and the
+#     objective there, the support vectors' share and the test error;
 #   - with normalize = TRUE, cost chosen by kl_tune() (`folds`-fold CV, default 5, over
 #     10^(-2..3), delta 0.1, extended past a winning edge): the chosen cost and the test error
 #     of the refit. (Not for the raw kernel: at large d its costs all act as a hard margin,
@@ -22,11 +24,12 @@
 # the grid of tkl()'s baseline) gives the reference error.
 # Regression: the response standardised with the training mean and sd, epsilon 0.1; the
 # error is the test MSE on that scale. Classification: the misclassification rate.
-# Results: bench/results/tkl_dims.csv (one row per problem, normalize and cost; cost "cv" for
-# the tuned fit, learner "gaussian" for the reference).
+# Results: bench/results/tkl_dims.csv (one row per problem, normalize, algorithm and cost;
+# cost "cv" for the tuned fit, learner "gaussian" for the reference).
 suppressPackageStartupMessages(library(kernlearn))
 args <- commandArgs(TRUE)
 folds <- if (length(args) >= 1L) as.integer(args[1L]) else 5L
+algorithms <- if (length(args) >= 2L) strsplit(args[2L], ",")[[1L]] else c("eg", "fw")
 options(kernlearn.threads = 2L, kernlearn.backend = "cpu")
 dir <- Sys.getenv("KERNLEARN_DATA_DIR")
 out <- file.path("bench", "results", "tkl_dims.csv")
@@ -76,9 +79,9 @@ rows <- list()
 add <- function(...) {
   rows[[length(rows) + 1L]] <<- data.frame(date = format(Sys.time(), "%Y-%m-%d %H:%M"), ...)
   r <- rows[[length(rows)]]
-  cat(sprintf("%-13s d %3d %-8s norm %-5s cost %-6s: %-12s gap %8.4g %3s it  SV %4.2f  error %.4f  %.1f s\n",
-              r$problem, r$inputs, r$learner, r$normalize, r$cost, r$stop, r$rel_gap,
-              r$iterations, r$sv_share, r$test_error, r$seconds))
+  cat(sprintf("%-13s d %3d %-8s %-3s norm %-5s cost %-6s: %-12s gap %8.4g %3s it  SV %4.2f  error %.4f  %.1f s\n",
+              r$problem, r$inputs, r$learner, r$algorithm, r$normalize, r$cost, r$stop,
+              r$rel_gap, r$iterations, r$sv_share, r$test_error, r$seconds))
   utils::write.csv(do.call(rbind, rows), out, row.names = FALSE)
 }
 for (pn in names(problems)) {
@@ -88,19 +91,20 @@ for (pn in names(problems)) {
   t <- system.time(g <- kl_tune(kernel_svm, p$xtr, p$ytr, scale_response = FALSE, folds = folds, epsilon = 0.1,
                                 grid = list(gamma = c(0.5, 1, 2, 4, 8, 16) / d,
                                             cost = 2^seq(-1, 11, by = 2))))[[3]]
-  add(problem = pn, inputs = d, n_train = n, learner = "gaussian", normalize = NA,
-      kernel_scale = NA, cost = sprintf("cv:%.3g", g$best$cost), stop = NA, rel_gap = NA,
+  add(problem = pn, inputs = d, n_train = n, learner = "gaussian", algorithm = NA,
+      normalize = NA, kernel_scale = NA, cost = sprintf("cv:%.3g", g$best$cost), stop = NA,
+      objective = NA, rel_gap = NA,
       iterations = NA, sv_share = g$best_model$tot.nSV / n,
       test_error = err_of(predict(g$best_model, p$xte), p$yte), seconds = t)
   for (nm in c(FALSE, TRUE)) {
-    for (cost in c(0.1, 1, 10, 100)) {
-      t <- system.time(f <- tkl(p$xtr, p$ytr, scale_response = FALSE, cost = cost, delta = 0.1, epsilon = 0.1,
-                                tol = 0.01, maxit = 100, baseline = FALSE, normalize = nm,
-                                fitted = FALSE))[[3]]
+    for (alg in algorithms) for (cost in c(0.1, 1, 10, 100)) {
+      t <- system.time(f <- tkl(p$xtr, p$ytr, scale_response = FALSE, cost = cost, delta = 0.1,
+                                epsilon = 0.1, tol = 0.01, maxit = 100, baseline = FALSE,
+                                normalize = nm, algorithm = alg, fitted = FALSE))[[3]]
       last <- f$trace[nrow(f$trace), ]
-      add(problem = pn, inputs = d, n_train = n, learner = "tkl", normalize = nm,
-          kernel_scale = f$kernel_scale, cost = format(cost), stop = f$stop,
-          rel_gap = last$gap / abs(last$objective), iterations = f$iterations,
+      add(problem = pn, inputs = d, n_train = n, learner = "tkl", algorithm = alg,
+          normalize = nm, kernel_scale = f$kernel_scale, cost = format(cost), stop = f$stop,
+          objective = last$objective, rel_gap = last$gap / abs(last$objective), iterations = f$iterations,
           sv_share = f$svm$tot.nSV / n, test_error = err_of(predict(f, p$xte), p$yte),
           seconds = t)
     }
@@ -108,12 +112,13 @@ for (pn in names(problems)) {
     set.seed(7)
     t <- system.time(tn <- kl_tune(tkl, p$xtr, p$ytr, scale_response = FALSE, folds = folds,
                                    grid = list(cost = 10^(-2:3)), delta = 0.1, epsilon = 0.1,
-                                   baseline = FALSE, normalize = nm, fitted = FALSE))[[3]]
+                                   baseline = FALSE, normalize = nm, algorithm = algorithms[1L],
+                                   fitted = FALSE))[[3]]
     f <- tn$best_model
     last <- f$trace[nrow(f$trace), ]
-    add(problem = pn, inputs = d, n_train = n, learner = "tkl", normalize = nm,
-        kernel_scale = f$kernel_scale, cost = sprintf("cv:%.3g", tn$best$cost), stop = f$stop,
-        rel_gap = last$gap / abs(last$objective), iterations = f$iterations,
+    add(problem = pn, inputs = d, n_train = n, learner = "tkl", algorithm = algorithms[1L],
+        normalize = nm, kernel_scale = f$kernel_scale, cost = sprintf("cv:%.3g", tn$best$cost),
+        stop = f$stop, objective = last$objective, rel_gap = last$gap / abs(last$objective), iterations = f$iterations,
         sv_share = f$svm$tot.nSV / n, test_error = err_of(predict(f, p$xte), p$yte),
         seconds = t)
   }

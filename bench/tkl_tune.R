@@ -3,13 +3,14 @@
 # the SVR's costs, since tkl's normalised kernel is on the Gaussian's scale; the SVR: cost {0.1,
 # 1, 10, 100, 1000} x gamma {1/4, 1, 4, 16, 64, 256} / d), 5-fold CV on a random 80% of the rows
 # (seed 1), response standardised, epsilon 0.1, no grid extension, tkl without its baseline
-# comparison; tkl with its default ridge (0.1) and with ridge = 0 (the paper's problem), and
+# comparison; tkl with its default ridge (0.1) and P-step (exponentiated gradient), with the
+# paper's Frank-Wolfe step, and with ridge = 0 (the paper's problem), and
 # tkl through the general path (a wrapper function, which has no cost path: every grid point
 # and fold fitted on its own) to measure the path.
 #
 # Usage: KERNLEARN_DATA_DIR=<data> Rscript bench/tkl_tune.R [reps] [runs]
 #   runs: comma list of run names (default all: "tkl ridge 0.1", "tkl ridge 0.1 general path",
-#         "tkl ridge 0"; the SVR always runs).
+#         "tkl ridge 0.1 Frank-Wolfe", "tkl ridge 0"; the SVR always runs).
 # Results: bench/results/tkl_tune.csv (median seconds of `reps` runs, default 3, 2 threads).
 suppressPackageStartupMessages(library(kernlearn))
 args <- commandArgs(TRUE)
@@ -31,6 +32,10 @@ runs <- list(
   "tkl ridge 0.1 general path" = function()
     kl_tune(tkl_general, x[tr, ], y[tr], scale_response = FALSE, folds = 5, refit = FALSE, epsilon = 0.1,
             baseline = FALSE, extend = 0,
+            grid = list(cost = c(0.1, 1, 10, 100, 1000), delta = c(0.1, 0.3))),
+  "tkl ridge 0.1 Frank-Wolfe" = function()
+    kl_tune(tkl, x[tr, ], y[tr], scale_response = FALSE, folds = 5, refit = FALSE, epsilon = 0.1,
+            baseline = FALSE, extend = 0, algorithm = "fw",
             grid = list(cost = c(0.1, 1, 10, 100, 1000), delta = c(0.1, 0.3))),
   "tkl ridge 0" = function() kl_tune(tkl, x[tr, ], y[tr], scale_response = FALSE, folds = 5, refit = FALSE, epsilon = 0.1,
                                      baseline = FALSE, extend = 0, ridge = 0,
