@@ -54,7 +54,9 @@
 # the test MSE on the response's own scale (forest_fires: on the log(1 + area) scale).
 # Methods (all tuning by CV with `folds` folds, followed by one fit on all training rows):
 #   tkl     tkl(degree = 1, epsilon = 0.1, tol, maxit, baseline = FALSE) with its other
-#           defaults (the normalised start, the ridge 0.1), cost x delta by kl_tune() (grid
+#           defaults (the normalised start, the ridge 0.1, the exponentiated-gradient P-step;
+#           extra names the P-step, rows without it used Frank-Wolfe), cost x delta by
+#           kl_tune() (grid
 #           extended past a winning edge), the misclassification rate or MSE as criterion: the
 #           paper's method.
 #   tkl_sel the same tuned cost and delta, and the final fit with baseline = TRUE, tkl()'s
@@ -383,9 +385,9 @@ run_tkl <- function(S) {
        seconds_fit = t2 - t1, cost = b$cost, delta = b$delta,
        epsilon = if (is_regression(S)) epsilon,
        iterations = fit$iterations, stop = fit$stop, cv = tu$cv,
-       extra = sprintf("cost %s%s, delta %s; final fit: alpha-steps %.2f s, P-steps %.2f s, %d SVM solves, %d SV",
+       extra = sprintf("cost %s%s, delta %s; final fit (P-step %s): alpha-steps %.2f s, P-steps %.2f s, %d SVM solves, %d SV",
                        place(b$cost, G$tkl_cost), if (tu$extended) " (grid extended)" else "",
-                       place(b$delta, G$tkl_delta), alpha, pstep,
+                       place(b$delta, G$tkl_delta), fit$algorithm, alpha, pstep,
                        1L + sum(tr$solves), fit$svm$tot.nSV))
 }
 
@@ -423,7 +425,8 @@ run_tkl_sel <- function(S) {
        gamma = if (identical(sel$choice, "baseline")) sel$baseline$gamma,
        epsilon = if (is_regression(S)) epsilon, iterations = fit$iterations, stop = fit$stop,
        cv = tu$cv,
-       extra = sprintf("choice %s (%s on %d rows): error learned %s, Gaussian %s%s", sel$choice,
+       extra = sprintf("P-step %s; choice %s (%s on %d rows): error learned %s, Gaussian %s%s",
+                       fit$algorithm, sel$choice,
                        if (identical(sel$method, "holdout")) "held out" else "5-fold CV",
                        as.integer(sel$validation),
                        format(signif(sel$learned_error, 4)), format(signif(sel$baseline_error, 4)),
