@@ -181,6 +181,16 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
   int steps = 0;
   // exponentiated gradient: the accepted step of the last iteration (none yet: -1)
   double t_last = -1;
+  // One trial of a line search: the SVM on `kernel`, its time and iterations in the row.
+  const auto try_kernel = [&](TrainingKernel kernel, const std::vector<BinaryMachine>* from,
+                              TklIteration& row) {
+    const auto t0 = std::chrono::steady_clock::now();
+    AlphaStep a = solve(std::move(kernel), from, sp);
+    row.seconds_alpha += seconds_since(t0);
+    row.solves += 1;
+    row.svm_iter += a.iter;
+    return a;
+  };
   res.stop = "maxit";
   for (int it = 0;; ++it) {
     cb.check();
@@ -223,12 +233,8 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
              et.eigenvectors().transpose();
         Pt *= q / Pt.trace();
         Pt = 0.5 * (Pt + Pt.transpose());
-        tp = std::chrono::steady_clock::now();
-        trial = solve(TrainingKernel(G.form_rows(Pt, mu)), par.warm ? &cur.machines : nullptr,
-                      sp);
-        row.seconds_alpha += seconds_since(tp);
-        row.solves += 1;
-        row.svm_iter += trial.iter;
+        trial = try_kernel(TrainingKernel(G.form_rows(Pt, mu)),
+                           par.warm ? &cur.machines : nullptr, row);
         if (trial.value < cur.value) {
           accepted = true;
           break;
@@ -254,13 +260,10 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
     AlphaStep trial;
     while (eta >= 1e-3 * eta0) {
       cb.check();
-      tp = std::chrono::steady_clock::now();
       // At eta = 1 the trial kernel is K(P*) alone and the current alpha carries no
       // information about it (a cold start was faster in our runs); otherwise warm.
-      trial = solve(blended(v, eta, mu), par.warm && eta < 1.0 ? &cur.machines : nullptr, sp);
-      row.seconds_alpha += seconds_since(tp);
-      row.solves += 1;
-      row.svm_iter += trial.iter;
+      trial = try_kernel(blended(v, eta, mu), par.warm && eta < 1.0 ? &cur.machines : nullptr,
+                         row);
       if (trial.value < cur.value) {
         accepted = true;
         break;
