@@ -506,7 +506,8 @@ print.tkl <- function(x, ...) {
   why <- switch(x$stop, gap = sprintf("relative gap below tol = %s", format(x$tol)),
                 maxit = sprintf("maxit = %d reached", x$maxit),
                 step = "step below tol / 100", "no step decreased the objective")
-  alg <- if (identical(x$algorithm, "fw")) "Frank-Wolfe" else "exponentiated gradient"
+  # (fits of earlier versions, without the field, took Frank-Wolfe steps)
+  alg <- if (identical(x$algorithm, "eg")) "exponentiated gradient" else "Frank-Wolfe"
   cat(sprintf("  %d iteration(s) (%s), stopped: %s; objective %s, relative gap %s\n",
               x$iterations, alg, why, format(signif(last$objective, 6)), format(signif(rel, 3))))
   if (!is.null(x$selection))

@@ -137,6 +137,8 @@ test_that("exponentiated gradient and Frank-Wolfe reach the same optimum, each w
     expect_gte(ob[["eg"]], lo[["fw"]] - 1e-8 * abs(ob[["fw"]]))
     expect_gte(ob[["fw"]], lo[["eg"]] - 1e-8 * abs(ob[["eg"]]))
     expect_true(fits$eg$converged)
+    expect_output(print(fits$eg), "iteration\\(s\\) \\(exponentiated gradient\\)")
+    expect_output(print(fits$fw), "iteration\\(s\\) \\(Frank-Wolfe\\)")
     # both within tol of the optimum when both converged
     if (fits$fw$converged) expect_lt(abs(ob[["eg"]] - ob[["fw"]]) / abs(ob[["fw"]]), 2e-3)
     # the learned kernels give nearly the same decision values
