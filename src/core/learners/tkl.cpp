@@ -295,8 +295,9 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
       break;
     }
   }
-  if (par.mirror) {
-    // K(P) at the result's P (the trials were rows on demand)
+  if (par.mirror && t_last > 0) {
+    // K(P) at the result's P (the trials were rows on demand); without an accepted step the
+    // state's K is K(P) already
     if (single) G.form(P, Kf.data());
     else G.form(P, K.data());
   }
