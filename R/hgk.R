@@ -195,6 +195,11 @@
 #'   cell by cross-validation. The result is a
 #'   \code{\link[=predict.kl_localized]{kl_localized}} model.
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
+#'   A learning run's search uses one thread while its fit part \eqn{D_1} has
+#'   fewer than 1000 rows: its passes are then too short for a second thread
+#'   to gain much, and on a machine shared with busy processes the fork and
+#'   join of each made two threads slower than one. Results are the same at
+#'   any number of threads.
 #' @param ... Not used; unknown arguments are an error.
 #' @return An object of class \code{c("hgk", "kl_model")}: a list with
 #'   \code{models} (the fold models, or one refit model: training

@@ -48,7 +48,14 @@
 #' \describe{
 #'   \item{\code{kernlearn.threads}}{default number of threads (2). The
 #'     environment variable \code{KERNLEARN_THREADS} is used when the option is
-#'     unset; a \code{threads} argument overrides both.}
+#'     unset; a \code{threads} argument overrides both. On a machine shared with
+#'     other busy processes, OpenMP's idle threads wait by spinning (its
+#'     default), and so take processor time from the threads that work: there
+#'     two threads can be slower than one. Set the environment variable
+#'     \code{OMP_WAIT_POLICY=passive} in the shell that starts R (for example
+#'     \code{OMP_WAIT_POLICY=passive R}, or an \code{export} in the shell's
+#'     profile; OpenMP reads it as R starts, before \file{~/.Renviron}, which
+#'     is too late), or use one thread.}
 #'   \item{\code{kernlearn.backend}}{\code{"auto"} (default), \code{"cpu"} or
 #'     \code{"cuda"}; see \code{\link{kl_backend}}.}
 #'   \item{\code{kernlearn.data_dir}}{where \code{\link{kl_dataset}} looks for

@@ -358,10 +358,11 @@ test_that("the same seed gives the same model, another seed another one", {
 })
 
 test_that("1 and 2 threads give the same model (several kernel and Cholesky tiles)", {
-  r <- reg_data(n = 700, d = 4, seed = 72)
+  # 2600 rows: the final learning run's D1 has 1040 rows, enough for it to use both threads
+  r <- reg_data(n = 2600, d = 4, seed = 72)
   fitit <- function(threads) {
     set.seed(9)
-    hgk(r$x, r$y, depth = 1, final = "refit", folds = 3, lambda = 1e-3, threads = threads,
+    hgk(r$x, r$y, depth = 1, final = "refit", folds = 2, lambda = 1e-3, threads = threads,
         control = hgk_control(maxit = 4, anneal_steps = 2), baseline = FALSE, loss = "ls")
   }
   a <- fitit(1)

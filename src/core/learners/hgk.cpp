@@ -14,6 +14,10 @@ namespace kl {
 
 namespace {
 
+// Rows of D1 (of all rows, for the final fit) from which hgk_learn uses its threads
+// (bench/threads.R).
+const Eigen::Index kHgkParallelRows = 1000;
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -583,12 +587,17 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
   if (!(opt.perturbation > 0 && opt.perturbation < 1)) throw Error("perturbation must be in (0, 1)");
   if (!(opt.temperature >= 0) || !(opt.cooling > 0 && opt.cooling <= 1))
     throw Error("temperature must be >= 0 and cooling in (0, 1]");
-  const int threads = clamp_threads(opt.threads);
-
   const Eigen::Index n1 = static_cast<Eigen::Index>(std::floor(opt.split1 * n));
   const Eigen::Index n2 = static_cast<Eigen::Index>(std::floor(opt.split2 * n));
   const Eigen::Index n3 = n - n1 - n2;
   if (n1 < 2 || n2 < 1 || n3 < 1) throw Error("too few rows for the three parts of the split");
+  // One thread for the search when D1 is small: its passes and factorisations are then a few
+  // hundred microseconds each, a step runs dozens of them, and each parallel region's fork
+  // and join (with OpenMP's spinning waits, which compete with the working thread on a
+  // shared machine) costs more than the second thread gains. The results are the same at
+  // any thread count.
+  const int threads = n1 >= kHgkParallelRows ? clamp_threads(opt.threads) : 1;
+  const int threads_all = n >= kHgkParallelRows ? clamp_threads(opt.threads) : 1;
 
   std::vector<int> perm = rng.permutation(static_cast<int>(n));
   std::vector<int> d12(perm.begin(), perm.begin() + n1 + n2);
@@ -767,10 +776,11 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
   Mat K(n, n);
   const KernelPtr kfin = fam.kernel(theta, gamma);
   if (device_blocks(opt.backend, *kfin, false))
-    opt.backend->kernel_matrix(*kfin, X, X, K, threads, cb);
+    opt.backend->kernel_matrix(*kfin, X, X, K, threads_all, cb);
   else
-    kfin->block(X, X, K, threads, cb);
-  res.fit = ls_svm_fit_on(opt.backend, K, K, Y, static_cast<double>(n) * lambda, threads, cb);
+    kfin->block(X, X, K, threads_all, cb);
+  res.fit = ls_svm_fit_on(opt.backend, K, K, Y, static_cast<double>(n) * lambda, threads_all,
+                          cb);
   cb.report(1.0);
   return res;
 }
