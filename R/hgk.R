@@ -195,11 +195,12 @@
 #'   cell by cross-validation. The result is a
 #'   \code{\link[=predict.kl_localized]{kl_localized}} model.
 #' @param threads Number of threads; default \code{getOption("kernlearn.threads", 2)}.
-#'   A learning run's search uses one thread while its fit part \eqn{D_1} has
-#'   fewer than 1000 rows: its passes are then too short for a second thread
-#'   to gain much, and on a machine shared with busy processes the fork and
-#'   join of each made two threads slower than one. Results are the same at
-#'   any number of threads.
+#'   A learning run's search uses one thread while its fit part \eqn{D_1} is
+#'   small (\eqn{m^2 \max(d, 8) < 8 \cdot 10^6}{m^2 max(d, 8) < 8e6} for
+#'   \eqn{m} rows of \eqn{d} inputs: below 1000 rows at 8 inputs, 211 at 180):
+#'   its passes are then too short for a second thread to gain much, and on a
+#'   machine shared with busy processes the fork and join of each made two
+#'   threads slower than one. Results are the same at any number of threads.
 #' @param ... Not used; unknown arguments are an error.
 #' @return An object of class \code{c("hgk", "kl_model")}: a list with
 #'   \code{models} (the fold models, or one refit model: training

@@ -14,9 +14,16 @@ namespace kl {
 
 namespace {
 
-// Rows of D1 (of all rows, for the final fit) from which hgk_learn uses its threads
-// (bench/threads.R).
-const Eigen::Index kHgkParallelRows = 1000;
+// hgk_learn uses its threads on a set of m rows (D1 in the search, all rows in the final fit)
+// of d inputs when m^2 max(d, 8) reaches this: 1000 rows at 8 inputs or fewer, where two
+// threads began to gain (bench/threads.R), and fewer rows with more inputs, whose passes
+// over pairs are longer.
+const double kHgkParallelWork = 8e6;
+
+bool hgk_parallel(Eigen::Index m, Eigen::Index d) {
+  const double md = static_cast<double>(m);
+  return md * md * static_cast<double>(std::max<Eigen::Index>(d, 8)) >= kHgkParallelWork;
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -591,13 +598,13 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
   const Eigen::Index n2 = static_cast<Eigen::Index>(std::floor(opt.split2 * n));
   const Eigen::Index n3 = n - n1 - n2;
   if (n1 < 2 || n2 < 1 || n3 < 1) throw Error("too few rows for the three parts of the split");
-  // One thread for the search when D1 is small: its passes and factorisations are then a few
-  // hundred microseconds each, a step runs dozens of them, and each parallel region's fork
+  // One thread for the search when D1 is small (hgk_parallel): its passes and factorisations
+  // are then a few hundred microseconds each, a step runs dozens of them, and each parallel region's fork
   // and join (with OpenMP's spinning waits, which compete with the working thread on a
   // shared machine) costs more than the second thread gains. The results are the same at
   // any thread count.
-  const int threads = n1 >= kHgkParallelRows ? clamp_threads(opt.threads) : 1;
-  const int threads_all = n >= kHgkParallelRows ? clamp_threads(opt.threads) : 1;
+  const int threads = hgk_parallel(n1, X.cols()) ? clamp_threads(opt.threads) : 1;
+  const int threads_all = hgk_parallel(n, X.cols()) ? clamp_threads(opt.threads) : 1;
 
   std::vector<int> perm = rng.permutation(static_cast<int>(n));
   std::vector<int> d12(perm.begin(), perm.begin() + n1 + n2);
