@@ -77,6 +77,10 @@ cpp_hgk_learn <- function(x, y, kernel, theta, options, seed, threads, backend, 
     .Call(`_kernlearn_cpp_hgk_learn`, x, y, kernel, theta, options, seed, threads, backend, progress)
 }
 
+cpp_hgk_learn_runs <- function(x, y, kernels, rows, maxit, options, seeds, threads, backend, progress = NULL) {
+    .Call(`_kernlearn_cpp_hgk_learn_runs`, x, y, kernels, rows, maxit, options, seeds, threads, backend, progress)
+}
+
 cpp_all_finite <- function(x, threads) {
     .Call(`_kernlearn_cpp_all_finite`, x, threads)
 }

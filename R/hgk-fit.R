@@ -106,12 +106,17 @@
     # misclassification rates of the least-squares and hinge predictors
     mse <- miss_ls <- miss_hinge <- matrix(NA_real_, length(cands), folds)
     fold_models <- vector("list", length(cands))
+    # every candidate's learning runs at once (whole runs side by side on the threads), then
+    # each run's predictors and held-out errors in order
+    runs <- expand.grid(f = seq_len(folds), a = seq_along(cands))
+    run_models <- .hgk_learn_models(ctx, lapply(runs$a, function(a) cands[[a]]$kernel),
+                                    lapply(runs$f, function(f) which(foldid != f)),
+                                    vapply(runs$a, function(a) cands[[a]]$learned, TRUE), caller)
     for (a in seq_along(cands)) {
       fold_models[[a]] <- vector("list", folds)
       for (f in seq_len(folds)) {
-        tr <- which(foldid != f)
         te <- which(foldid == f)
-        m <- .hgk_learn_model(ctx, cands[[a]]$kernel, tr, caller, learn = cands[[a]]$learned)
+        m <- run_models[[which(runs$a == a & runs$f == f)]]
         e <- .hgk_cv_errors(ctx, m, te)
         mse[a, f] <- e[["mse"]]
         miss_ls[a, f] <- e[["miss_ls"]]
@@ -506,6 +511,41 @@
   if (!learn) opts$maxit <- 0L
   r <- .kl_core(caller, cpp_hgk_learn, ctx$x[rows, , drop = FALSE], ctx$Y[rows, , drop = FALSE],
                 spec, NULL, opts, .kl_seed(), ctx$threads, .kl_backend_arg(), ctx$progress)
+  m <- .hgk_run_model(r, start, rows)
+  if (keep) m <- .hgk_final_model(ctx, m, rows, m$gamma, m$lambda)
+  m
+}
+
+# .hgk_learn_model(ctx, starts[[i]], rows[[i]], caller, learn = learn[i]) for every i, with the
+# same results and the same draws of the random numbers in the same order, but the learning
+# runs through one call of the core, which runs them side by side on the threads
+# (kl::hgk_learn_runs): the runs of a cross-validation are small, and a run on one thread
+# wastes less than a run split over two.
+.hgk_learn_models <- function(ctx, starts, rows, learn, caller) {
+  k <- length(starts)
+  # the seeds in the order of the one-run calls: the run's, then the C-SVM's probability
+  # model's (.hgk_final_model)
+  svm_seed <- "hinge" %in% ctx$losses && isTRUE(ctx$probability)
+  seeds <- svm_seeds <- vector("list", k)
+  for (i in seq_len(k)) {
+    seeds[[i]] <- .kl_seed()
+    if (svm_seed) svm_seeds[[i]] <- .kl_seed()
+  }
+  opts <- ctx$opts
+  maxit <- ifelse(learn, as.integer(opts$maxit), 0L)
+  prog <- ctx$progress
+  progress <- if (is.null(prog)) NULL else function(delta) prog(delta * k)
+  rs <- .kl_core(caller, cpp_hgk_learn_runs, ctx$x, ctx$Y,
+                 lapply(starts, .kernel_spec), lapply(rows, as.integer), maxit, opts, seeds,
+                 ctx$threads, .kl_backend_arg(), progress)
+  lapply(seq_len(k), function(i) {
+    m <- .hgk_run_model(rs[[i]], starts[[i]], rows[[i]])
+    .hgk_final_model(ctx, m, rows[[i]], m$gamma, m$lambda, seed = svm_seeds[[i]])
+  })
+}
+
+# A model from the core's result r of a learning run from the kernel `start` on rows `rows`.
+.hgk_run_model <- function(r, start, rows) {
   k <- .hgk_set_params(start, as.vector(r$weights))
   k$gamma <- r$gamma
   tr <- as.data.frame(r$trace)
@@ -515,7 +555,6 @@
             alpha = r$alpha, bias = as.vector(r$bias), trace = tr,
             info = list(steps = r$steps, reshuffles = r$reshuffles, stop = r$stop,
                         seconds = if (nrow(tr)) max(tr$seconds) else 0))
-  if (keep) m <- .hgk_final_model(ctx, m, rows, m$gamma, m$lambda)
   m
 }
 
@@ -523,8 +562,9 @@
 # least-squares fit of Algorithm 1 when these are its own, else refitted; kernel_svm for the
 # hinge loss.
 # svm: NULL (the C-SVM's cost from lambda, its width the least-squares one) or
-# list(gamma, cost) chosen for it (.hgk_hinge_grid).
-.hgk_final_model <- function(ctx, m, rows, gamma, lambda, svm = NULL) {
+# list(gamma, cost) chosen for it (.hgk_hinge_grid). seed: that of the C-SVM's probability
+# model, or NULL to draw it here.
+.hgk_final_model <- function(ctx, m, rows, gamma, lambda, svm = NULL, seed = NULL) {
   if (gamma != m$gamma || lambda != m$lambda) {
     m$kernel$gamma <- gamma
     sol <- .kl_core("hgk()", cpp_kernel_ridge_fit, ctx$x[rows, , drop = FALSE],
@@ -547,7 +587,7 @@
                              gamma = NULL, epsilon = 0.1, type = NULL, class.weights = NULL,
                              probability = ctx$probability, prob_folds = 5L, tol = 1e-3,
                              shrinking = TRUE, cache = 100, max_iter = NULL, warm_start = NULL,
-                             threads = ctx$threads, call = NULL)
+                             threads = ctx$threads, call = NULL, seed = seed)
   }
   if (!("ls" %in% ctx$losses)) m$alpha <- NULL
   m

@@ -493,7 +493,8 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
 
 .kernel_svm_fit <- function(inp, kernel, cost, gamma, epsilon, type, class.weights,
                             probability, prob_folds, tol, shrinking, cache, max_iter,
-                            warm_start, threads, call, scale_response = FALSE) {
+                            warm_start, threads, call, scale_response = FALSE,
+                            seed = NULL) {
   caller <- "kernel_svm()"
   pre <- isTRUE(inp$precomputed)
   y_scaling <- .svr_scaling_of(inp, scale_response)
@@ -518,7 +519,8 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
   .svm_check_task_args(inp$task, probability, class.weights, caller)
   threads <- .kl_threads(threads)
   n <- nrow(inp$x)
-  if (probability) params$seed <- .kl_seed()
+  # seed: the probability model's, drawn by the caller ahead (else here)
+  if (probability) params$seed <- if (is.null(seed)) .kl_seed() else seed
   kspec <- if (pre) list(type = 0L, gamma = 1, degree = 1, scale = 1, offset = 0)
            else .kernel_spec(kernel)
   xarg <- if (pre) NULL else inp$x

@@ -1,5 +1,5 @@
 # Two builds of kernlearn on the same fits, in one run: kernel_svm on Letter and cod-rna, gem()
-# with its defaults on MNIST. Each fit runs in a fresh R process that loads the build from its
+# with its defaults on MNIST, hgk() with its defaults on Pima, Vehicle and CCPP. Each fit runs in a fresh R process that loads the build from its
 # library; the builds alternate (A, B, A, B, ...) so that a change in the machine's load falls on
 # both alike. Use it to show that a change leaves speed and results where they were.
 #
@@ -7,9 +7,10 @@
 #   libA, libB  R library folders, each holding an installed kernlearn
 #               (R CMD INSTALL --library=<lib> <source>)
 #   reps        runs per build and fit (default 3)
-#   sets        comma-separated among letter, codrna, mnist (default all)
+#   sets        comma-separated among letter, codrna, mnist, hgk_pima, hgk_vehicle, hgk_ccpp
+#               (hgk() with its defaults on 70% of the set) (default: letter, codrna, mnist)
 # Writes bench/results/builds.csv: per build and fit, the median and the runs' fit seconds, the
-# test error, and the ratio of the medians B / A.
+# test error, and the ratio of the medians B / A (rows of earlier runs of other sets are kept).
 args <- commandArgs(TRUE)
 script <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1L])
 
@@ -42,6 +43,34 @@ if (length(args) && args[1L] == "--worker") {
     t <- system.time(fit <- gem(x[d$train, ], d$y[d$train]))[["elapsed"]]
     err <- mean(predict(fit, x[te, ]) != d$y[te])
     what <- "gem defaults, 60000 train / 10000 test"
+  } else if (set %in% c("hgk_pima", "hgk_vehicle", "hgk_ccpp")) {
+    # hgk() with its defaults on 70% of a small set (ccpp: 1200 random rows), as in
+    # bench/learned_vs_gaussian.R (split 1); the error on the other 30%
+    e <- new.env()
+    if (set == "hgk_pima") {
+      utils::data("PimaIndiansDiabetes", package = "mlbench", envir = e)
+      dd <- e$PimaIndiansDiabetes
+      names(dd)[names(dd) == "diabetes"] <- "y"
+    } else if (set == "hgk_vehicle") {
+      utils::data("Vehicle", package = "mlbench", envir = e)
+      dd <- e$Vehicle
+      names(dd)[ncol(dd)] <- "y"
+    } else {
+      k <- kl_dataset("ccpp", dir = dir, quiet = TRUE)
+      dd <- data.frame(k$x, y = k$y)
+      set.seed(107)
+      dd <- dd[sort(sample.int(nrow(dd), 1200L)), ]
+    }
+    n <- nrow(dd)
+    set.seed(1001)
+    tr <- sort(sample.int(n, round(0.7 * n)))
+    te <- setdiff(seq_len(n), tr)
+    set.seed(2001)
+    t <- system.time(fit <- hgk(y ~ ., data = dd[tr, ]))[["elapsed"]]
+    p <- predict(fit, dd[te, ])
+    err <- if (is.factor(dd$y)) mean(p != dd$y[te]) else mean((p - dd$y[te])^2)
+    what <- sprintf("hgk defaults, %d train / %d test (%s)", length(tr), length(te),
+                    if (is.factor(dd$y)) "misclassification" else "MSE")
   } else {
     stop("unknown set ", set)
   }
@@ -81,4 +110,10 @@ for (set in sets) {
               med[["B"]] / med[["A"]]))
 }
 out_file <- file.path("bench", "results", "builds.csv")
-utils::write.csv(do.call(rbind, rows), out_file, row.names = FALSE)
+tab <- do.call(rbind, rows)
+if (file.exists(out_file)) {
+  # the rows of earlier runs of other sets are kept
+  old <- utils::read.csv(out_file, stringsAsFactors = FALSE)
+  tab <- rbind(old[!old$set %in% tab$set, , drop = FALSE], tab)
+}
+utils::write.csv(tab, out_file, row.names = FALSE)

@@ -336,6 +336,26 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_hgk_learn_runs
+Rcpp::List cpp_hgk_learn_runs(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> y, Rcpp::List kernels, Rcpp::List rows, Rcpp::IntegerVector maxit, Rcpp::List options, Rcpp::List seeds, int threads, Rcpp::List backend, SEXP progress);
+RcppExport SEXP _kernlearn_cpp_hgk_learn_runs(SEXP xSEXP, SEXP ySEXP, SEXP kernelsSEXP, SEXP rowsSEXP, SEXP maxitSEXP, SEXP optionsSEXP, SEXP seedsSEXP, SEXP threadsSEXP, SEXP backendSEXP, SEXP progressSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type y(ySEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type kernels(kernelsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type rows(rowsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type maxit(maxitSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type options(optionsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type seeds(seedsSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_hgk_learn_runs(x, y, kernels, rows, maxit, options, seeds, threads, backend, progress));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_all_finite
 bool cpp_all_finite(Rcpp::NumericMatrix x, int threads);
 RcppExport SEXP _kernlearn_cpp_all_finite(SEXP xSEXP, SEXP threadsSEXP) {
@@ -645,6 +665,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_linear_svm_decision", (DL_FUNC) &_kernlearn_cpp_linear_svm_decision, 3},
     {"_kernlearn_cpp_linear_svm_predict", (DL_FUNC) &_kernlearn_cpp_linear_svm_predict, 3},
     {"_kernlearn_cpp_hgk_learn", (DL_FUNC) &_kernlearn_cpp_hgk_learn, 9},
+    {"_kernlearn_cpp_hgk_learn_runs", (DL_FUNC) &_kernlearn_cpp_hgk_learn_runs, 10},
     {"_kernlearn_cpp_all_finite", (DL_FUNC) &_kernlearn_cpp_all_finite, 2},
     {"_kernlearn_cpp_column_range", (DL_FUNC) &_kernlearn_cpp_column_range, 2},
     {"_kernlearn_cpp_column_mean_sd", (DL_FUNC) &_kernlearn_cpp_column_mean_sd, 2},

@@ -431,3 +431,63 @@ TEST_CASE("hgk: with a leaf too wide for the fused pass, the tile path's objecti
     CHECK_LT(ct::rel_err(flat(gf), ct::central_diff(ff, flat(theta))), 1e-6);
   }
 }
+
+TEST_CASE("hgk: learning runs side by side on worker threads equal the same runs one by one") {
+  kl::Rng rng(ct::seed2(61, 1));
+  const int n = 260, d = 5;
+  const kl::Mat X = ct::runif(rng, n, d);
+  kl::Mat Y(n, 1);
+  Y.col(0) = (X.col(0) * 3.0).array().sin() + X.col(1).array() * X.col(2).array();
+  Y += ct::rnorm(rng, n, 1, 0, 0.1);
+  const kl::HgkFamily f1(k_d1().flatten(), d), f2(k_d2().flatten(), d);
+  // three folds of two architectures, and a run that keeps its start weights
+  std::vector<kl::HgkRun> runs;
+  for (int a = 0; a < 2; ++a)
+    for (int f = 0; f < 3; ++f) {
+      kl::HgkRun r;
+      r.family = a == 0 ? &f1 : &f2;
+      for (int i = 0; i < n; ++i)
+        if (i % 3 != f) r.rows.push_back(i);
+      r.theta0 = log_params(a == 0 ? k_d1() : k_d2());
+      r.maxit = 4;
+      r.seed = 100 + 10 * a + f;
+      runs.push_back(r);
+    }
+  runs.push_back(runs[3]);
+  runs.back().maxit = 0;
+  kl::HgkOptions opt;
+  opt.anneal_steps = 2;
+  opt.threads = 2;
+  CHECK_EQ(kl::hgk_runs_workers(runs, opt), 2);
+  const std::vector<kl::HgkResult> side = kl::hgk_learn_runs(X, Y, runs, opt, kl::Callbacks());
+  opt.threads = 1;
+  CHECK_EQ(kl::hgk_runs_workers(runs, opt), 1);
+  for (std::size_t t = 0; t < runs.size(); ++t) {
+    const kl::HgkRun& r = runs[t];
+    kl::Mat Xr(r.rows.size(), d), Yr(r.rows.size(), 1);
+    for (std::size_t i = 0; i < r.rows.size(); ++i) {
+      Xr.row(i) = X.row(r.rows[i]);
+      Yr.row(i) = Y.row(r.rows[i]);
+    }
+    kl::HgkOptions o = opt;
+    o.maxit = r.maxit;
+    kl::Rng g(r.seed);
+    const kl::HgkResult one = kl::hgk_learn(*r.family, Xr, Yr, r.theta0, o, g, kl::Callbacks());
+    CHECK_EQ(side[t].steps, one.steps);
+    CHECK_EQ(side[t].gamma, one.gamma);
+    CHECK_EQ(side[t].lambda, one.lambda);
+    CHECK_IDENTICAL(side[t].theta, one.theta);
+    CHECK_IDENTICAL(side[t].fit.alpha, one.fit.alpha);
+    CHECK_IDENTICAL(side[t].fit.bias, one.fit.bias);
+  }
+  // the learned runs moved their weights; the last kept its start
+  CHECK(!(side[3].theta.array() == runs[3].theta0.array()).all());
+  CHECK_IDENTICAL(side.back().theta, runs.back().theta0);
+  // a failing run's error reaches the caller; a large D1 runs the runs one after another
+  std::vector<kl::HgkRun> bad = runs;
+  bad[2].rows.resize(3);
+  opt.threads = 2;
+  CHECK_THROWS(kl::hgk_learn_runs(X, Y, bad, opt, kl::Callbacks()), kl::Error, "too few rows");
+  bad[2].rows.assign(static_cast<std::size_t>(kl::kHgkRunsMaxRows * 3), 0);
+  CHECK_EQ(kl::hgk_runs_workers(bad, opt), 1);
+}

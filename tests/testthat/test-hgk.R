@@ -372,6 +372,33 @@ test_that("1 and 2 threads give the same model (several kernel and Cholesky tile
                predict(b, r$x, type = "decision", threads = 2), tolerance = 1e-12)
 })
 
+test_that("the cross-validation's learning runs side by side give the runs' results one by one", {
+  # threads = 2: the runs of the folds and architectures are tasks on two threads; threads = 1:
+  # one after another. Also the same draws of random numbers (the C-SVMs' probability models
+  # take seeds between the runs').
+  cd <- cls_data(n = 180, d = 4, seed = 74, classes = 3)
+  fitit <- function(threads, final) {
+    set.seed(12)
+    f <- hgk(cd$x, cd$y, folds = 3, loss = "hinge", probability = TRUE, final = final,
+             threads = threads, control = hgk_control(maxit = 3, anneal_steps = 2))
+    list(fit = strip_times(f), seed = .Random.seed,
+         prob = predict(f, cd$x, type = "prob", threads = threads))
+  }
+  for (final in c("average", "refit")) {
+    a <- fitit(1L, final)
+    b <- fitit(2L, final)
+    expect_identical(a$seed, b$seed)
+    expect_identical(a$prob, b$prob)
+    expect_identical(a$fit$cv, b$fit$cv)
+    expect_identical(a$fit$selection, b$fit$selection)
+    if (final == "average") {
+      expect_length(a$fit$models, 3L)
+      expect_identical(lapply(a$fit$models, `[[`, "trace"), lapply(b$fit$models, `[[`, "trace"))
+      expect_identical(lapply(a$fit$models, `[[`, "kernel"), lapply(b$fit$models, `[[`, "kernel"))
+    }
+  }
+})
+
 test_that("precision = \"single\" gives the double objective to float accuracy", {
   r <- reg_data(n = 400, d = 6, seed = 73)
   fitit <- function(precision, maxit) {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "base/tasks.hpp"
 #include "kernels/hgk_pass.hpp"
 #include "linalg/chol.hpp"
 #include "linalg/optim.hpp"
@@ -790,6 +791,59 @@ HgkResult hgk_learn(const HgkFamily& fam, CMatRef X, CMatRef Y, const CVecRef& t
                           cb);
   cb.report(1.0);
   return res;
+}
+
+namespace {
+
+// The rows of D1 in a run of n rows (as hgk_learn splits them).
+Eigen::Index hgk_d1_rows(std::size_t n, const HgkOptions& opt) {
+  return static_cast<Eigen::Index>(std::floor(opt.split1 * static_cast<double>(n)));
+}
+
+}  // namespace
+
+int hgk_runs_workers(const std::vector<HgkRun>& runs, const HgkOptions& opt) {
+  const int threads = clamp_threads(opt.threads);
+  if (runs.size() < 2 || threads < 2 || opt.backend) return 1;
+  for (const HgkRun& r : runs)
+    if (hgk_d1_rows(r.rows.size(), opt) > kHgkRunsMaxRows) return 1;
+  return std::min(threads, static_cast<int>(runs.size()));
+}
+
+std::vector<HgkResult> hgk_learn_runs(CMatRef X, CMatRef Y, const std::vector<HgkRun>& runs,
+                                      const HgkOptions& opt, const Callbacks& cb) {
+  const int nr = static_cast<int>(runs.size());
+  for (const HgkRun& r : runs) {
+    if (!r.family) throw Error("a learning run has no kernel family");
+    for (int i : r.rows)
+      if (i < 0 || i >= X.rows()) throw Error("a learning run's row is out of range");
+  }
+  if (Y.rows() != X.rows()) throw Error("x and y have different numbers of rows");
+  std::vector<HgkResult> out(static_cast<std::size_t>(nr));
+  const int workers = hgk_runs_workers(runs, opt);
+  const auto one = [&](int t, int threads, const Callbacks& c) {
+    const HgkRun& r = runs[static_cast<std::size_t>(t)];
+    HgkOptions o = opt;
+    o.maxit = r.maxit;
+    o.threads = threads;
+    const Mat Xr = take_rows(X, r.rows), Yr = take_rows(Y, r.rows);
+    Rng rng(r.seed);
+    out[static_cast<std::size_t>(t)] = hgk_learn(*r.family, Xr, Yr, r.theta0, o, rng, c);
+  };
+  if (workers == 1) {
+    for (int t = 0; t < nr; ++t) {
+      cb.check();
+      one(t, opt.threads, cb.stage(static_cast<double>(t) / nr, static_cast<double>(t + 1) / nr));
+    }
+    cb.report(1.0);
+    return out;
+  }
+  run_tasks(nr, workers, [&](int t, const std::atomic<bool>& stop) {
+    Callbacks c;
+    c.interrupted = [&stop]() { return stop.load(); };
+    one(t, 1, c);
+  }, cb);
+  return out;
 }
 
 }  // namespace kl

@@ -194,6 +194,33 @@ struct HgkResult {
 HgkResult hgk_learn(const HgkFamily& family, CMatRef X, CMatRef Y, const CVecRef& theta0,
                     const HgkOptions& opt, Rng& rng, const Callbacks& cb);
 
+// One run of Algorithm 1 among several (hgk_learn_runs): its rows of (X, Y) (0-based), its
+// start, its number of steps and its own generator.
+struct HgkRun {
+  const HgkFamily* family = nullptr;
+  std::vector<int> rows;
+  Vec theta0;
+  int maxit = 0;
+  std::uint64_t seed = 0;
+};
+
+// The worker threads hgk_learn_runs uses: 1 (the runs in order, each on opt.threads) with
+// one run, fewer than two threads, a backend, or a run whose D1 has more than
+// kHgkRunsMaxRows rows (two such runs at once would hold two sets of its n1 x n1 matrices);
+// else min(opt.threads, runs).
+constexpr Eigen::Index kHgkRunsMaxRows = 4000;
+int hgk_runs_workers(const std::vector<HgkRun>& runs, const HgkOptions& opt);
+
+// Several runs of Algorithm 1, such as the learning runs of a cross-validation: run i is
+// hgk_learn(*family, X[rows], Y[rows], theta0, opt with maxit, Rng(seed)). With more than one
+// worker (hgk_runs_workers) the runs are tasks on the workers (base/tasks.hpp), one thread
+// each: the steps of a small run are too short for each parallel region's fork and join to
+// pay, and whole runs side by side keep both processors busy without them. Since a run's
+// results do not depend on its thread count, they equal those of the runs one after another.
+// The caller keeps Eigen's own threads at 1 while the workers run.
+std::vector<HgkResult> hgk_learn_runs(CMatRef X, CMatRef Y, const std::vector<HgkRun>& runs,
+                                      const HgkOptions& opt, const Callbacks& cb);
+
 // The reference width: 1 / median over (up to 1000) random pairs of rows of the root's
 // argument sum_j u_j^2 (1 - K_j) (||W (x - z)||^2 at depth 1), at gamma = 1.
 double hgk_reference_gamma(const HgkFamily& family, const CVecRef& theta, CMatRef X, Rng& rng);
