@@ -113,6 +113,10 @@ cpp_kernel_ridge_fit <- function(x, y, kernel, lambda, intercept, threads, backe
     .Call(`_kernlearn_cpp_kernel_ridge_fit`, x, y, kernel, lambda, intercept, threads, backend, progress)
 }
 
+cpp_kernel_ridge_grid <- function(x, y, kernels, foldid, lambdas, intercept, threads, backend) {
+    .Call(`_kernlearn_cpp_kernel_ridge_grid`, x, y, kernels, foldid, lambdas, intercept, threads, backend)
+}
+
 cpp_kernel_predict <- function(newx, x, alpha, bias, kernel, threads, backend) {
     .Call(`_kernlearn_cpp_kernel_predict`, newx, x, alpha, bias, kernel, threads, backend)
 }

@@ -640,19 +640,21 @@
   err <- matrix(0, length(gammas), length(lambdas))
   ferr <- array(0, c(length(gammas), length(lambdas), folds))
   k <- m$kernel
+  # the held-out values of every width, fold and penalty in one call of the core, which
+  # computes a fold's kernel matrix once for all penalties and runs the (width, fold) pairs
+  # side by side on the threads (kl::kernel_ridge_grid)
+  specs <- lapply(gammas, function(g) {
+    k$gamma <- g
+    .kernel_spec(k)
+  })
+  decs <- .kl_core(caller, cpp_kernel_ridge_grid, ctx$x, ctx$Y, specs, as.integer(foldid),
+                   lambdas, TRUE, ctx$threads, .kl_backend_arg())
+  nl <- length(lambdas)
   for (gi in seq_along(gammas)) {
-    k$gamma <- gammas[gi]
-    spec <- .kernel_spec(k)
     for (f in seq_len(folds)) {
-      tr <- which(foldid != f)
       te <- which(foldid == f)
       for (li in seq_along(lambdas)) {
-        sol <- .kl_core(caller, cpp_kernel_ridge_fit, ctx$x[tr, , drop = FALSE],
-                        ctx$Y[tr, , drop = FALSE], spec, length(tr) * lambdas[li], TRUE,
-                        ctx$threads, .kl_backend_arg(), NULL)
-        dec <- .kl_core(caller, cpp_kernel_predict, ctx$x[te, , drop = FALSE],
-                        ctx$x[tr, , drop = FALSE], sol$alpha, as.vector(sol$bias), spec,
-                        ctx$threads, .kl_backend_arg())
+        dec <- decs[[((gi - 1L) * folds + (f - 1L)) * nl + li]]
         se <- sum((pmin(pmax(dec, -1), 1) - ctx$Y[te, , drop = FALSE])^2)
         err[gi, li] <- err[gi, li] + se / (n * ncol(ctx$Y))
         ferr[gi, li, f] <- se / (length(te) * ncol(ctx$Y))

@@ -202,8 +202,10 @@
 #'   machine shared with busy processes the fork and join of each made two
 #'   threads slower than one. The learning runs of the cross-validation
 #'   (every fold of every candidate) run side by side instead, one thread
-#'   each, when no run's \eqn{D_1} has more than 4000 rows. Results are the
-#'   same at any number of threads.
+#'   each, when no run's \eqn{D_1} has more than 4000 rows, and so do the
+#'   (width, fold) pairs of the least-squares refit's grid while a fold's
+#'   fit has at most about 5500 rows. Results are the same at any number of
+#'   threads.
 #' @param ... Not used; unknown arguments are an error.
 #' @return An object of class \code{c("hgk", "kl_model")}: a list with
 #'   \code{models} (the fold models, or one refit model: training

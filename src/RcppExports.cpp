@@ -465,6 +465,24 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_kernel_ridge_grid
+Rcpp::List cpp_kernel_ridge_grid(const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> y, Rcpp::List kernels, Rcpp::IntegerVector foldid, Rcpp::NumericVector lambdas, bool intercept, int threads, Rcpp::List backend);
+RcppExport SEXP _kernlearn_cpp_kernel_ridge_grid(SEXP xSEXP, SEXP ySEXP, SEXP kernelsSEXP, SEXP foldidSEXP, SEXP lambdasSEXP, SEXP interceptSEXP, SEXP threadsSEXP, SEXP backendSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< const Eigen::Map<Eigen::MatrixXd> >::type y(ySEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type kernels(kernelsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type foldid(foldidSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type lambdas(lambdasSEXP);
+    Rcpp::traits::input_parameter< bool >::type intercept(interceptSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type backend(backendSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_kernel_ridge_grid(x, y, kernels, foldid, lambdas, intercept, threads, backend));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_kernel_predict
 Rcpp::NumericMatrix cpp_kernel_predict(const Eigen::Map<Eigen::MatrixXd> newx, const Eigen::Map<Eigen::MatrixXd> x, const Eigen::Map<Eigen::MatrixXd> alpha, const Eigen::Map<Eigen::VectorXd> bias, Rcpp::List kernel, int threads, Rcpp::List backend);
 RcppExport SEXP _kernlearn_cpp_kernel_predict(SEXP newxSEXP, SEXP xSEXP, SEXP alphaSEXP, SEXP biasSEXP, SEXP kernelSEXP, SEXP threadsSEXP, SEXP backendSEXP) {
@@ -674,6 +692,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_kernlearn_cpp_gpu_probe", (DL_FUNC) &_kernlearn_cpp_gpu_probe, 1},
     {"_kernlearn_cpp_ridge_fit", (DL_FUNC) &_kernlearn_cpp_ridge_fit, 5},
     {"_kernlearn_cpp_kernel_ridge_fit", (DL_FUNC) &_kernlearn_cpp_kernel_ridge_fit, 8},
+    {"_kernlearn_cpp_kernel_ridge_grid", (DL_FUNC) &_kernlearn_cpp_kernel_ridge_grid, 8},
     {"_kernlearn_cpp_kernel_predict", (DL_FUNC) &_kernlearn_cpp_kernel_predict, 7},
     {"_kernlearn_cpp_svm_classify", (DL_FUNC) &_kernlearn_cpp_svm_classify, 11},
     {"_kernlearn_cpp_svm_regress", (DL_FUNC) &_kernlearn_cpp_svm_regress, 9},

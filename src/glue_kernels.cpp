@@ -1,4 +1,6 @@
 // Glue: kernel matrices, backend information, ridge and exact kernel ridge regression.
+#include <algorithm>
+
 #include "glue.hpp"
 #include "core/heads/ridge.hpp"
 #include "core/machines/kernel_ridge.hpp"
@@ -60,6 +62,45 @@ Rcpp::List cpp_kernel_ridge_fit(const Eigen::Map<Eigen::MatrixXd> x,
     cb.report(1.0);
     return Rcpp::List::create(Rcpp::Named("alpha") = Rcpp::wrap(fit.alpha),
                               Rcpp::Named("bias") = Rcpp::wrap(fit.bias));
+  });
+}
+
+// Cross-validation of kernel ridge regression over kernels x penalties (kl::kernel_ridge_grid):
+// kernels a list of .kernel_spec() lists, foldid the fold of every row (1..folds), lambdas the
+// penalties per training row. The held-out values of every (kernel, fold, penalty), as a list
+// in that order (the penalty fastest).
+// [[Rcpp::export]]
+Rcpp::List cpp_kernel_ridge_grid(const Eigen::Map<Eigen::MatrixXd> x,
+                                 const Eigen::Map<Eigen::MatrixXd> y, Rcpp::List kernels,
+                                 Rcpp::IntegerVector foldid, Rcpp::NumericVector lambdas,
+                                 bool intercept, int threads, Rcpp::List backend) {
+  return klr::guard([&]() {
+    std::vector<kl::KernelPtr> ks;
+    for (R_xlen_t i = 0; i < kernels.size(); ++i)
+      ks.push_back(klr::kernel_from_r(Rcpp::List(kernels[i])));
+    std::vector<int> fold(static_cast<std::size_t>(foldid.size()));
+    int folds = 0;
+    for (R_xlen_t i = 0; i < foldid.size(); ++i) {
+      if (foldid[i] == NA_INTEGER || foldid[i] < 1) Rcpp::stop("internal error: bad fold number");
+      fold[static_cast<std::size_t>(i)] = foldid[i] - 1;
+      folds = std::max(folds, static_cast<int>(foldid[i]));
+    }
+    const std::vector<double> lam = Rcpp::as<std::vector<double>>(lambdas);
+    kl::Backend& be = klr::backend_from_r(backend);
+    const kl::Callbacks cb = klr::make_callbacks();
+    Eigen::Index most = 0;
+    for (int f = 0; f < folds; ++f)
+      most = std::max<Eigen::Index>(
+          most, static_cast<Eigen::Index>(std::count_if(fold.begin(), fold.end(),
+                                                        [f](int v) { return v != f; })));
+    const int workers = kl::kernel_ridge_grid_workers(
+        static_cast<int>(ks.size()) * folds, most, threads, be);
+    const std::vector<kl::Mat> dec = klr::with_eigen_threads(workers > 1 ? 1 : threads, [&]() {
+      return kl::kernel_ridge_grid(ks, x, y, fold, folds, lam, intercept, threads, be, cb);
+    });
+    Rcpp::List out(static_cast<R_xlen_t>(dec.size()));
+    for (std::size_t i = 0; i < dec.size(); ++i) out[static_cast<R_xlen_t>(i)] = Rcpp::wrap(dec[i]);
+    return out;
   });
 }
 

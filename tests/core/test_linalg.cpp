@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "backend/backend.hpp"
+#include "backend/expansion.hpp"
 #include "harness.hpp"
 #include "heads/cls.hpp"
 #include "helpers.hpp"
@@ -443,6 +444,68 @@ TEST_CASE("linalg: the kernel ridge solve through a backend against a direct sol
   CHECK_EQ(fit0.bias.cwiseAbs().maxCoeff(), 0.0);
   kl::Mat Kn = -K;
   CHECK_THROWS(kl::kernel_ridge_solve(Kn, Y, 0.0, true, 1), kl::Error, "not positive definite");
+}
+
+TEST_CASE("linalg: the kernel ridge grid of folds x widths x penalties equals the fits one by one") {
+  kl::Rng rng(ct::seed2(12, 5));
+  const int n = 330, folds = 3;
+  const kl::Mat X = ct::runif(rng, n, 4);
+  const kl::Mat Y = ct::rnorm(rng, n, 2);
+  std::vector<kl::KernelPtr> ks;
+  for (double g : {0.7, 3.0}) ks.push_back(kl::make_standard_kernel(kl::gaussian_spec(g)));
+  std::vector<int> fold(n);
+  for (int i = 0; i < n; ++i) fold[i] = (i * 7) % folds;
+  const std::vector<double> lam = {1e-4, 1e-2, 0.3};
+  CHECK_EQ(kl::kernel_ridge_grid_workers(6, 220, 2, kl::cpu_backend()), 2);
+  CHECK_EQ(kl::kernel_ridge_grid_workers(6, 220, 1, kl::cpu_backend()), 1);
+  CHECK_EQ(kl::kernel_ridge_grid_workers(6, 20000, 2, kl::cpu_backend()), 1);
+  for (int threads : {1, 2}) {
+    const std::vector<kl::Mat> got = kl::kernel_ridge_grid(ks, X, Y, fold, folds, lam, true,
+                                                           threads, kl::cpu_backend(),
+                                                           kl::Callbacks());
+    CHECK_EQ(got.size(), ks.size() * folds * lam.size());
+    for (std::size_t g = 0; g < ks.size(); ++g)
+      for (int f = 0; f < folds; ++f) {
+        std::vector<int> tr, te;
+        for (int i = 0; i < n; ++i) (fold[i] == f ? te : tr).push_back(i);
+        kl::Mat Xtr(tr.size(), 4), Ytr(tr.size(), 2), Xte(te.size(), 4);
+        for (std::size_t i = 0; i < tr.size(); ++i) {
+          Xtr.row(i) = X.row(tr[i]);
+          Ytr.row(i) = Y.row(tr[i]);
+        }
+        for (std::size_t i = 0; i < te.size(); ++i) Xte.row(i) = X.row(te[i]);
+        for (std::size_t l = 0; l < lam.size(); ++l) {
+          // the one-by-one fit, and a direct solve of the bordered system
+          kl::Mat K(tr.size(), tr.size());
+          kl::cpu_backend().kernel_matrix(*ks[g], Xtr, Xtr, K, 1, kl::Callbacks());
+          const kl::Mat K0 = K;
+          const double c = static_cast<double>(tr.size()) * lam[l];
+          const kl::KrrFit fit = kl::kernel_ridge_solve(K, Ytr, c, true, 1);
+          kl::Mat F(te.size(), 2);
+          kl::kernel_expansion(kl::cpu_backend(), *ks[g], Xte, Xtr,
+                               kl::dense_machines(fit.alpha, fit.bias), F, 1, kl::Callbacks());
+          const kl::Mat& G = got[(g * folds + f) * lam.size() + l];
+          CHECK_IDENTICAL(G, F);
+          const Eigen::Index m = static_cast<Eigen::Index>(tr.size());
+          kl::Mat S = kl::Mat::Zero(m + 1, m + 1);
+          S.topLeftCorner(m, m) = K0 + c * kl::Mat::Identity(m, m);
+          S.topRightCorner(m, 1).setOnes();
+          S.bottomLeftCorner(1, m).setOnes();
+          kl::Mat R = kl::Mat::Zero(m + 1, 2);
+          R.topRows(m) = Ytr;
+          const kl::Mat sol = Eigen::PartialPivLU<kl::Mat>(S).solve(R);
+          kl::Mat Kte(te.size(), m);
+          ks[g]->block(Xte, Xtr, Kte, 1, kl::Callbacks());
+          const kl::Mat direct = (Kte * sol.topRows(m)).rowwise() + sol.row(m);
+          CHECK_EQUAL(G, direct, 1e-6 * (1 + direct.cwiseAbs().maxCoeff()));
+        }
+      }
+  }
+  std::vector<int> bad = fold;
+  bad[5] = folds;
+  CHECK_THROWS(kl::kernel_ridge_grid(ks, X, Y, bad, folds, lam, true, 2, kl::cpu_backend(),
+                                     kl::Callbacks()),
+               kl::Error, "fold number");
 }
 
 TEST_CASE(

@@ -1,6 +1,10 @@
 #include "machines/kernel_ridge.hpp"
 
+#include <algorithm>
 #include <cmath>
+
+#include "backend/expansion.hpp"
+#include "base/tasks.hpp"
 
 namespace kl {
 
@@ -29,6 +33,80 @@ KrrFit kernel_ridge_solve(MatRef K, CMatRef Y, double lambda, bool intercept, in
     fit.bias = Vec::Zero(L);
   }
   return fit;
+}
+
+int kernel_ridge_grid_workers(int pairs, Eigen::Index train_rows, int threads,
+                              const Backend& backend) {
+  threads = clamp_threads(threads);
+  if (pairs < 2 || threads < 2 || backend.is_gpu()) return 1;
+  const int w = std::min(threads, pairs);
+  const double bytes = 8.0 * static_cast<double>(train_rows) * static_cast<double>(train_rows);
+  // each worker holds a fold's kernel matrix and a copy of it
+  return 2.0 * bytes * w <= 1e9 ? w : 1;
+}
+
+std::vector<Mat> kernel_ridge_grid(const std::vector<KernelPtr>& kernels, CMatRef X, CMatRef Y,
+                                   const std::vector<int>& foldid, int folds,
+                                   const std::vector<double>& lambdas, bool intercept,
+                                   int threads, Backend& backend, const Callbacks& cb) {
+  const Eigen::Index n = X.rows();
+  if (Y.rows() != n || static_cast<Eigen::Index>(foldid.size()) != n)
+    throw Error("x, y and the folds have different numbers of rows");
+  if (folds < 2) throw Error("the cross-validation needs at least 2 folds");
+  std::vector<std::vector<int>> tr(static_cast<std::size_t>(folds)),
+      te(static_cast<std::size_t>(folds));
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const int f = foldid[static_cast<std::size_t>(i)];
+    if (f < 0 || f >= folds) throw Error("a fold number is out of range");
+    for (int g = 0; g < folds; ++g)
+      (g == f ? te : tr)[static_cast<std::size_t>(g)].push_back(static_cast<int>(i));
+  }
+  Eigen::Index most = 0;
+  for (const auto& t : tr) {
+    if (t.empty()) throw Error("a fold leaves no training rows");
+    most = std::max<Eigen::Index>(most, static_cast<Eigen::Index>(t.size()));
+  }
+  const int nk = static_cast<int>(kernels.size()), nl = static_cast<int>(lambdas.size());
+  const int pairs = nk * folds;
+  std::vector<Mat> out(static_cast<std::size_t>(pairs) * static_cast<std::size_t>(nl));
+  const auto rows_of = [&](const std::vector<int>& idx, CMatRef A) {
+    Mat B(static_cast<Eigen::Index>(idx.size()), A.cols());
+    for (std::size_t i = 0; i < idx.size(); ++i)
+      B.row(static_cast<Eigen::Index>(i)) = A.row(idx[i]);
+    return B;
+  };
+  const auto pair = [&](int p, int th, const Callbacks& c) {
+    const int g = p / folds, f = p % folds;
+    const Kernel& k = *kernels[static_cast<std::size_t>(g)];
+    const Mat Xtr = rows_of(tr[static_cast<std::size_t>(f)], X);
+    const Mat Ytr = rows_of(tr[static_cast<std::size_t>(f)], Y);
+    const Mat Xte = rows_of(te[static_cast<std::size_t>(f)], X);
+    const Eigen::Index m = Xtr.rows();
+    Mat K(m, m), A(m, m);
+    backend.kernel_matrix(k, Xtr, Xtr, K, th, c);
+    for (int l = 0; l < nl; ++l) {
+      c.check();
+      A = K;
+      const KrrFit fit = kernel_ridge_solve(A, Ytr, static_cast<double>(m) * lambdas[static_cast<std::size_t>(l)],
+                                            intercept, th, c, backend);
+      Mat& F = out[static_cast<std::size_t>(p) * static_cast<std::size_t>(nl) + static_cast<std::size_t>(l)];
+      F.resize(Xte.rows(), Y.cols());
+      kernel_expansion(backend, k, Xte, Xtr, dense_machines(fit.alpha, fit.bias), F, th, c);
+    }
+  };
+  const int workers = kernel_ridge_grid_workers(pairs, most, threads, backend);
+  if (workers == 1) {
+    for (int p = 0; p < pairs; ++p)
+      pair(p, threads, cb.stage(static_cast<double>(p) / pairs, static_cast<double>(p + 1) / pairs));
+    cb.report(1.0);
+    return out;
+  }
+  run_tasks(pairs, workers, [&](int p, const std::atomic<bool>& stop) {
+    Callbacks c;
+    c.interrupted = [&stop]() { return stop.load(); };
+    pair(p, 1, c);
+  }, cb);
+  return out;
 }
 
 }  // namespace kl
