@@ -80,6 +80,19 @@ kl::Mat with_ones(const kl::Mat& X) {
 
 const double kEps = std::numeric_limits<double>::epsilon();
 
+// The kernel ridge fit with a bias by a direct solve of the bordered system
+// [K + c I, 1; 1', 0] [alpha; b] = [Y; 0]: alpha in the first rows, b in the last.
+kl::Mat bordered_ridge_solve(const kl::Mat& K, const kl::Mat& Y, double c) {
+  const Eigen::Index m = K.rows();
+  kl::Mat S = kl::Mat::Zero(m + 1, m + 1);
+  S.topLeftCorner(m, m) = K + c * kl::Mat::Identity(m, m);
+  S.topRightCorner(m, 1).setOnes();
+  S.bottomLeftCorner(1, m).setOnes();
+  kl::Mat R = kl::Mat::Zero(m + 1, Y.cols());
+  R.topRows(m) = Y;
+  return Eigen::PartialPivLU<kl::Mat>(S).solve(R);
+}
+
 }  // namespace
 
 TEST_CASE("linalg: the vectorised tiled GEMM agrees with plain products for every kernel level") {
@@ -424,14 +437,8 @@ TEST_CASE("linalg: the kernel ridge solve through a backend against a direct sol
   kl::Mat K(n, n);
   k->block(X, X, K, 1, kl::Callbacks());
   const double lambda = 0.3;
-  // with a bias: [K + lambda I, 1; 1', 0] [alpha; b] = [Y; 0]
-  kl::Mat S = kl::Mat::Zero(n + 1, n + 1);
-  S.topLeftCorner(n, n) = K + lambda * kl::Mat::Identity(n, n);
-  S.topRightCorner(n, 1).setOnes();
-  S.bottomLeftCorner(1, n).setOnes();
-  kl::Mat R = kl::Mat::Zero(n + 1, 2);
-  R.topRows(n) = Y;
-  const kl::Mat sol = Eigen::PartialPivLU<kl::Mat>(S).solve(R);
+  // with a bias
+  const kl::Mat sol = bordered_ridge_solve(K, Y, lambda);
   kl::Mat Kw = K;
   const kl::KrrFit fit = kl::kernel_ridge_solve(Kw, Y, lambda, true, 2, kl::Callbacks(),
                                                 kl::cpu_backend());
@@ -487,13 +494,7 @@ TEST_CASE("linalg: the kernel ridge grid of folds x widths x penalties equals th
           const kl::Mat& G = got[(g * folds + f) * lam.size() + l];
           CHECK_IDENTICAL(G, F);
           const Eigen::Index m = static_cast<Eigen::Index>(tr.size());
-          kl::Mat S = kl::Mat::Zero(m + 1, m + 1);
-          S.topLeftCorner(m, m) = K0 + c * kl::Mat::Identity(m, m);
-          S.topRightCorner(m, 1).setOnes();
-          S.bottomLeftCorner(1, m).setOnes();
-          kl::Mat R = kl::Mat::Zero(m + 1, 2);
-          R.topRows(m) = Ytr;
-          const kl::Mat sol = Eigen::PartialPivLU<kl::Mat>(S).solve(R);
+          const kl::Mat sol = bordered_ridge_solve(K0, Ytr, c);
           kl::Mat Kte(te.size(), m);
           ks[g]->block(Xte, Xtr, Kte, 1, kl::Callbacks());
           const kl::Mat direct = (Kte * sol.topRows(m)).rowwise() + sol.row(m);

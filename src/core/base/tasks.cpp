@@ -130,4 +130,28 @@ void run_tasks(int ntasks, int workers,
   cb.report(1.0);
 }
 
+Callbacks stop_only(const std::atomic<bool>& stop) {
+  Callbacks c;
+  c.interrupted = [&stop]() { return stop.load(); };
+  return c;
+}
+
+void run_tasks_or_in_order(int ntasks, int workers, int threads,
+                           const std::function<void(int, int, const Callbacks&)>& fn,
+                           const Callbacks& cb) {
+  if (ntasks <= 0) return;
+  if (workers <= 1) {
+    const double n = static_cast<double>(ntasks);
+    for (int t = 0; t < ntasks; ++t) {
+      cb.check();
+      fn(t, threads, cb.stage(t / n, (t + 1) / n));
+    }
+    cb.report(1.0);
+    return;
+  }
+  run_tasks(ntasks, workers, [&](int t, const std::atomic<bool>& stop) {
+    fn(t, 1, stop_only(stop));
+  }, cb);
+}
+
 }  // namespace kl

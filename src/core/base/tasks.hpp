@@ -20,6 +20,18 @@ namespace kl {
 void run_tasks(int ntasks, int workers, const std::function<void(int, const std::atomic<bool>&)>& fn,
                const Callbacks& cb, std::atomic<double>* single_gap = nullptr, double eps = 1e-3);
 
+// Callbacks for work on a worker thread of run_tasks: the task's stop flag only (the caller's
+// own callbacks talk to a single-threaded host and must not be called from a worker).
+Callbacks stop_only(const std::atomic<bool>& stop);
+
+// Runs tasks 0..n-1 either side by side or one after another: with workers >= 2 through
+// run_tasks, one thread per task and stop-only callbacks; otherwise in order on the calling
+// thread, each with `threads` threads and the caller's callbacks staged over its share of the
+// progress. `fn(task, threads, callbacks)` must give the same result either way.
+void run_tasks_or_in_order(int ntasks, int workers, int threads,
+                           const std::function<void(int, int, const Callbacks&)>& fn,
+                           const Callbacks& cb);
+
 // Inside a task that run_tasks runs on its calling thread: checks the caller's callbacks for an
 // interrupt (throwing Interrupted) and reports progress, at most every few milliseconds. Does
 // nothing elsewhere. Never call it inside a parallel region.

@@ -47,14 +47,6 @@ struct Grid {
   std::vector<double> gamma, cost;
 };
 
-// Callbacks for work on a worker thread: only the task's stop flag (never the caller's, which
-// talk to a single-threaded host).
-Callbacks stop_only(const std::atomic<bool>& stop) {
-  Callbacks c;
-  c.interrupted = [&stop]() { return stop.load(); };
-  return c;
-}
-
 // Errors of every cost on the held-out rows of every fold, for one kernel matrix K (m x m).
 // Returns the summed errors (classification: misclassified rows; regression: squared errors)
 // per cost.

@@ -830,19 +830,7 @@ std::vector<HgkResult> hgk_learn_runs(CMatRef X, CMatRef Y, const std::vector<Hg
     Rng rng(r.seed);
     out[static_cast<std::size_t>(t)] = hgk_learn(*r.family, Xr, Yr, r.theta0, o, rng, c);
   };
-  if (workers == 1) {
-    for (int t = 0; t < nr; ++t) {
-      cb.check();
-      one(t, opt.threads, cb.stage(static_cast<double>(t) / nr, static_cast<double>(t + 1) / nr));
-    }
-    cb.report(1.0);
-    return out;
-  }
-  run_tasks(nr, workers, [&](int t, const std::atomic<bool>& stop) {
-    Callbacks c;
-    c.interrupted = [&stop]() { return stop.load(); };
-    one(t, 1, c);
-  }, cb);
+  run_tasks_or_in_order(nr, workers, opt.threads, one, cb);
   return out;
 }
 

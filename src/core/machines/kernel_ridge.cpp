@@ -87,25 +87,15 @@ std::vector<Mat> kernel_ridge_grid(const std::vector<KernelPtr>& kernels, CMatRe
     for (int l = 0; l < nl; ++l) {
       c.check();
       A = K;
-      const KrrFit fit = kernel_ridge_solve(A, Ytr, static_cast<double>(m) * lambdas[static_cast<std::size_t>(l)],
-                                            intercept, th, c, backend);
-      Mat& F = out[static_cast<std::size_t>(p) * static_cast<std::size_t>(nl) + static_cast<std::size_t>(l)];
+      const double penalty = static_cast<double>(m) * lambdas[static_cast<std::size_t>(l)];
+      const KrrFit fit = kernel_ridge_solve(A, Ytr, penalty, intercept, th, c, backend);
+      Mat& F = out[static_cast<std::size_t>(p * nl + l)];
       F.resize(Xte.rows(), Y.cols());
       kernel_expansion(backend, k, Xte, Xtr, dense_machines(fit.alpha, fit.bias), F, th, c);
     }
   };
   const int workers = kernel_ridge_grid_workers(pairs, most, threads, backend);
-  if (workers == 1) {
-    for (int p = 0; p < pairs; ++p)
-      pair(p, threads, cb.stage(static_cast<double>(p) / pairs, static_cast<double>(p + 1) / pairs));
-    cb.report(1.0);
-    return out;
-  }
-  run_tasks(pairs, workers, [&](int p, const std::atomic<bool>& stop) {
-    Callbacks c;
-    c.interrupted = [&stop]() { return stop.load(); };
-    pair(p, 1, c);
-  }, cb);
+  run_tasks_or_in_order(pairs, workers, threads, pair, cb);
   return out;
 }
 
