@@ -90,7 +90,8 @@
                gammas = gamma, lambdas = lambda)
   ctx <- list(x = x, Y = Y, y = inp$y, task = inp$task, levels = inp$levels, opts = opts,
               losses = losses, probability = probability, threads = threads, d = d,
-              features = colnames(x))
+              features = colnames(x),
+              extend = if (is.null(control$extend)) 2L else control$extend)
 
   nfits <- (if (need_cv) folds * length(cands) else 0L) + (final == "refit")
   p <- .kl_progressor()
@@ -157,7 +158,7 @@
   } else {
     m <- .hgk_learn_model(ctx, cand$kernel, seq_len(n), caller, keep = FALSE,
                           learn = cand$learned)
-    rc <- .hgk_refit_grid(ctx, m, folds, lambda, caller)
+    rc <- .hgk_refit_grid(ctx, m, folds, lambda, caller, extend = ctx$extend)
     refit_cv <- rc$table
     hs <- if ("hinge" %in% ctx$losses) .hgk_hinge_grid(ctx, m, rc)
     if (!is.null(hs)) svm_cv <- hs$table
@@ -346,12 +347,13 @@
       c2 <- ctx
       c2$opts$gammas <- g
       rc <- .hgk_refit_grid(c2, list(kernel = hierarchical_gaussian_kernel(rep(1, d))), 0L,
-                            lam, caller, foldid = foldid)
+                            lam, caller, foldid = foldid, extend = ctx$extend)
       list(loss = "ls", error = mean(rc$fold_errors), fold_errors = rc$fold_errors,
            gamma = rc$gamma, lambda = rc$lambda,
            table = rc$table, foldid = foldid,
-           label = sprintf("least-squares SVM tuned over %d widths x %d penalties", length(g),
-                           length(lam)))
+           label = sprintf("least-squares SVM tuned over %d widths x %d penalties%s", length(g),
+                           length(lam), if (is.null(rc$extended)) "" else
+                             sprintf(" (%s)", sub("^grid ", "the grid ", rc$extended))))
     }
   }), error = function(e) list(failed = conditionMessage(e)))
 }
@@ -628,8 +630,13 @@
 
 # final = "refit": (gamma, lambda) by k-fold CV of the least-squares SVM with the learned weights
 # (error: pooled over the rows; fold_errors: the chosen point's mean in each fold).
-# foldid: the folds, or NULL to draw `folds` of them.
-.hgk_refit_grid <- function(ctx, m, folds, lambda, caller, foldid = NULL) {
+# foldid: the folds, or NULL to draw `folds` of them. extend: when the best point lies at an end
+# of the width or penalty grid, the grid grows past that end by its own ratio, one value at a
+# time (a whole row or column, on the same folds), while the new value validates better, at most
+# `extend` values past each end; penalties stop at 1e-10 (the solve's conditioning). Nearly
+# noise-free responses want penalties below the paper's grid. table: every point, with
+# `extended` TRUE past the first grid; gammas and lambdas: the first grid (the C-SVM's costs).
+.hgk_refit_grid <- function(ctx, m, folds, lambda, caller, foldid = NULL, extend = 0L) {
   n <- nrow(ctx$x)
   gammas <- if (is.null(ctx$opts$gammas)) m$gamma * c(0.5, 1, 2) else ctx$opts$gammas
   if (is.null(foldid))
@@ -637,35 +644,133 @@
   folds <- max(foldid)
   n1 <- n - ceiling(n / folds)
   lambdas <- if (is.null(lambda)) exp(seq(log(1e-3 / n1), log(0.1), length.out = 6L)) else lambda
-  err <- matrix(0, length(gammas), length(lambdas))
-  ferr <- array(0, c(length(gammas), length(lambdas), folds))
   k <- m$kernel
-  # the held-out values of every width, fold and penalty in one call of the core, which
-  # computes a fold's kernel matrix once for all penalties and runs the (width, fold) pairs
-  # side by side on the threads (kl::kernel_ridge_grid)
-  specs <- lapply(gammas, function(g) {
-    k$gamma <- g
-    .kernel_spec(k)
-  })
-  decs <- .kl_core(caller, cpp_kernel_ridge_grid, ctx$x, ctx$Y, specs, as.integer(foldid),
-                   lambdas, TRUE, ctx$threads, .kl_backend_arg())
-  nl <- length(lambdas)
-  for (gi in seq_along(gammas)) {
-    for (f in seq_len(folds)) {
-      te <- which(foldid == f)
-      for (li in seq_along(lambdas)) {
-        dec <- decs[[((gi - 1L) * folds + (f - 1L)) * nl + li]]
-        se <- sum((pmin(pmax(dec, -1), 1) - ctx$Y[te, , drop = FALSE])^2)
-        err[gi, li] <- err[gi, li] + se / (n * ncol(ctx$Y))
-        ferr[gi, li, f] <- se / (length(te) * ncol(ctx$Y))
+  # the summed (err, pooled over the rows) and per-fold (ferr) clipped squared errors of the
+  # widths g x penalties l: the held-out values of every width, fold and penalty in one call
+  # of the core, which computes a fold's kernel matrix once for all penalties and runs the
+  # (width, fold) pairs side by side on the threads (kl::kernel_ridge_grid)
+  score <- function(g, l) {
+    specs <- lapply(g, function(v) {
+      k$gamma <- v
+      .kernel_spec(k)
+    })
+    decs <- .kl_core(caller, cpp_kernel_ridge_grid, ctx$x, ctx$Y, specs, as.integer(foldid),
+                     l, TRUE, ctx$threads, .kl_backend_arg())
+    err <- matrix(0, length(g), length(l))
+    ferr <- array(0, c(length(g), length(l), folds))
+    nl <- length(l)
+    for (gi in seq_along(g)) {
+      for (f in seq_len(folds)) {
+        te <- which(foldid == f)
+        for (li in seq_along(l)) {
+          dec <- decs[[((gi - 1L) * folds + (f - 1L)) * nl + li]]
+          se <- sum((pmin(pmax(dec, -1), 1) - ctx$Y[te, , drop = FALSE])^2)
+          err[gi, li] <- err[gi, li] + se / (n * ncol(ctx$Y))
+          ferr[gi, li, f] <- se / (length(te) * ncol(ctx$Y))
+        }
       }
     }
+    list(err = err, ferr = ferr)
   }
-  b <- which(err == min(err), arr.ind = TRUE)[1L, ]
-  list(gamma = gammas[b[1L]], lambda = lambdas[b[2L]], gammas = gammas, lambdas = lambdas,
-       foldid = foldid, fold_errors = ferr[b[1L], b[2L], ],
-       table = data.frame(gamma = rep(gammas, length(lambdas)),
-                          lambda = rep(lambdas, each = length(gammas)), error = as.vector(err)))
+  sc <- score(gammas, lambdas)
+  err <- sc$err
+  ferr <- sc$ferr
+  g_all <- gammas
+  l_all <- lambdas
+  best <- function() which(err == min(err), arr.ind = TRUE)[1L, ]
+  ratio <- function(v) if (length(v) >= 2L) exp(mean(diff(log(sort(v))))) else NA_real_
+  spacing <- c(gamma = ratio(gammas), lambda = ratio(lambdas))
+  steps <- matrix(0L, 2L, 2L, dimnames = list(c("gamma", "lambda"), c("down", "up")))
+  stopped <- steps > 0L
+  repeat {
+    if (extend <= 0L) break
+    b <- best()
+    move <- NULL
+    for (p in c("lambda", "gamma")) {
+      v <- if (p == "gamma") g_all else l_all
+      pos <- b[[if (p == "gamma") 1L else 2L]]
+      r <- spacing[[p]]
+      if (!is.finite(r) || r <= 1.0001) next
+      for (dir in c("down", "up")) {
+        at_end <- if (dir == "down") pos == 1L else pos == length(v)
+        if (!at_end || stopped[p, dir] || steps[p, dir] >= extend) next
+        nx <- if (dir == "down") min(v) / r else max(v) * r
+        if (p == "lambda" && nx < 1e-10) {
+          stopped[p, dir] <- TRUE
+          next
+        }
+        move <- list(p = p, dir = dir, value = nx)
+        break
+      }
+      if (!is.null(move)) break
+    }
+    if (is.null(move)) break
+    steps[move$p, move$dir] <- steps[move$p, move$dir] + 1L
+    # a solve that fails past the edge ends the search in that direction (an interrupt is not
+    # an error and stops the fit)
+    new <- tryCatch(if (move$p == "gamma") score(move$value, l_all) else score(g_all, move$value),
+                    error = function(e) NULL)
+    if (is.null(new) || !all(is.finite(new$err))) {
+      stopped[move$p, move$dir] <- TRUE
+      next
+    }
+    old_min <- min(err)
+    if (move$p == "gamma") {
+      if (move$dir == "down") {
+        g_all <- c(move$value, g_all)
+        err <- rbind(new$err, err)
+        ferr <- .hgk_bind_grid(new$ferr, ferr, 1L)
+      } else {
+        g_all <- c(g_all, move$value)
+        err <- rbind(err, new$err)
+        ferr <- .hgk_bind_grid(ferr, new$ferr, 1L)
+      }
+    } else {
+      if (move$dir == "down") {
+        l_all <- c(move$value, l_all)
+        err <- cbind(new$err, err)
+        ferr <- .hgk_bind_grid(new$ferr, ferr, 2L)
+      } else {
+        l_all <- c(l_all, move$value)
+        err <- cbind(err, new$err)
+        ferr <- .hgk_bind_grid(ferr, new$ferr, 2L)
+      }
+    }
+    if (!(min(new$err) < old_min)) stopped[move$p, move$dir] <- TRUE
+  }
+  b <- best()
+  table <- data.frame(gamma = rep(g_all, length(l_all)),
+                      lambda = rep(l_all, each = length(g_all)), error = as.vector(err))
+  table$extended <- !(table$gamma %in% gammas & table$lambda %in% lambdas)
+  ext <- c(if (min(g_all) < min(gammas)) sprintf("widths down to %s", format(signif(min(g_all), 4))),
+           if (max(g_all) > max(gammas)) sprintf("widths up to %s", format(signif(max(g_all), 4))),
+           if (min(l_all) < min(lambdas))
+             sprintf("penalties down to %s", format(signif(min(l_all), 4))),
+           if (max(l_all) > max(lambdas))
+             sprintf("penalties up to %s", format(signif(max(l_all), 4))))
+  if (length(ext))
+    attr(table, "extended") <- sprintf("grid extended past a winning edge: %s",
+                                       paste(ext, collapse = ", "))
+  list(gamma = g_all[b[1L]], lambda = l_all[b[2L]], gammas = gammas, lambdas = lambdas,
+       foldid = foldid, fold_errors = ferr[b[1L], b[2L], ], table = table,
+       extended = attr(table, "extended"))
+}
+
+# Two arrays of errors (widths x penalties x folds) bound along dimension `along` (1 widths,
+# 2 penalties).
+.hgk_bind_grid <- function(a, b, along) {
+  da <- dim(a)
+  db <- dim(b)
+  out <- if (along == 1L) array(0, c(da[1L] + db[1L], da[2L], da[3L]))
+         else array(0, c(da[1L], da[2L] + db[2L], da[3L]))
+  if (along == 1L) {
+    out[seq_len(da[1L]), , ] <- a
+    out[da[1L] + seq_len(db[1L]), , ] <- b
+  } else {
+    out[, seq_len(da[2L]), ] <- a
+    out[, da[2L] + seq_len(db[2L]), ] <- b
+  }
+  out
 }
 
 # final = "refit" with the hinge loss: the C-SVM on the learned weights gets its own width and

@@ -152,8 +152,10 @@ print.hgk <- function(x, ...) {
       cat(sprintf("  predictor: C-SVM refit on all rows, gamma %s, cost %s (by %d-fold CV)\n",
                   format(signif(m$svm$kernel$gamma, 4)), format(signif(m$svm$cost, 4)), x$folds))
     else
-      cat(sprintf("  predictor: refit on all rows, gamma %s, lambda %s (by %d-fold CV)\n",
-                  format(signif(m$gamma, 4)), format(signif(m$lambda, 4)), x$folds))
+      cat(sprintf("  predictor: refit on all rows, gamma %s, lambda %s (by %d-fold CV%s)\n",
+                  format(signif(m$gamma, 4)), format(signif(m$lambda, 4)), x$folds,
+                  if (is.null(attr(x$refit_cv, "extended"))) ""
+                  else paste(";", attr(x$refit_cv, "extended"))))
   }
   r <- sort(x$relevance, decreasing = TRUE)
   cat("  most relevant inputs: ", paste(sprintf("%s %s", names(utils::head(r, 5L)),

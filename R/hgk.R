@@ -64,7 +64,7 @@
 #' a second draw of folds, since one draw's noise would pick the point on a
 #' flat error surface; otherwise
 #' the least-squares SVM over 6 widths x 6 penalties by the clipped squared
-#' error. The widths are \eqn{\gamma = 1/t^2}{gamma = 1/t^2} with \eqn{t}
+#' error (extended past a winning end as the refit's grid below). The widths are \eqn{\gamma = 1/t^2}{gamma = 1/t^2} with \eqn{t}
 #' geometric from \eqn{0.2 m^{-1/d}}{0.2 m^(-1/d)} to
 #' \eqn{5 (1 + 5/m)^d}{5 (1 + 5/m)^d}, the penalties geometric from
 #' \eqn{10^{-3}/m}{1e-3/m} to 0.1 (cost \eqn{1/(2 m \lambda)}{1/(2 m lambda)}),
@@ -100,7 +100,9 @@
 #' \eqn{(\gamma, \lambda)} are chosen by \code{folds}-fold cross-validation
 #' of the least-squares SVM (over \eqn{\gamma} in \eqn{\{1/2, 1, 2\}} times
 #' the learned width, or the given \code{gamma} values, and the
-#' \eqn{\lambda} grid), and the model is fitted on all rows. A C-SVM (the
+#' \eqn{\lambda} grid, both extended past an end where it validates best;
+#' see \code{extend} in \code{\link{hgk_control}}), and the model is fitted
+#' on all rows. A C-SVM (the
 #' hinge loss) gets its own width and cost on the learned weights by
 #' cross-validation in the same folds, as \code{\link{kl_tune}} tunes
 #' \code{\link{kernel_svm}}: for two classes by the squared error of its
@@ -351,6 +353,14 @@ hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
 #'   the tree, else the learning runs in double (as do the kernel blocks of a
 #'   depth-1 tree, the Gaussian kernel), so results can differ between
 #'   machines with and without AVX2.
+#' @param extend Values at most past each end of the least-squares grids
+#'   of width and penalty (the refit's with \code{final = "refit"}, and the
+#'   tuned Gaussian's when it is a least-squares SVM) when their best point
+#'   lies at that end: the grid grows by its own ratio, one value at a time
+#'   on the same folds, while the new value validates better, as
+#'   \code{\link{kl_tune}} extends its grids; penalties stop at
+#'   \eqn{10^{-10}}{1e-10}. A nearly noise-free response often wants
+#'   penalties below the paper's grid. \code{0} keeps the grids as they are.
 #' @return A list of class \code{"hgk_control"}.
 #' @examples
 #' hgk_control(maxit = 50, temperature = 0)
@@ -358,7 +368,7 @@ hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
 #' @export
 hgk_control <- function(split = NULL, maxit = 30, anneal_steps = 5, perturbation = 0.5,
                         temperature = 0.01, cooling = 0.9, patience = 5, reshuffles = 2,
-                        precision = c("single", "double")) {
+                        precision = c("single", "double"), extend = 2) {
   caller <- "hgk_control()"
   precision <- .kl_choice(precision, c("single", "double"), "precision", caller)[1L]
   if (!is.null(split) && (!is.numeric(split) || length(split) != 2L || any(!is.finite(split)) ||
@@ -383,6 +393,7 @@ hgk_control <- function(split = NULL, maxit = 30, anneal_steps = 5, perturbation
                  anneal_steps = whole(anneal_steps, "anneal_steps", 0L),
                  perturbation = as.numeric(perturbation), temperature = as.numeric(temperature),
                  cooling = as.numeric(cooling), patience = whole(patience, "patience", 1L),
-                 reshuffles = whole(reshuffles, "reshuffles", 0L), precision = precision),
+                 reshuffles = whole(reshuffles, "reshuffles", 0L), precision = precision,
+                 extend = whole(extend, "extend", 0L)),
             class = "hgk_control")
 }

@@ -131,8 +131,9 @@ test_that("the refit's C-SVM validates its own width and cost on the learned ker
   expect_true(all(c("gamma", "cost", "mean", "extended") %in% names(tab)))
   # the widths of the least-squares grid, the costs of its penalties for the 100 rows of a fold
   expect_false(any(tab$extended))
-  expect_setequal(unique(tab$gamma), unique(fit$refit_cv$gamma))
-  expect_equal(sort(unique(tab$cost)), sort(1 / (2 * 100 * unique(fit$refit_cv$lambda))))
+  first <- fit$refit_cv[!fit$refit_cv$extended, ]
+  expect_setequal(unique(tab$gamma), unique(first$gamma))
+  expect_equal(sort(unique(tab$cost)), sort(1 / (2 * 100 * unique(first$lambda))))
   # the best point, its cost rescaled to all 150 rows (the same lambda)
   b <- tab[which.min(tab$mean), ]
   expect_equal(m$svm$cost, b$cost * 100 / 150)
@@ -174,6 +175,47 @@ test_that("the refit's C-SVM validates its own width and cost on the learned ker
   fit <- hgk(cd$x, cd$y, depth = 1, final = "refit", loss = "ls", folds = 3,
              control = hgk_control(maxit = 0), baseline = FALSE)
   expect_null(fit$svm_cv)
+})
+
+test_that("the refit's least-squares grid grows past a winning end, as if it had been given", {
+  # a noise-free response: the smallest penalty wins, and smaller ones win again
+  set.seed(171)
+  x <- matrix(runif(150 * 3), 150, 3)
+  y <- sin(4 * x[, 1]) + x[, 2]^2
+  fit_at <- function(lambda, extend, gamma = c(1, 2)) {
+    set.seed(172)
+    hgk(x, y, depth = 1, gamma = gamma, lambda = lambda, final = "refit", folds = 3,
+        control = hgk_control(maxit = 0, split = c(0.3, 0.3), extend = extend),
+        baseline = FALSE, loss = "ls")
+  }
+  fit <- fit_at(c(1e-2, 1e-3), 2)
+  tab <- fit$refit_cv
+  expect_true(all(c("gamma", "lambda", "error", "extended") %in% names(tab)))
+  # two penalties below the grid (ratio 10), and with the width 2 at its end, one width past
+  # it (ratio 2) that did not validate better, every point on the grown grid
+  expect_equal(sort(unique(tab$lambda)), c(1e-5, 1e-4, 1e-3, 1e-2))
+  expect_equal(sort(unique(tab$gamma)), c(1, 2, 4))
+  expect_equal(nrow(tab), 12L)
+  expect_equal(tab$extended, tab$lambda < 1e-3 | tab$gamma > 2)
+  expect_match(attr(tab, "extended"), "widths up to 4, penalties down to 1e-05")
+  b <- tab[which.min(tab$error), ]
+  expect_equal(c(fit$models[[1]]$gamma, fit$models[[1]]$lambda), c(b$gamma, b$lambda))
+  expect_output(print(fit), "grid extended past a winning edge: widths up to 4")
+  # the errors of the grown grid are those of the whole grid given at once (same folds)
+  all_at_once <- fit_at(c(1e-5, 1e-4, 1e-3, 1e-2), 0, c(1, 2, 4))$refit_cv
+  expect_false(any(all_at_once$extended))
+  expect_null(attr(all_at_once, "extended"))
+  key <- function(t) paste(t$gamma, signif(t$lambda, 6))
+  expect_setequal(key(tab), key(all_at_once))
+  expect_equal(tab$error[match(key(all_at_once), key(tab))], all_at_once$error,
+               tolerance = 1e-12)
+  # extend = 0 keeps the grid; widths grow by their own ratio while they validate better
+  expect_false(any(fit_at(c(1e-2, 1e-3), 0)$refit_cv$extended))
+  w <- fit_at(1e-4, 2, c(0.5, 1))$refit_cv
+  expect_equal(w$gamma, c(0.5, 1, 2, 4))
+  expect_equal(w$extended, w$gamma > 1)
+  expect_lt(w$error[3], w$error[2])
+  expect_gt(w$error[4], w$error[3])
 })
 
 test_that("maxit = 0, final = \"average\": the mean of LS-SVMs fitted outside each fold", {
@@ -989,6 +1031,7 @@ test_that("bad input is an error that names the problem", {
   expect_error(hgk_control(cooling = 1.5), "'cooling'")
   expect_error(hgk_control(patience = 0), "'patience' must be a whole number >= 1")
   expect_error(hgk_control(reshuffles = -1), "'reshuffles'")
+  expect_error(hgk_control(extend = -1), "'extend' must be a whole number >= 0")
   expect_s3_class(hgk_control(), "hgk_control")
 })
 
