@@ -9,8 +9,12 @@
 #           friedman3, servo (factor inputs), housevotes (factor inputs),
 #           satellite (1,200 random rows), zoo (7 classes, some of 4 to 5 rows), soybean
 #           (factor inputs, 15 classes), ozone (the day columns left out) (mlbench; rows with
-#           missing values left out), and concrete, auto_mpg, wdbc, bupa, breast_cancer and ccpp
-#           (1,200 random rows) read by kl_dataset() from the data directory
+#           missing values left out), twonorm, threenorm (20 inputs), circle (2 inputs),
+#           cassini, xor (3 inputs), smiley (2 inputs) (mlbench generators, 800 rows), and
+#           concrete, auto_mpg, wdbc, bupa, breast_cancer, ccpp, yacht, energy (heating load),
+#           forest_fires (log(1 + area)), heart, thyroid, parkinsons (motor UPDRS) and
+#           shuttle (1,200 random rows where there are more; shuttle's rarest classes may be
+#           absent from a split's training rows) read by kl_dataset() from the data directory
 #           (KERNLEARN_DATA_DIR or options(kernlearn.data_dir = )) (default all)
 #   splits  random 70 / 30 splits per set (default 3)
 #   methods comma list among hgk, tkl (default both)
@@ -26,11 +30,12 @@ suppressPackageStartupMessages({
   library(mlbench)
 })
 args <- commandArgs(TRUE)
-data_sets <- c("concrete", "auto_mpg", "wdbc", "bupa", "breast_cancer", "ccpp")
+data_sets <- c("concrete", "auto_mpg", "wdbc", "bupa", "breast_cancer", "ccpp", "yacht", "energy",
+               "forest_fires", "heart", "thyroid", "parkinsons", "shuttle")
 all_sets <- c("vehicle", "glass", "sonar", "ionosphere", "pima", "boston", "friedman1",
               "friedman2", "vowel", "dna", "waveform", "ringnorm", "spirals", "friedman3",
-              "servo", "housevotes", "satellite", "zoo", "soybean", "ozone",
-              data_sets)
+              "servo", "housevotes", "satellite", "zoo", "soybean", "ozone", "twonorm",
+              "threenorm", "circle", "cassini", "xor", "smiley", data_sets)
 sets <- if (length(args) >= 1L) strsplit(args[1L], ",")[[1L]] else all_sets
 splits <- if (length(args) >= 2L) as.integer(args[2L]) else 3L
 methods <- if (length(args) >= 3L) strsplit(args[3L], ",")[[1L]] else c("hgk", "tkl")
@@ -40,7 +45,8 @@ out <- file.path("bench", "results", "learned_vs_gaussian.csv")
 
 load_set <- function(name) {
   if (name %in% data_sets) {
-    k <- kl_dataset(name, quiet = TRUE)
+    k <- kl_dataset(name, quiet = TRUE,
+                    target = if (name == "forest_fires") "log_area")
     d <- data.frame(k$x, y = k$y)
     if (nrow(d) > 1200L) {
       set.seed(107)
@@ -97,12 +103,26 @@ load_set <- function(name) {
                 d <- d[, vapply(d, function(v) length(unique(v)) > 1L, TRUE)]
                 names(d)[names(d) == "Class"] <- "y"; d$y <- droplevels(d$y) },
     ozone = { utils::data("Ozone", envir = e); d <- e$Ozone[, -(1:3)]
-              names(d)[names(d) == "V4"] <- "y" })
+              names(d)[names(d) == "V4"] <- "y" },
+    twonorm = { set.seed(109); s <- mlbench.twonorm(800, d = 20)
+                d <- data.frame(s$x, y = s$classes) },
+    threenorm = { set.seed(110); s <- mlbench.threenorm(800, d = 20)
+                  d <- data.frame(s$x, y = s$classes) },
+    circle = { set.seed(111); s <- mlbench.circle(800, d = 2)
+               d <- data.frame(s$x, y = s$classes) },
+    cassini = { set.seed(112); s <- mlbench.cassini(800)
+                d <- data.frame(s$x, y = s$classes) },
+    xor = { set.seed(113); s <- mlbench.xor(800, d = 3)
+            d <- data.frame(s$x, y = s$classes) },
+    smiley = { set.seed(114); s <- mlbench.smiley(800, sd1 = 0.1, sd2 = 0.2)
+               d <- data.frame(s$x, y = s$classes) })
   d <- d[stats::complete.cases(d), ]
   d
 }
 
-err_of <- function(pred, y) if (is.factor(y)) mean(pred != y) else mean((pred - y)^2)
+err_of <- function(pred, y) {
+  if (is.factor(y)) mean(as.character(pred) != as.character(y)) else mean((pred - y)^2)
+}
 
 fit_method <- function(method, d, tr) {
   dt <- d[tr, ]
