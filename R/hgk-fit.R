@@ -781,10 +781,11 @@
 # a row or two, and the smaller cost then leaves decision values inside the margin) unless the
 # classes are noisy (.hgk_noisy_ls), for more classes, whose decision values are pairwise, the
 # misclassification rate.
-# Widths: those of the least-squares grid; costs: its penalties as C = 1 / (2 m lambda) for the
-# m rows of a fold's fit, then rescaled to all n rows by m / n (the same lambda), so the refit
-# has the validated penalty. The grids are not extended past their ends (the cost grid spans
-# the paper's penalties; costs past it make slow solves that rarely validate better). NULL
+# Widths: those of the least-squares grid as first laid (not the values it grew by past its
+# ends); costs: its penalties as C = 1 / (2 m lambda) for the m rows of a fold's fit, then
+# rescaled to all n rows by m / n (the same lambda), so the refit has the validated penalty.
+# The grids are not extended past their ends (the cost grid spans the paper's penalties; costs
+# past it make slow solves that rarely validate better). NULL
 # when the grid is one point.
 .hgk_hinge_grid <- function(ctx, m, rc) {
   if (length(rc$gammas) * length(rc$lambdas) < 2L) return(NULL)
