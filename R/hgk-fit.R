@@ -715,27 +715,12 @@
       next
     }
     old_min <- min(err)
-    if (move$p == "gamma") {
-      if (move$dir == "down") {
-        g_all <- c(move$value, g_all)
-        err <- rbind(new$err, err)
-        ferr <- .hgk_bind_grid(new$ferr, ferr, 1L)
-      } else {
-        g_all <- c(g_all, move$value)
-        err <- rbind(err, new$err)
-        ferr <- .hgk_bind_grid(ferr, new$ferr, 1L)
-      }
-    } else {
-      if (move$dir == "down") {
-        l_all <- c(move$value, l_all)
-        err <- cbind(new$err, err)
-        ferr <- .hgk_bind_grid(new$ferr, ferr, 2L)
-      } else {
-        l_all <- c(l_all, move$value)
-        err <- cbind(err, new$err)
-        ferr <- .hgk_bind_grid(ferr, new$ferr, 2L)
-      }
-    }
+    along <- if (move$p == "gamma") 1L else 2L
+    down <- move$dir == "down"
+    grow <- function(a, b) if (down) .hgk_bind_grid(b, a, along) else .hgk_bind_grid(a, b, along)
+    if (along == 1L) g_all <- grow(g_all, move$value) else l_all <- grow(l_all, move$value)
+    err <- grow(err, new$err)
+    ferr <- grow(ferr, new$ferr)
     if (!(min(new$err) < old_min)) stopped[move$p, move$dir] <- TRUE
   }
   b <- best()
@@ -756,21 +741,21 @@
        extended = attr(table, "extended"))
 }
 
-# Two arrays of errors (widths x penalties x folds) bound along dimension `along` (1 widths,
-# 2 penalties).
+# Two vectors (grid values), matrices (widths x penalties) or arrays (widths x penalties x
+# folds) of a grid bound along dimension `along` (1 widths, 2 penalties; vectors: end to end).
 .hgk_bind_grid <- function(a, b, along) {
+  if (is.null(dim(a))) return(c(a, b))
   da <- dim(a)
-  db <- dim(b)
-  out <- if (along == 1L) array(0, c(da[1L] + db[1L], da[2L], da[3L]))
-         else array(0, c(da[1L], da[2L] + db[2L], da[3L]))
-  if (along == 1L) {
-    out[seq_len(da[1L]), , ] <- a
-    out[da[1L] + seq_len(db[1L]), , ] <- b
-  } else {
-    out[, seq_len(da[2L]), ] <- a
-    out[, da[2L] + seq_len(db[2L]), ] <- b
+  d <- da
+  d[along] <- da[along] + dim(b)[along]
+  at <- function(i) {
+    l <- rep(list(TRUE), length(d))
+    l[[along]] <- i
+    l
   }
-  out
+  out <- array(0, d)
+  out <- do.call(`[<-`, c(list(out), at(seq_len(da[along])), list(value = a)))
+  do.call(`[<-`, c(list(out), at(da[along] + seq_len(dim(b)[along])), list(value = b)))
 }
 
 # final = "refit" with the hinge loss: the C-SVM on the learned weights gets its own width and
