@@ -672,6 +672,9 @@
     }
     list(err = err, ferr = ferr)
   }
+  # both grids ascending, so that a grid's ends are its first and last values
+  gammas <- sort(gammas)
+  lambdas <- sort(lambdas)
   sc <- score(gammas, lambdas)
   err <- sc$err
   ferr <- sc$ferr

@@ -216,6 +216,15 @@ test_that("the refit's least-squares grid grows past a winning end, as if it had
   expect_equal(w$extended, w$gamma > 1)
   expect_lt(w$error[3], w$error[2])
   expect_gt(w$error[4], w$error[3])
+  # a grid given in decreasing order (as the tuned Gaussian's widths are) grows at the end
+  # that wins: the largest width, 1, here
+  ys <- 2 * (y - min(y)) / diff(range(y)) - 1
+  ctx <- list(x = x, Y = matrix(ys), y = ys, task = "regression", threads = 1L,
+              opts = list(gammas = c(1, 0.5)))
+  rc <- kernlearn:::.hgk_refit_grid(ctx, list(kernel = hierarchical_gaussian_kernel(rep(1, 3))),
+                                    0L, 1e-4, "test", foldid = rep(1:3, 50), extend = 2L)
+  expect_equal(rc$table$gamma, c(0.5, 1, 2, 4))
+  expect_equal(rc$gammas, c(0.5, 1))
 })
 
 test_that("maxit = 0, final = \"average\": the mean of LS-SVMs fitted outside each fold", {
