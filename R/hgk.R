@@ -223,7 +223,10 @@
 #'   hinge loss also \code{selection_error}, the grid's criterion at the
 #'   chosen point averaged over both draws of folds, the chosen \code{gamma} and \code{cost} or \code{lambda}, its
 #'   \code{table} and \code{foldid}), \code{refit_cv} (the least-squares refit's
-#'   cross-validation over width and penalty) and \code{svm_cv} (the C-SVM's
+#'   cross-validation over width and penalty: \code{gamma}, \code{lambda},
+#'   \code{error} and \code{extended}, \code{TRUE} for the points past the
+#'   first grid, which the attribute \code{"extended"} then describes) and
+#'   \code{svm_cv} (the C-SVM's
 #'   over width and cost, \code{\link{kl_tune}}'s \code{results}; hinge loss
 #'   only), \code{relevance} (see \code{\link{plot.hgk}}), the scaled
 #'   training inputs \code{x} and the response \code{y}, and what \code{predict}
