@@ -508,7 +508,8 @@ print.kl_localized <- function(x, ...) {
                 x$degree, format(x$delta), format(x$delta)))
     ch <- vapply(x$cells, function(c) if (is.null(c$choice)) NA_character_ else c$choice, "")
     if (any(ch %in% "baseline"))
-      cat(sprintf("  the cell's tuned Gaussian SVM validated better and is the model in %d of %d cells\n",
+      cat(sprintf("  the cell's tuned Gaussian %s validated better and is the model in %d of %d cells\n",
+                  if (x$task == "regression") "(SVR, or least-squares SVM)" else "SVM",
                   sum(ch %in% "baseline"), length(ch)))
   } else if (.kernel_width_free(k)) {
     k$gamma <- 1

@@ -636,7 +636,9 @@
 # `extend` values past each end; penalties stop at 1e-10 (the solve's conditioning). Nearly
 # noise-free responses want penalties below the paper's grid. table: every point, with
 # `extended` TRUE past the first grid; gammas and lambdas: the first grid (the C-SVM's costs).
-.hgk_refit_grid <- function(ctx, m, folds, lambda, caller, foldid = NULL, extend = 0L) {
+# clip: the errors of decisions clipped to [-1, 1] (hgk's targets), else of the decisions.
+.hgk_refit_grid <- function(ctx, m, folds, lambda, caller, foldid = NULL, extend = 0L,
+                            clip = TRUE) {
   n <- nrow(ctx$x)
   gammas <- if (is.null(ctx$opts$gammas)) m$gamma * c(0.5, 1, 2) else ctx$opts$gammas
   if (is.null(foldid))
@@ -664,7 +666,8 @@
         te <- which(foldid == f)
         for (li in seq_along(l)) {
           dec <- decs[[((gi - 1L) * folds + (f - 1L)) * nl + li]]
-          se <- sum((pmin(pmax(dec, -1), 1) - ctx$Y[te, , drop = FALSE])^2)
+          if (clip) dec <- pmin(pmax(dec, -1), 1)
+          se <- sum((dec - ctx$Y[te, , drop = FALSE])^2)
           err[gi, li] <- err[gi, li] + se / (n * ncol(ctx$Y))
           ferr[gi, li, f] <- se / (length(te) * ncol(ctx$Y))
         }

@@ -744,12 +744,17 @@ print.kernel_svm <- function(x, ...) {
     if (any(x$class.weights != 1)) cat(", class weights used")
     cat("\n")
   } else {
-    cat(sprintf("  %d training rows; cost = %s, epsilon = %s\n", x$n,
-                format(x$cost, digits = 6), format(x$epsilon, digits = 6)))
+    # (tkl()'s Gaussian least-squares baseline has the form of a regression model)
+    cat(if (is.null(x$lambda))
+          sprintf("  %d training rows; cost = %s, epsilon = %s\n", x$n,
+                  format(x$cost, digits = 6), format(x$epsilon, digits = 6))
+        else sprintf("  %d training rows; penalty lambda = %s per row\n", x$n,
+                     format(x$lambda, digits = 6)))
     if (!is.null(x$y_scaling))
-      cat(sprintf("  response standardised (mean %s, sd %s); epsilon acts on that scale\n",
+      cat(sprintf("  response standardised (mean %s, sd %s); %s acts on that scale\n",
                   format(x$y_scaling[["center"]], digits = 5),
-                  format(x$y_scaling[["scale"]], digits = 5)))
+                  format(x$y_scaling[["scale"]], digits = 5),
+                  if (is.null(x$lambda)) "epsilon" else "lambda"))
   }
   cat("  ")
   if (identical(x$kernel, "precomputed")) cat("Precomputed kernel\n") else print(x$kernel)

@@ -98,7 +98,15 @@
 #' settings is compared with a Gaussian \code{\link{kernel_svm}} (the same
 #' task, cost weights and \code{epsilon}) tuned by \code{\link{kl_tune}}
 #' (widths \eqn{\{1/2, 1, \dots, 16\}/d} and costs
-#' \eqn{2^{-1}, 2^1, \dots, 2^{11}}, extended past a winning edge), by their
+#' \eqn{2^{-1}, 2^1, \dots, 2^{11}}, extended past a winning edge), and for
+#' regression also with the Gaussian least-squares SVM (kernel ridge
+#' regression with a bias, as \code{\link{kernel_ridge}}; the same widths
+#' and penalties \eqn{10^{-7}, \dots, 10^{-1}} per fitting row, both grids
+#' grown past a winning end, penalties down to \eqn{10^{-10}}), whose
+#' cross-validation costs little: a response with little noise is fitted
+#' more closely than the tube of half-width \code{epsilon} lets any SVR
+#' fit it, so the better of the two Gaussians is the baseline. They are
+#' compared by their
 #' errors (misclassification, or mean squared error) on rows they were not
 #' fitted on: up to 2000 rows, a 5-fold cross-validation of both on the same
 #' folds (stratified by class); above, a held-out fifth (the Gaussian tuned
@@ -106,9 +114,13 @@
 #' its best over the grid, an optimistic estimate, which leans the choice
 #' towards the Gaussian; a tie goes to the learned kernel. The winner is
 #' refitted on
-#' all rows: the learned kernel with the given settings, or the Gaussian SVM,
+#' all rows: the learned kernel with the given settings, or the Gaussian SVM
+#' (or least-squares SVM),
 #' which then makes the predictions (\eqn{P} and the trace are then those
-#' of the learned kernel's fit on four fifths of the rows).
+#' of the learned kernel's fit on four fifths of the rows; a least-squares
+#' SVM is kept in \code{fit$svm} in the form of a regression model of
+#' \code{\link{kernel_svm}}, of type \code{"least-squares regression"},
+#' every row a support vector).
 #' \code{fit$selection} keeps the choice, both errors, the method
 #' (\code{"cv"} or \code{"holdout"}) and the reason, and \code{print()}
 #' shows them. It costs five fits of the learned kernel on four fifths of
@@ -181,7 +193,8 @@
 #'   per class.
 #' @param probability Classification: fit Platt probability models (for
 #'   \code{predict(type = "prob")}).
-#' @param baseline Compare with a tuned Gaussian SVM on rows not fitted
+#' @param baseline Compare with a tuned Gaussian SVM (for regression, also
+#'   a tuned Gaussian least-squares SVM) on rows not fitted
 #'   (cross-validation, or a held-out fifth above 2000 rows) and keep the
 #'   better (see Details).
 #' @param ridge Relative ridge \eqn{\ge 0} on the kernel of the optimisation's
@@ -234,9 +247,11 @@
 #'   rest), \code{stop} (why the run ended), \code{converged} (the gap
 #'   criterion was met), the settings, the timings, and \code{selection} (with
 #'   \code{baseline = TRUE}: \code{choice} \code{"learned"} or
-#'   \code{"baseline"}, both validation errors, the Gaussian's \code{gamma} and
-#'   \code{cost}, the rows they were measured on (\code{validation}), the
-#'   \code{method} and the \code{reason}).
+#'   \code{"baseline"}, both validation errors, the Gaussian baseline
+#'   (\code{baseline}: its \code{gamma}, \code{cost} and \code{loss},
+#'   \code{"svm"}, or \code{"least squares"} with its \code{lambda} per row
+#'   and cost \code{NA}), the rows they were measured on
+#'   (\code{validation}), the \code{method} and the \code{reason}).
 #' @references Colbert, B. K. and Peet, M. M. (2020). A convex parametrization
 #'   of a new class of universal kernel functions. \emph{Journal of Machine
 #'   Learning Research} 21(45), 1-29.
@@ -605,6 +620,44 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
 # on noisy responses the best width can lie far past 16 / d (forest fires: 256 / d).
 .tkl_gauss_extend <- 6L
 
+# Penalties per row of the Gaussian least-squares SVM that tkl() compares with in regression
+# (the grid grows past a winning end, down to 1e-10).
+.tkl_ls_lambdas <- 10^seq(-7, -1)
+
+# The Gaussian least-squares SVM (kernel ridge regression with a bias) on rows x, y: width and
+# penalty per row by k-fold CV on `foldid` (NULL: 5 folds drawn) over the widths `gammas` x
+# .tkl_ls_lambdas, the grids grown past a winning end (.hgk_refit_grid; errors of the
+# unclipped values). Returns .hgk_refit_grid's list (gamma, lambda, table, extended).
+.tkl_ls_tune <- function(x, y, gammas, foldid, threads, caller) {
+  ctx <- list(x = x, Y = matrix(y, ncol = 1L), y = y, task = "regression",
+              threads = .kl_threads(threads),
+              opts = list(gammas = gammas))
+  .hgk_refit_grid(ctx, list(kernel = gaussian_kernel(), gamma = NA_real_), 5L, .tkl_ls_lambdas,
+                  caller, foldid = foldid, extend = .tkl_gauss_extend, clip = FALSE)
+}
+
+# That least-squares SVM fitted on rows x, y, as a kernel expansion in the form of a
+# kernel_svm regression model (every row a support vector, coefficients alpha, rho = -bias),
+# so that tkl()'s predictions, fitted values and cells use it as they use the Gaussian SVR.
+.tkl_ls_model <- function(x, y, gamma, lambda, spec, threads, caller) {
+  t0 <- proc.time()[["elapsed"]]
+  k <- gaussian_kernel(gamma = gamma)
+  n <- nrow(x)
+  sol <- .kl_core(caller, cpp_kernel_ridge_fit, x, matrix(y, ncol = 1L), .kernel_spec(k),
+                  n * lambda, TRUE, .kl_threads(threads), .kl_backend_arg(), NULL)
+  SV <- x
+  rownames(SV) <- seq_len(n)
+  structure(list(call = NULL, type = "least-squares regression", task = "regression",
+                 levels = NULL, spec = spec, kernel = k, cost = NA_real_, epsilon = NA_real_,
+                 lambda = lambda, class.weights = NULL, tol = NA_real_, shrinking = FALSE,
+                 SV = SV, sv_index = seq_len(n), nSV = n, tot.nSV = n,
+                 coefs = matrix(sol$alpha, ncol = 1L), rho = -as.vector(sol$bias),
+                 obj = NA_real_, iter = 0L, converged = TRUE, pair_nsv = n,
+                 kernel_rows = n, probability = FALSE, n = n,
+                 time = proc.time()[["elapsed"]] - t0),
+            class = c("kernel_svm", "kl_model"))
+}
+
 # tkl() with baseline = TRUE: the learned kernel with the given settings against the Gaussian
 # SVM (C-SVC or epsilon-SVR with the same cost weights and epsilon) tuned over widths x costs
 # (kl_tune(), grid extended past a winning edge), by 5-fold CV on the same folds up to
@@ -699,6 +752,10 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
       g <- tn$best
       # over all rows, as the learned kernel's (kl_tune()'s mean is over folds)
       e_base <- sum(tn$fold_metrics[tn$best_index, ] * tabulate(foldid)) / n
+      if (inp$task == "regression") {
+        ls <- .tkl_ls_tune(xg, inp$y, grid$gamma, foldid, threads, caller)
+        e_ls <- min(ls$table$error)
+      }
       where <- sprintf("in 5-fold cross-validation on the %d rows", n)
       validation <- n
     } else {
@@ -719,6 +776,15 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
                        epsilon = epsilon, class.weights = class.weights, scale = "none",
                        scale_response = FALSE, fitted = FALSE, threads = threads)
       e_base <- err(predict(gm, xg[hold, , drop = FALSE], threads = threads), yv)
+      if (inp$task == "regression") {
+        ls <- .tkl_ls_tune(xg[!hold, , drop = FALSE], part$y, grid$gamma, NULL, threads, caller)
+        lm <- .tkl_ls_model(xg[!hold, , drop = FALSE], part$y, ls$gamma, ls$lambda, NULL,
+                            threads, caller)
+        e_ls <- err(as.vector(.kl_core(caller, cpp_svm_decision, xg[hold, , drop = FALSE], lm$SV,
+                                       lm$coefs, NULL, lm$rho, .kernel_spec(lm$kernel),
+                                       .kl_threads(threads),
+                                       .kl_backend_arg())), yv)
+      }
       where <- sprintf("on %d held-out rows", sum(hold))
       validation <- sum(hold)
     }
@@ -734,11 +800,23 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
   fmt <- function(v) format(signif(v, 3))
   what <- if (inp$task == "classification") "misclassification" else "mean squared error"
   gtxt <- sprintf("gamma %s, cost %s", fmt(g$gamma), fmt(g$cost))
+  gname <- "the tuned Gaussian SVM's"
+  baseline <- list(gamma = g$gamma, cost = g$cost, loss = "svm")
+  # regression: the Gaussian least-squares SVM where it validates better than the Gaussian SVR
+  # (a response with little noise, narrower than the tube, wants it)
+  if (inp$task == "regression" && e_ls < e_base) {
+    e_base <- e_ls
+    gtxt <- sprintf("gamma %s, penalty %s per row%s", fmt(ls$gamma), fmt(ls$lambda),
+                    if (is.null(ls$extended)) "" else paste0("; ", ls$extended))
+    gname <- "the tuned Gaussian least-squares SVM's"
+    baseline <- list(gamma = ls$gamma, cost = NA_real_, loss = "least squares",
+                     lambda = ls$lambda)
+  }
   if (e_learned <= e_base) {
     fit <- fit_all()
-    reason <- sprintf("%s the learned kernel's %s %s is %s the tuned Gaussian SVM's %s (%s)",
+    reason <- sprintf("%s the learned kernel's %s %s is %s %s %s (%s)",
                       where, what, fmt(e_learned),
-                      if (e_learned < e_base) "below" else "equal to", fmt(e_base), gtxt)
+                      if (e_learned < e_base) "below" else "equal to", gname, fmt(e_base), gtxt)
     choice <- "learned"
   } else {
     # the Gaussian SVM on all rows predicts; P and the trace are those learned on the rest
@@ -751,18 +829,21 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
     ginp <- inp
     ginp$x <- xg
     fit$gaussian_coordinates <- !is.null(x_gauss)
-    fit$svm <- .kernel_svm_fit(ginp, gaussian_kernel(gamma = g$gamma), cost = g$cost, gamma = NULL,
-                               epsilon = epsilon, type = NULL, class.weights = class.weights,
-                               probability = probability, prob_folds = 5L, tol = svm_tol,
-                               shrinking = TRUE, cache = cache, max_iter = NULL,
-                               warm_start = NULL, threads = threads, call = NULL)
+    fit$svm <- if (baseline$loss == "least squares")
+      .tkl_ls_model(xg, inp$y, ls$gamma, ls$lambda, inp$spec, threads, caller)
+    else .kernel_svm_fit(ginp, gaussian_kernel(gamma = g$gamma), cost = g$cost, gamma = NULL,
+                         epsilon = epsilon, type = NULL, class.weights = class.weights,
+                         probability = probability, prob_folds = 5L, tol = svm_tol,
+                         shrinking = TRUE, cache = cache, max_iter = NULL,
+                         warm_start = NULL, threads = threads, call = NULL)
     if (!is.null(fit$svm$class.weights)) fit$class.weights <- fit$svm$class.weights
-    reason <- sprintf("%s the tuned Gaussian SVM's %s %s (%s) is below the learned kernel's %s; the Gaussian SVM, refitted on all rows, predicts",
-                      where, what, fmt(e_base), gtxt, fmt(e_learned))
+    reason <- sprintf("%s %s %s %s (%s) is below the learned kernel's %s; the Gaussian %s, refitted on all rows, predicts",
+                      where, gname, what, fmt(e_base), gtxt, fmt(e_learned),
+                      if (baseline$loss == "least squares") "least-squares SVM" else "SVM")
     choice <- "baseline"
   }
   fit$selection <- list(choice = choice, learned_error = e_learned, baseline_error = e_base,
-                        baseline = list(gamma = g$gamma, cost = g$cost), validation = validation,
+                        baseline = baseline, validation = validation,
                         method = if (cv) "cv" else "holdout",
                         reason = reason)
   fit$seconds <- proc.time()[["elapsed"]] - t0

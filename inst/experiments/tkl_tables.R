@@ -60,7 +60,8 @@
 #           extended past a winning edge), the misclassification rate or MSE as criterion: the
 #           paper's method.
 #   tkl_sel the same tuned cost and delta, and the final fit with baseline = TRUE, tkl()'s
-#           default: the learned kernel compared with a tuned Gaussian SVM by 5-fold CV on the
+#           default: the learned kernel compared with a tuned Gaussian SVM (regression: the
+#           better of the Gaussian SVR and the Gaussian least-squares SVM) by 5-fold CV on the
 #           same folds (a held-out fifth above 2000 rows), the better one refitted on all rows
 #           (extra records the choice and both validation errors).
 #   svm     kernel_svm() with the Gaussian kernel exp(-gamma ||x - z||^2), cost x gamma by
@@ -430,9 +431,13 @@ run_tkl_sel <- function(S) {
                        if (identical(sel$method, "holdout")) "held out" else "5-fold CV",
                        as.integer(sel$validation),
                        format(signif(sel$learned_error, 4)), format(signif(sel$baseline_error, 4)),
-                       if (identical(sel$choice, "baseline"))
-                         sprintf(" (gamma %s, cost %s)", format(signif(sel$baseline$gamma, 3)),
-                                 format(signif(sel$baseline$cost, 3))) else ""))
+                       if (!identical(sel$choice, "baseline")) ""
+                       else if (identical(sel$baseline$loss, "least squares"))
+                         sprintf(" (least-squares SVM: gamma %s, lambda %s per row)",
+                                 format(signif(sel$baseline$gamma, 3)),
+                                 format(signif(sel$baseline$lambda, 3)))
+                       else sprintf(" (gamma %s, cost %s)", format(signif(sel$baseline$gamma, 3)),
+                                    format(signif(sel$baseline$cost, 3)))))
 }
 
 run_svm <- function(S) {

@@ -281,6 +281,21 @@ test_that("tkl with cells: one cell is the global fit, and each cell keeps the b
   expect_true(all(vapply(pa$cells[two], function(c) c$choice, "") == "baseline"))
   expect_true(all(taba$gamma %in% (200 * 2^(-2:3))))
   expect_true(all(taba$cost %in% 4^(-2:3)))
+  # regression without noise: in every cell the Gaussian least-squares SVM validates better than
+  # the SVR (whose tube is too wide) and the learned kernel, and predicts for its cell
+  z0 <- function(x) sin(4 * x[, 1]) + x[, 2]^2
+  set.seed(45)
+  pr <- tkl(d2$x, z0(d2$x), cost = 1, maxit = 0, cells = cs, fitted = FALSE)
+  expect_true(all(vapply(pr$cells, function(c) c$choice, "") == "baseline"))
+  expect_true(all(vapply(pr$cells, function(c) inherits(c$kernel, "kl_gaussian_kernel"), NA)))
+  tabr <- summary(pr)$cells
+  expect_true(all(is.na(tabr$cost)) && all(is.finite(tabr$gamma)))
+  set.seed(46)
+  svr <- kernel_svm(d2$x, z0(d2$x), cells = cs, fitted = FALSE)
+  mse <- function(m) mean((predict(m, te$x) - z0(te$x))^2)
+  expect_lt(mse(pr), 1e-4)
+  expect_lt(mse(pr), mse(svr) / 10)
+  expect_output(print(pr), "Gaussian \\(SVR, or least-squares SVM\\) validated better and is the model in")
 })
 
 test_that("hgk with cells fits every cell with the kernel learned on a sample", {

@@ -286,6 +286,62 @@ test_that("the learned kernel is compared with a tuned Gaussian SVM on rows not 
   expect_error(tkl(d$x, d$y, baseline = NA), "'baseline' must be TRUE or FALSE")
 })
 
+test_that("in regression the Gaussian least-squares SVM is a baseline too, where the tube is too wide", {
+  # a smooth response without noise: the epsilon tube (0.1 of its standard deviation) limits
+  # any SVR, the least-squares SVM interpolates it; its width and penalty are tuned on the
+  # folds of the comparison, and refitted on all rows it is the model
+  set.seed(71)
+  n <- 150
+  x <- matrix(runif(2 * n), n, 2)
+  y <- sin(4 * x[, 1]) + x[, 2]^2
+  xt <- matrix(runif(40), 20, 2)
+  set.seed(72)
+  fit <- tkl(x, y, maxit = 3)
+  sel <- fit$selection
+  expect_identical(sel$choice, "baseline")
+  expect_identical(sel$baseline$loss, "least squares")
+  expect_true(is.na(sel$baseline$cost))
+  expect_match(sel$reason, "tuned Gaussian least-squares SVM's mean squared error .* is below")
+  expect_match(sel$reason, "penalty .* per row")
+  expect_lt(sel$baseline_error, sel$learned_error)
+  # the figure is kernel ridge regression's 5-fold CV error at the chosen width and penalty
+  # (lambda per row times a fold's 120 fitting rows), on the same folds, over all rows, on the
+  # rows as tkl() sees them: inputs on [0, 1], the response standardised
+  xs <- scale01(x)
+  ys <- (y - mean(y)) / stats::sd(y)
+  k <- gaussian_kernel(gamma = sel$baseline$gamma)
+  set.seed(72)
+  cv <- kl_cv(kernel_ridge, xs, ys, folds = 5, kernel = k, lambda = 120 * sel$baseline$lambda,
+              scale = "none")
+  expect_equal(sel$baseline_error, mean((cv$predictions - ys)^2), tolerance = 1e-6)
+  # the model is that least-squares SVM on all rows, in the response's units
+  ref <- kernel_ridge(xs, ys, kernel = k, lambda = n * sel$baseline$lambda, scale = "none")
+  xts <- sweep(sweep(xt, 2, apply(x, 2, min)), 2, apply(x, 2, function(v) diff(range(v))), "/")
+  expect_equal(predict(fit, xt), mean(y) + stats::sd(y) * predict(ref, xts), tolerance = 1e-6)
+  expect_equal(fitted(fit), mean(y) + stats::sd(y) * predict(ref, xs), tolerance = 1e-6)
+  expect_lt(mean((predict(fit, xt) - (sin(4 * xt[, 1]) + xt[, 2]^2))^2), 1e-3)
+  expect_output(print(fit), "the Gaussian least-squares SVM, refitted on all rows, predicts")
+  expect_output(print(fit$svm), "least-squares regression")
+  expect_output(print(summary(fit$svm)), "penalty lambda")
+  # with noise the tube is no limit
+  set.seed(73)
+  yn <- y + 0.3 * rnorm(n)
+  set.seed(74)
+  fn <- tkl(x, yn, maxit = 3)
+  expect_identical(fn$selection$choice == "learned",
+                   fn$selection$learned_error <= fn$selection$baseline_error)
+  # above 2000 rows the least-squares SVM is tuned on the fitting rows and scored on the held-out
+  # fifth, as the SVR is
+  set.seed(75)
+  xb <- matrix(runif(2 * 2050), 2050, 2)
+  yb <- sin(4 * xb[, 1]) + xb[, 2]^2
+  set.seed(76)
+  fb <- tkl(xb, yb, maxit = 0, fitted = FALSE)
+  expect_identical(fb$selection$method, "holdout")
+  expect_identical(fb$selection$baseline$loss, "least squares")
+  expect_lt(mean((predict(fb, xt) - (sin(4 * xt[, 1]) + xt[, 2]^2))^2), 1e-4)
+})
+
 test_that("classes with fewer rows than folds are validated against the Gaussian SVM too", {
   # 3 classes, one of 3 rows and one of a single row: the stratified folds leave the small
   # classes out of some folds' fitting rows; both models are still compared, with all classes
