@@ -778,10 +778,11 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
       e_base <- err(predict(gm, xg[hold, , drop = FALSE], threads = threads), yv)
       if (inp$task == "regression") {
         ls <- .tkl_ls_tune(xg[!hold, , drop = FALSE], part$y, grid$gamma, NULL, threads, caller)
-        lm <- .tkl_ls_model(xg[!hold, , drop = FALSE], part$y, ls$gamma, ls$lambda, NULL,
-                            threads, caller)
-        e_ls <- err(as.vector(.kl_core(caller, cpp_svm_decision, xg[hold, , drop = FALSE], lm$SV,
-                                       lm$coefs, NULL, lm$rho, .kernel_spec(lm$kernel),
+        lsm <- .tkl_ls_model(xg[!hold, , drop = FALSE], part$y, ls$gamma, ls$lambda, NULL,
+                             threads, caller)
+        e_ls <- err(as.vector(.kl_core(caller, cpp_svm_decision, xg[hold, , drop = FALSE],
+                                       lsm$SV, lsm$coefs, NULL, lsm$rho,
+                                       .kernel_spec(lsm$kernel),
                                        .kl_threads(threads),
                                        .kl_backend_arg())), yv)
       }
@@ -801,7 +802,7 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
   what <- if (inp$task == "classification") "misclassification" else "mean squared error"
   gtxt <- sprintf("gamma %s, cost %s", fmt(g$gamma), fmt(g$cost))
   gname <- "the tuned Gaussian SVM's"
-  baseline <- list(gamma = g$gamma, cost = g$cost, loss = "svm")
+  gauss <- list(gamma = g$gamma, cost = g$cost, loss = "svm")
   # regression: the Gaussian least-squares SVM where it validates better than the Gaussian SVR
   # (a response with little noise, narrower than the tube, wants it)
   if (inp$task == "regression" && e_ls < e_base) {
@@ -809,8 +810,8 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
     gtxt <- sprintf("gamma %s, penalty %s per row%s", fmt(ls$gamma), fmt(ls$lambda),
                     if (is.null(ls$extended)) "" else paste0("; ", ls$extended))
     gname <- "the tuned Gaussian least-squares SVM's"
-    baseline <- list(gamma = ls$gamma, cost = NA_real_, loss = "least squares",
-                     lambda = ls$lambda)
+    gauss <- list(gamma = ls$gamma, cost = NA_real_, loss = "least squares",
+                  lambda = ls$lambda)
   }
   if (e_learned <= e_base) {
     fit <- fit_all()
@@ -829,7 +830,7 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
     ginp <- inp
     ginp$x <- xg
     fit$gaussian_coordinates <- !is.null(x_gauss)
-    fit$svm <- if (baseline$loss == "least squares")
+    fit$svm <- if (gauss$loss == "least squares")
       .tkl_ls_model(xg, inp$y, ls$gamma, ls$lambda, inp$spec, threads, caller)
     else .kernel_svm_fit(ginp, gaussian_kernel(gamma = g$gamma), cost = g$cost, gamma = NULL,
                          epsilon = epsilon, type = NULL, class.weights = class.weights,
@@ -839,11 +840,11 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
     if (!is.null(fit$svm$class.weights)) fit$class.weights <- fit$svm$class.weights
     reason <- sprintf("%s %s %s %s (%s) is below the learned kernel's %s; the Gaussian %s, refitted on all rows, predicts",
                       where, gname, what, fmt(e_base), gtxt, fmt(e_learned),
-                      if (baseline$loss == "least squares") "least-squares SVM" else "SVM")
+                      if (gauss$loss == "least squares") "least-squares SVM" else "SVM")
     choice <- "baseline"
   }
   fit$selection <- list(choice = choice, learned_error = e_learned, baseline_error = e_base,
-                        baseline = baseline, validation = validation,
+                        baseline = gauss, validation = validation,
                         method = if (cv) "cv" else "holdout",
                         reason = reason)
   fit$seconds <- proc.time()[["elapsed"]] - t0
