@@ -15,7 +15,13 @@
 #           forest_fires (log(1 + area)), heart, thyroid, parkinsons (motor UPDRS) and
 #           shuttle (1,200 random rows where there are more; shuttle's rarest classes may be
 #           absent from a split's training rows) read by kl_dataset() from the data directory
-#           (KERNLEARN_DATA_DIR or options(kernlearn.data_dir = )) (default all)
+#           (KERNLEARN_DATA_DIR or options(kernlearn.data_dir = )), and the small sets that
+#           come with R: mcycle (1 input, heteroscedastic noise), crabs (species from the five
+#           measurements), cpus (log10 of performance), birthwt (birth weight; 'low' left
+#           out) (MASS), faithful (eruption time from waiting time, 1 input), quakes
+#           (magnitude), airquality (ozone; rows with missing values left out), swiss
+#           (fertility, 47 rows), rock (log permeability, 48 rows) and iris (datasets)
+#           (default all)
 #   splits  random 70 / 30 splits per set (default 3)
 #   methods comma list among hgk, tkl (default both)
 # Per set and method: test error (misclassification rate, or mean squared error on the
@@ -32,10 +38,12 @@ suppressPackageStartupMessages({
 args <- commandArgs(TRUE)
 data_sets <- c("concrete", "auto_mpg", "wdbc", "bupa", "breast_cancer", "ccpp", "yacht", "energy",
                "forest_fires", "heart", "thyroid", "parkinsons", "shuttle")
+r_sets <- c("mcycle", "crabs", "cpus", "birthwt", "faithful", "quakes", "airquality", "swiss",
+            "rock", "iris")
 all_sets <- c("vehicle", "glass", "sonar", "ionosphere", "pima", "boston", "friedman1",
               "friedman2", "vowel", "dna", "waveform", "ringnorm", "spirals", "friedman3",
               "servo", "housevotes", "satellite", "zoo", "soybean", "ozone", "twonorm",
-              "threenorm", "circle", "cassini", "xor", "smiley", data_sets)
+              "threenorm", "circle", "cassini", "xor", "smiley", data_sets, r_sets)
 sets <- if (length(args) >= 1L) strsplit(args[1L], ",")[[1L]] else all_sets
 splits <- if (length(args) >= 2L) as.integer(args[2L]) else 3L
 methods <- if (length(args) >= 3L) strsplit(args[3L], ",")[[1L]] else c("hgk", "tkl")
@@ -53,6 +61,21 @@ load_set <- function(name) {
       d <- d[sort(sample.int(nrow(d), 1200L)), ]
     }
     return(d)
+  }
+  if (name %in% r_sets) {
+    d <- switch(name,
+      mcycle = { d <- MASS::mcycle; names(d) <- c("x", "y"); d },
+      crabs = { d <- MASS::crabs[, c("FL", "RW", "CL", "CW", "BD")]; d$y <- MASS::crabs$sp; d },
+      cpus = { d <- MASS::cpus[, c("syct", "mmin", "mmax", "cach", "chmin", "chmax")]
+               d$y <- log10(MASS::cpus$perf); d },
+      birthwt = { d <- MASS::birthwt; d$y <- d$bwt; d$bwt <- NULL; d$low <- NULL; d },
+      faithful = { d <- datasets::faithful; data.frame(x = d$waiting, y = d$eruptions) },
+      quakes = { d <- datasets::quakes; names(d)[names(d) == "mag"] <- "y"; d },
+      airquality = { d <- datasets::airquality; names(d)[names(d) == "Ozone"] <- "y"; d },
+      swiss = { d <- datasets::swiss; names(d)[names(d) == "Fertility"] <- "y"; d },
+      rock = { d <- datasets::rock; d$y <- log(d$perm); d$perm <- NULL; d },
+      iris = { d <- datasets::iris; names(d)[names(d) == "Species"] <- "y"; d })
+    return(d[stats::complete.cases(d), ])
   }
   e <- new.env()
   switch(name,
