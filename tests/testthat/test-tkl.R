@@ -279,10 +279,18 @@ test_that("the learned kernel is compared with a tuned Gaussian SVM on rows not 
   expect_identical(fb$selection$validation, 420L)
   expect_identical(fb$selection$choice, "baseline")
   expect_match(fb$selection$reason, "^on 420 held-out rows")
+  # a few dozen rows are compared too, in 5-fold cross-validation
+  set.seed(36)
+  few <- tkl(d$x[1:30, ], d$y[1:30], maxit = 2)
+  expect_identical(few$selection$method, "cv")
+  expect_true(is.finite(few$selection$learned_error) && is.finite(few$selection$baseline_error))
+  expect_identical(few$selection$choice == "learned",
+                   few$selection$learned_error <= few$selection$baseline_error)
+  expect_output(print(few), "in 5-fold cross-validation on the 30 rows")
   # too few rows to hold rows out: no comparison, said so
-  small <- tkl(d$x[1:40, ], d$y[1:40], maxit = 2)
+  small <- tkl(d$x[1:19, ], d$y[1:19], maxit = 2)
   expect_identical(small$selection$choice, "learned")
-  expect_match(small$selection$reason, "too few rows to validate")
+  expect_match(small$selection$reason, "too few rows to validate against the Gaussian SVM \\(19, fewer than 20\\)")
   expect_error(tkl(d$x, d$y, baseline = NA), "'baseline' must be TRUE or FALSE")
 })
 
