@@ -615,8 +615,8 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
 # Fewest rows with which tkl() compares with the Gaussian SVM (5 folds of at least 4 held-out
 # rows); up to .tkl_cv_rows rows the comparison is a 5-fold cross-validation, above a held-out
 # fifth. Noisy as a comparison on so few rows is, it protects: on random training sets of 40
-# rows of twelve sets (bench/tkl_small.R) the learned kernel alone, as tkl() ran below 50 rows
-# before, lost to the tuned Gaussian by more than a standard error on four, with the
+# rows of twelve sets (bench/learned_small.R) the learned kernel alone, as tkl() ran below 50
+# rows before, lost to the tuned Gaussian by more than a standard error on four, with the
 # comparison on none.
 .tkl_min_validate <- 20L
 .tkl_cv_rows <- 2000L
