@@ -112,7 +112,9 @@
 #' folds (stratified by class); above, a held-out fifth (the Gaussian tuned
 #' by 5-fold CV on the rest). In cross-validation the Gaussian's figure is
 #' its best over the grid, an optimistic estimate, which leans the choice
-#' towards the Gaussian; a tie goes to the learned kernel. The winner is
+#' towards the Gaussian; a tie also goes to the Gaussian, the kernel a user
+#' would otherwise tune (as \code{\link{hgk}} keeps its tuned Gaussian unless
+#' the learned kernel validates better). The winner is
 #' refitted on
 #' all rows: the learned kernel with the given settings, or the Gaussian SVM
 #' (or least-squares SVM),
@@ -817,11 +819,15 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
     gauss <- list(gamma = ls$gamma, cost = NA_real_, loss = "least squares",
                   lambda = ls$lambda)
   }
-  if (e_learned <= e_base) {
+  # a tie goes to the Gaussian, the kernel the user would otherwise tune (as hgk() keeps its
+  # tuned Gaussian unless the learned kernel validates better). Misclassification counts often
+  # tie; on the 28 classification sets of bench/learned_vs_gaussian.R this changed 6 of 84
+  # splits' test errors (3 lower, 3 higher) and brought one more set within a standard error
+  # of the tuned Gaussian (zoo), and one more at 25 rows in bench/learned_small.R (twonorm)
+  if (e_learned < e_base) {
     fit <- fit_all()
-    reason <- sprintf("%s the learned kernel's %s %s is %s %s %s (%s)",
-                      where, what, fmt(e_learned),
-                      if (e_learned < e_base) "below" else "equal to", gname, fmt(e_base), gtxt)
+    reason <- sprintf("%s the learned kernel's %s %s is below %s %s (%s)",
+                      where, what, fmt(e_learned), gname, fmt(e_base), gtxt)
     choice <- "learned"
   } else {
     # the Gaussian SVM on all rows predicts; P and the trace are those learned on the rest
@@ -842,8 +848,10 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
                          shrinking = TRUE, cache = cache, max_iter = NULL,
                          warm_start = NULL, threads = threads, call = NULL)
     if (!is.null(fit$svm$class.weights)) fit$class.weights <- fit$svm$class.weights
-    reason <- sprintf("%s %s %s %s (%s) is below the learned kernel's %s; the Gaussian %s, refitted on all rows, predicts",
-                      where, gname, what, fmt(e_base), gtxt, fmt(e_learned),
+    reason <- sprintf("%s %s %s %s (%s) is %s the learned kernel's %s; the Gaussian %s, refitted on all rows, predicts",
+                      where, gname, what, fmt(e_base), gtxt,
+                      if (e_base < e_learned) "below" else "equal to (a tie goes to the Gaussian)",
+                      fmt(e_learned),
                       if (gauss$loss == "least squares") "least-squares SVM" else "SVM")
     choice <- "baseline"
   }

@@ -265,7 +265,7 @@ test_that("the learned kernel is compared with a tuned Gaussian SVM on rows not 
   fr <- tkl(data.frame(x = x1), yr, cost = 1, epsilon = 1)
   expect_true(fr$selection$choice %in% c("learned", "baseline"))
   expect_identical(fr$selection$choice == "learned",
-                   fr$selection$learned_error <= fr$selection$baseline_error)
+                   fr$selection$learned_error < fr$selection$baseline_error)
   if (fr$selection$choice == "learned") {
     f0 <- tkl(data.frame(x = x1), yr, cost = 1, epsilon = 1, baseline = FALSE)
     expect_equal(fr$P, f0$P)
@@ -285,8 +285,19 @@ test_that("the learned kernel is compared with a tuned Gaussian SVM on rows not 
   expect_identical(few$selection$method, "cv")
   expect_true(is.finite(few$selection$learned_error) && is.finite(few$selection$baseline_error))
   expect_identical(few$selection$choice == "learned",
-                   few$selection$learned_error <= few$selection$baseline_error)
+                   few$selection$learned_error < few$selection$baseline_error)
   expect_output(print(few), "in 5-fold cross-validation on the 30 rows")
+  # a tie goes to the Gaussian: two classes far apart, which both kernels separate in every fold
+  xt <- rbind(matrix(rnorm(60, 0, 0.1), 30, 2), matrix(rnorm(60, 5, 0.1), 30, 2))
+  yt <- factor(rep(c("a", "b"), each = 30))
+  set.seed(37)
+  tie <- tkl(xt, yt, maxit = 2)
+  expect_identical(tie$selection$learned_error, 0)
+  expect_identical(tie$selection$baseline_error, 0)
+  expect_identical(tie$selection$choice, "baseline")
+  expect_match(tie$selection$reason, "is equal to \\(a tie goes to the Gaussian\\) the learned kernel's 0")
+  expect_s3_class(tie$svm, "kernel_svm")
+  expect_identical(predict(tie, xt), yt)
   # too few rows to hold rows out: no comparison, said so
   small <- tkl(d$x[1:19, ], d$y[1:19], maxit = 2)
   expect_identical(small$selection$choice, "learned")
@@ -337,7 +348,7 @@ test_that("in regression the Gaussian least-squares SVM is a baseline too, where
   set.seed(74)
   fn <- tkl(x, yn, maxit = 3)
   expect_identical(fn$selection$choice == "learned",
-                   fn$selection$learned_error <= fn$selection$baseline_error)
+                   fn$selection$learned_error < fn$selection$baseline_error)
   # above 2000 rows the least-squares SVM is tuned on the fitting rows and scored on the held-out
   # fifth, as the SVR is
   set.seed(75)
