@@ -165,6 +165,11 @@
     m <- .hgk_final_model(ctx, m, seq_len(n), rc$gamma, rc$lambda, svm = hs)
     models <- list(m)
   }
+  clip <- NULL
+  if (inp$task == "regression") {
+    cfold <- if (!is.null(cv)) foldid else if (!is.null(refit_cv)) attr(refit_cv, "foldid")
+    if (!is.null(cfold)) clip <- .hgk_clip_choice(ctx, models, final, cfold, caller)
+  }
   seconds <- proc.time()[["elapsed"]] - t0
   fit <- structure(
     list(call = call, task = inp$task, levels = inp$levels, spec = inp$spec, x = x, y = inp$y,
@@ -173,6 +178,7 @@
          architecture = cand[c("label", "depth", "nodes", "saturation", "learned")],
          start_kernel = cand$kernel, cv = cv, selection = if (need_cv) sel$selection,
          refit_cv = refit_cv, svm_cv = svm_cv, tuned_gaussian = tuned, models = models,
+         clip = if (is.null(clip)) TRUE else clip$clip, clip_cv = clip,
          control = control, split = split,
          adapted = adapted, n = n, seconds = seconds),
     class = c("hgk", "kl_model"))
@@ -742,9 +748,46 @@
   if (length(ext))
     attr(table, "extended") <- sprintf("grid extended past a winning edge: %s",
                                        paste(ext, collapse = ", "))
+  attr(table, "foldid") <- foldid
   list(gamma = g_all[b[1L]], lambda = l_all[b[2L]], gammas = gammas, lambdas = lambdas,
        foldid = foldid, fold_errors = ferr[b[1L], b[2L], ], table = table,
        extended = attr(table, "extended"))
+}
+
+# Regression: whether the predictions are clipped to the training range of the response (the
+# paper's clipping of the decisions to [-1, 1]) or not, by cross-validation on `foldid`: each
+# fold's held-out decisions (final = "refit": the least-squares SVM with the model's kernel,
+# width and penalty refitted on the other folds; "average": the fold models') clipped to the
+# range of that fold's fitting rows, against the same decisions unclipped, by the squared error
+# pooled over the rows. Clipping at the range of all rows (as the candidates' cross-validation
+# does, the paper's criterion) never sees a held-out row outside it; a response with a long
+# tail has test rows beyond the training range, which a clipped model cannot reach (yacht). A
+# tie keeps the clipping. Returns list(clip, clipped, unclipped) (the two errors on the
+# [-1, 1] scale).
+.hgk_clip_choice <- function(ctx, models, final, foldid, caller) {
+  Y <- ctx$Y[, 1L]
+  folds <- max(foldid)
+  decs <- if (final == "average") {
+    lapply(seq_len(folds), function(f)
+      .hgk_model_decision(models[[f]], ctx$x, ctx$x[foldid == f, , drop = FALSE], ctx$threads,
+                          caller = caller))
+  } else {
+    m <- models[[1L]]
+    k <- m$kernel
+    k$gamma <- m$gamma
+    .kl_core(caller, cpp_kernel_ridge_grid, ctx$x, ctx$Y, list(.kernel_spec(k)),
+             as.integer(foldid), m$lambda, TRUE, ctx$threads, .kl_backend_arg())
+  }
+  se_clip <- se_raw <- 0
+  for (f in seq_len(folds)) {
+    te <- foldid == f
+    d <- as.vector(decs[[f]])
+    lim <- range(Y[!te])
+    se_clip <- se_clip + sum((pmin(pmax(d, lim[1L]), lim[2L]) - Y[te])^2)
+    se_raw <- se_raw + sum((d - Y[te])^2)
+  }
+  n <- length(Y)
+  list(clip = se_clip <= se_raw, clipped = se_clip / n, unclipped = se_raw / n, folds = folds)
 }
 
 # Two vectors (grid values), matrices (widths x penalties) or arrays (widths x penalties x

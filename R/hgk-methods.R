@@ -12,7 +12,8 @@
 #'   for the hinge loss, the pairwise SVM decisions) or \code{"response"}
 #'   (default for regression: the prediction on the scale of the response,
 #'   decision values clipped to \eqn{[-1, 1]} as in the paper, that is, to the
-#'   training range).
+#'   training range, unless cross-validation chose not to clip:
+#'   \code{object$clip}, see \code{\link{hgk}}).
 #' @param threads Number of threads.
 #' @param ... Not used.
 #' @return A factor, numeric vector or matrix with one row per row of
@@ -69,7 +70,9 @@ predict.hgk <- function(object, newdata, type = NULL, threads = NULL, ...) {
   if (object$task == "regression") {
     if (type == "decision") return(as.vector(D))
     yr <- object$y_range
-    return(yr[1L] + (pmin(pmax(as.vector(D), -1), 1) + 1) / 2 * (yr[2L] - yr[1L]))
+    D <- as.vector(D)
+    if (!isFALSE(object$clip)) D <- pmin(pmax(D, -1), 1)
+    return(yr[1L] + (D + 1) / 2 * (yr[2L] - yr[1L]))
   }
   if (type == "class") return(.kl_decision_to_class(D, lev, .kl_all_levels(object)))
   if (ncol(D) == 1L) return(as.vector(D))
@@ -156,6 +159,14 @@ print.hgk <- function(x, ...) {
                   format(signif(m$gamma, 4)), format(signif(m$lambda, 4)), x$folds,
                   if (is.null(attr(x$refit_cv, "extended"))) ""
                   else paste(";", attr(x$refit_cv, "extended"))))
+  }
+  if (!is.null(x$clip_cv)) {
+    cc <- x$clip_cv
+    fmt <- function(v) format(signif(v, 3))
+    cat(sprintf("  predictions %s (by %d-fold CV, each fold clipped to its own fitting rows' range: squared error %s clipped, %s unclipped, on the [-1, 1] scale)\n",
+                if (cc$clip) "clipped to the training range of the response"
+                else "not clipped to the training range of the response",
+                cc$folds, fmt(cc$clipped), fmt(cc$unclipped)))
   }
   r <- sort(x$relevance, decreasing = TRUE)
   cat("  most relevant inputs: ", paste(sprintf("%s %s", names(utils::head(r, 5L)),

@@ -87,9 +87,8 @@ test_that("maxit = 0, one (gamma, lambda), refit: kernel_ridge / kernel_svm, Gau
   dec <- predict(fit, xn, type = "decision")
   expect_equal(dec, predict(kr, xn), tolerance = 1e-10)
   resp <- predict(fit, xn)
-  expect_equal(resp, min(r$y) + (pmin(pmax(dec, -1), 1) + 1) / 2 * diff(range(r$y)),
-               tolerance = 1e-12)
-  expect_true(all(resp >= min(r$y) - 1e-12 & resp <= max(r$y) + 1e-12))
+  if (fit$clip) dec <- pmin(pmax(dec, -1), 1)
+  expect_equal(resp, min(r$y) + (dec + 1) / 2 * diff(range(r$y)), tolerance = 1e-12)
   # ... and the LS-SVM of an independent computation
   sol <- ls_svm_r(gauss_gram(g, fit$x), matrix(ys), n * l)
   expect_equal(unname(fit$models[[1]]$alpha), sol$alpha, tolerance = 1e-8)
@@ -624,6 +623,74 @@ test_that("regression predictions stay in the training range; new data are match
   expect_identical(predict(fit, as.data.frame(far)), p)
   expect_error(predict(fit, far[, 1:3]), "lacks column")
   expect_error(predict(fit, unname(far[, 1:3])), "3 columns")
+})
+
+test_that("regression: clipping to the training range is chosen by cross-validation", {
+  # a response with a long tail: held-out rows beyond a fold's range are reached only unclipped
+  set.seed(131)
+  n <- 150
+  x <- matrix(runif(n * 2), n, 2)
+  y <- exp(4 * x[, 1]) + rnorm(n, sd = 0.05)
+  set.seed(132)
+  fit <- hgk(x, y, depth = 1, folds = 5, control = hgk_control(maxit = 3), baseline = FALSE)
+  cc <- fit$clip_cv
+  expect_identical(cc$folds, 5L)
+  expect_identical(fit$clip, cc$clip)
+  expect_identical(cc$clip, cc$clipped <= cc$unclipped)
+  expect_false(fit$clip)
+  # both errors by an independent computation: kernel ridge with the final kernel, width and
+  # penalty on each fold's fitting rows (the folds of the refit's grid), the held-out decisions
+  # clipped to that fold's range of the scaled response, or not
+  foldid <- attr(fit$refit_cv, "foldid")
+  m <- fit$models[[1L]]
+  k <- learned_kernel(fit)
+  ys <- 2 * (y - min(y)) / diff(range(y)) - 1
+  se_c <- se_u <- 0
+  for (f in 1:5) {
+    te <- foldid == f
+    kr <- kernel_ridge(fit$x[!te, ], ys[!te], kernel = k, lambda = sum(!te) * m$lambda,
+                       scale = "none")
+    d <- predict(kr, fit$x[te, , drop = FALSE])
+    se_c <- se_c + sum((pmin(pmax(d, min(ys[!te])), max(ys[!te])) - ys[te])^2)
+    se_u <- se_u + sum((d - ys[te])^2)
+  }
+  expect_equal(cc$clipped, se_c / n, tolerance = 1e-8)
+  expect_equal(cc$unclipped, se_u / n, tolerance = 1e-8)
+  # unclipped predictions map the decision values without limits and go past the training range
+  xn <- cbind(c(0.5, 1, 1.1), 0.5)
+  dec <- predict(fit, xn, type = "decision")
+  expect_equal(predict(fit, xn), min(y) + (dec + 1) / 2 * diff(range(y)))
+  expect_gt(max(predict(fit, xn)), max(y))
+  expect_output(print(fit), "predictions not clipped to the training range of the response \\(by 5-fold CV")
+  # final = "average": the fold models' own held-out decisions
+  set.seed(133)
+  fa <- hgk(x, y, depth = 1, folds = 5, final = "average", control = hgk_control(maxit = 3),
+            baseline = FALSE)
+  expect_identical(fa$clip, fa$clip_cv$clip)
+  fid <- rep(NA_integer_, n)
+  for (f in 1:5) fid[-fa$models[[f]]$rows] <- f
+  se_c <- se_u <- 0
+  for (f in 1:5) {
+    te <- fid == f
+    d <- kernlearn:::.hgk_model_decision(fa$models[[f]], fa$x, fa$x[te, , drop = FALSE], 2L)
+    se_c <- se_c + sum((pmin(pmax(d, min(ys[!te])), max(ys[!te])) - ys[te])^2)
+    se_u <- se_u + sum((d - ys[te])^2)
+  }
+  expect_equal(fa$clip_cv$clipped, se_c / n, tolerance = 1e-10)
+  expect_equal(fa$clip_cv$unclipped, se_u / n, tolerance = 1e-10)
+  # a bounded response without a tail keeps the paper's clipping
+  set.seed(134)
+  yb <- sin(6 * x[, 1]) + rnorm(n, sd = 0.3)
+  set.seed(135)
+  fb <- hgk(x, yb, depth = 1, folds = 5, control = hgk_control(maxit = 3), baseline = FALSE)
+  expect_true(fb$clip)
+  expect_true(all(predict(fb, matrix(runif(400, -1, 2), 200, 2)) <= max(yb) + 1e-12))
+  expect_output(print(fb), "predictions clipped to the training range of the response")
+  # classification has no clipping to choose
+  cd <- cls_data(n = 150, seed = 136)
+  set.seed(137)
+  fc <- hgk(cd$x, cd$y, depth = 1, folds = 3, control = hgk_control(maxit = 2), baseline = FALSE)
+  expect_null(fc$clip_cv)
 })
 
 test_that("the formula interface one-hot encodes a factor predictor", {
