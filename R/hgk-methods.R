@@ -12,8 +12,8 @@
 #'   for the hinge loss, the pairwise SVM decisions) or \code{"response"}
 #'   (default for regression: the prediction on the scale of the response,
 #'   decision values clipped to \eqn{[-1, 1]} as in the paper, that is, to the
-#'   training range, unless cross-validation chose not to clip:
-#'   \code{object$clip}, see \code{\link{hgk}}).
+#'   training range, widened on each side by the fraction \code{object$clip}
+#'   of it that cross-validation chose (0 by default; see \code{\link{hgk}})).
 #' @param threads Number of threads.
 #' @param ... Not used.
 #' @return A factor, numeric vector or matrix with one row per row of
@@ -70,8 +70,11 @@ predict.hgk <- function(object, newdata, type = NULL, threads = NULL, ...) {
   if (object$task == "regression") {
     if (type == "decision") return(as.vector(D))
     yr <- object$y_range
+    # the decision values clipped to [-1, 1] (the training range) widened on each side by the
+    # fraction object$clip of its width (0: the paper's clipping; Inf: none)
+    w <- if (is.null(object[["clip"]])) 0 else object[["clip"]]
     D <- as.vector(D)
-    if (!isFALSE(object$clip)) D <- pmin(pmax(D, -1), 1)
+    if (is.finite(w)) D <- pmin(pmax(D, -1 - 2 * w), 1 + 2 * w)
     return(yr[1L] + (D + 1) / 2 * (yr[2L] - yr[1L]))
   }
   if (type == "class") return(.kl_decision_to_class(D, lev, .kl_all_levels(object)))
@@ -163,10 +166,16 @@ print.hgk <- function(x, ...) {
   if (!is.null(x$clip_cv)) {
     cc <- x$clip_cv
     fmt <- function(v) format(signif(v, 3))
-    cat(sprintf("  predictions %s (by %d-fold CV, each fold clipped to its own fitting rows' range: squared error %s clipped, %s unclipped, on the [-1, 1] scale)\n",
-                if (cc$clip) "clipped to the training range of the response"
-                else "not clipped to the training range of the response",
-                cc$folds, fmt(cc$clipped), fmt(cc$unclipped)))
+    how <- if (cc$margin == 0) "clipped to the training range of the response"
+           else if (is.finite(cc$margin))
+             sprintf("clipped to the training range of the response widened by %s%% of it on each side",
+                     format(100 * cc$margin))
+           else "not clipped to the training range of the response"
+    e0 <- cc$table$error[cc$table$margin == 0]
+    e1 <- cc$table$error[cc$table$margin == cc$margin]
+    cat(sprintf("  predictions %s (by %d-fold CV, each fold clipped to its fitting rows' range: squared error %s%s)\n",
+                how, cc$folds, fmt(e1),
+                if (cc$margin == 0) "" else sprintf(", %s at the range itself", fmt(e0))))
   }
   r <- sort(x$relevance, decreasing = TRUE)
   cat("  most relevant inputs: ", paste(sprintf("%s %s", names(utils::head(r, 5L)),

@@ -136,15 +136,18 @@
 #' \strong{Clipping in regression.} The paper clips the decision values to
 #' \eqn{[-1, 1]}, that is regression predictions to the training range of the
 #' response. A response with a long tail has new rows beyond that range,
-#' which a clipped model cannot reach. Whether the predictions are clipped is
-#' therefore chosen by cross-validation on the folds of the fit: each fold's
-#' held-out decision values of the final predictor (refitted on the other
-#' folds, or the fold models with \code{final = "average"}), clipped to the
-#' range of that fold's fitting rows, against the same values unclipped, by
-#' the squared error over all rows; a tie keeps the clipping.
-#' \code{fit$clip} says which, \code{fit$clip_cv} holds both errors, and
-#' \code{print()} shows them. (The candidates' cross-validation clips at
-#' the range of all rows, the paper's criterion.)
+#' which a clipped model cannot reach; unclipped, a model fitted on a few
+#' dozen rows can extrapolate far past it. How far past the range the
+#' predictions may go is therefore chosen by cross-validation on the folds of
+#' the fit: each fold's held-out decision values of the final predictor
+#' (refitted on the other folds, or the fold models with \code{final =
+#' "average"}) are clipped to the range of that fold's fitting rows widened
+#' on each side by 0, 5, 10, 20 or 50\% of its width, or not clipped; the
+#' smallest squared error over all rows wins, a tie the smaller widening.
+#' \code{fit$clip} is the chosen fraction (0: the paper's clipping;
+#' \code{Inf}: none), \code{fit$clip_cv} holds the errors, and
+#' \code{print()} says which. (The candidates' cross-validation clips at the
+#' range of all rows, the paper's criterion.)
 #'
 #' \strong{Penalty convention.} \eqn{\lambda} is the paper's: the
 #' least-squares SVM on \eqn{n} rows solves
@@ -241,11 +244,12 @@
 #'   first grid, which the attribute \code{"extended"} then describes) and
 #'   \code{svm_cv} (the C-SVM's
 #'   over width and cost, \code{\link{kl_tune}}'s \code{results}; hinge loss
-#'   only), \code{clip} (whether regression predictions are clipped to the
-#'   training range) and \code{clip_cv} (regression: \code{clip} and the
-#'   cross-validated squared errors \code{clipped} and \code{unclipped} on
-#'   the \eqn{[-1, 1]} scale over \code{folds} folds; \code{NULL} without
-#'   folds), \code{relevance} (see \code{\link{plot.hgk}}), the scaled
+#'   only), \code{clip} (regression: the fraction of the training range of the
+#'   response by which predictions may pass it on each side; 0 clips to the
+#'   range, \code{Inf} not at all) and \code{clip_cv} (regression: the
+#'   chosen \code{margin}, the \code{table} of the cross-validated squared
+#'   errors by margin on the \eqn{[-1, 1]} scale and the number of
+#'   \code{folds}; \code{NULL} without folds), \code{relevance} (see \code{\link{plot.hgk}}), the scaled
 #'   training inputs \code{x} and the response \code{y}, and what \code{predict}
 #'   needs.
 #' @references Steinwart, I., Thomann, P. and Schmid, N. (2016). Learning with

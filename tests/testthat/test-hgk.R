@@ -87,7 +87,7 @@ test_that("maxit = 0, one (gamma, lambda), refit: kernel_ridge / kernel_svm, Gau
   dec <- predict(fit, xn, type = "decision")
   expect_equal(dec, predict(kr, xn), tolerance = 1e-10)
   resp <- predict(fit, xn)
-  if (fit$clip) dec <- pmin(pmax(dec, -1), 1)
+  if (is.finite(fit$clip)) dec <- pmin(pmax(dec, -1 - 2 * fit$clip), 1 + 2 * fit$clip)
   expect_equal(resp, min(r$y) + (dec + 1) / 2 * diff(range(r$y)), tolerance = 1e-12)
   # ... and the LS-SVM of an independent computation
   sol <- ls_svm_r(gauss_gram(g, fit$x), matrix(ys), n * l)
@@ -604,7 +604,7 @@ test_that("predict gives classes, decisions and (hinge) probabilities", {
   expect_gt(mean(predict(fit, c3$x) == c3$y), 0.7)
 })
 
-test_that("regression predictions stay in the training range; new data are matched by column", {
+test_that("regression predictions stay in the (widened) training range; new data are matched by column", {
   r <- reg_data(n = 150, d = 4, seed = 96)
   colnames(r$x) <- c("a", "b", "c", "d")
   set.seed(97)
@@ -612,9 +612,13 @@ test_that("regression predictions stay in the training range; new data are match
   set.seed(98)
   far <- matrix(runif(200 * 4, -3, 4), 200, 4, dimnames = list(NULL, colnames(r$x)))
   p <- predict(fit, far)
-  expect_true(all(p >= min(r$y) & p <= max(r$y)))
+  # within the training range, widened by the fraction fit$clip of it that CV chose
+  w <- fit$clip
+  expect_true(is.finite(w))
+  wide <- range(r$y) + c(-1, 1) * w * diff(range(r$y))
+  expect_true(all(p >= wide[1] - 1e-12 & p <= wide[2] + 1e-12))
   dec <- predict(fit, far, type = "decision")
-  expect_equal(p, min(r$y) + (pmin(pmax(dec, -1), 1) + 1) / 2 * diff(range(r$y)))
+  expect_equal(p, min(r$y) + (pmin(pmax(dec, -1 - 2 * w), 1 + 2 * w) + 1) / 2 * diff(range(r$y)))
   expect_lt(mean((predict(fit, r$x) - r$y)^2), 0.1 * var(r$y))
   expect_error(predict(fit, r$x, type = "class"), "regression")
   expect_error(predict(fit, r$x, type = "prob"), "regression")
@@ -625,8 +629,8 @@ test_that("regression predictions stay in the training range; new data are match
   expect_error(predict(fit, unname(far[, 1:3])), "3 columns")
 })
 
-test_that("regression: clipping to the training range is chosen by cross-validation", {
-  # a response with a long tail: held-out rows beyond a fold's range are reached only unclipped
+test_that("regression: how far predictions may go past the training range is chosen by CV", {
+  # a response with a long tail: held-out rows beyond a fold's range are reached only past it
   set.seed(131)
   n <- 150
   x <- matrix(runif(n * 2), n, 2)
@@ -635,62 +639,71 @@ test_that("regression: clipping to the training range is chosen by cross-validat
   fit <- hgk(x, y, depth = 1, folds = 5, control = hgk_control(maxit = 3), baseline = FALSE)
   cc <- fit$clip_cv
   expect_identical(cc$folds, 5L)
-  expect_identical(fit$clip, cc$clip)
-  expect_identical(cc$clip, cc$clipped <= cc$unclipped)
-  expect_false(fit$clip)
-  # both errors by an independent computation: kernel ridge with the final kernel, width and
+  expect_identical(cc$table$margin, c(0, 0.05, 0.1, 0.2, 0.5, Inf))
+  expect_identical(fit$clip, cc$margin)
+  expect_identical(cc$margin, cc$table$margin[which.min(cc$table$error)])
+  expect_gt(fit$clip, 0)
+  # the errors by an independent computation: kernel ridge with the final kernel, width and
   # penalty on each fold's fitting rows (the folds of the refit's grid), the held-out decisions
-  # clipped to that fold's range of the scaled response, or not
+  # clipped to that fold's range of the scaled response widened by each margin
   foldid <- attr(fit$refit_cv, "foldid")
   m <- fit$models[[1L]]
   k <- learned_kernel(fit)
   ys <- 2 * (y - min(y)) / diff(range(y)) - 1
-  se_c <- se_u <- 0
-  for (f in 1:5) {
+  clipped_error <- function(decs, margin) {
+    se <- 0
+    for (f in 1:5) {
+      te <- foldid == f
+      lim <- range(ys[!te]) + c(-1, 1) * margin * diff(range(ys[!te]))
+      if (!is.finite(margin)) lim <- c(-Inf, Inf)
+      se <- se + sum((pmin(pmax(decs[[f]], lim[1]), lim[2]) - ys[te])^2)
+    }
+    se / n
+  }
+  decs <- lapply(1:5, function(f) {
     te <- foldid == f
     kr <- kernel_ridge(fit$x[!te, ], ys[!te], kernel = k, lambda = sum(!te) * m$lambda,
                        scale = "none")
-    d <- predict(kr, fit$x[te, , drop = FALSE])
-    se_c <- se_c + sum((pmin(pmax(d, min(ys[!te])), max(ys[!te])) - ys[te])^2)
-    se_u <- se_u + sum((d - ys[te])^2)
-  }
-  expect_equal(cc$clipped, se_c / n, tolerance = 1e-8)
-  expect_equal(cc$unclipped, se_u / n, tolerance = 1e-8)
-  # unclipped predictions map the decision values without limits and go past the training range
-  xn <- cbind(c(0.5, 1, 1.1), 0.5)
+    predict(kr, fit$x[te, , drop = FALSE])
+  })
+  expect_equal(cc$table$error, vapply(cc$table$margin, clipped_error, 0, decs = decs),
+               tolerance = 1e-8)
+  # predictions: the decision values clipped to [-1, 1] widened by the margin, on the
+  # response's scale
+  xn <- cbind(c(0.5, 1, 1.1, 1.5, 3), 0.5)
   dec <- predict(fit, xn, type = "decision")
-  expect_equal(predict(fit, xn), min(y) + (dec + 1) / 2 * diff(range(y)))
+  w <- fit$clip
+  lim <- if (is.finite(w)) c(-1 - 2 * w, 1 + 2 * w) else c(-Inf, Inf)
+  expect_equal(predict(fit, xn), min(y) + (pmin(pmax(dec, lim[1]), lim[2]) + 1) / 2 * diff(range(y)))
   expect_gt(max(predict(fit, xn)), max(y))
-  expect_output(print(fit), "predictions not clipped to the training range of the response \\(by 5-fold CV")
+  expect_output(print(fit), "predictions (clipped to the training range of the response widened by|not clipped)")
   # final = "average": the fold models' own held-out decisions
   set.seed(133)
   fa <- hgk(x, y, depth = 1, folds = 5, final = "average", control = hgk_control(maxit = 3),
             baseline = FALSE)
-  expect_identical(fa$clip, fa$clip_cv$clip)
-  fid <- rep(NA_integer_, n)
-  for (f in 1:5) fid[-fa$models[[f]]$rows] <- f
-  se_c <- se_u <- 0
-  for (f in 1:5) {
-    te <- fid == f
-    d <- kernlearn:::.hgk_model_decision(fa$models[[f]], fa$x, fa$x[te, , drop = FALSE], 2L)
-    se_c <- se_c + sum((pmin(pmax(d, min(ys[!te])), max(ys[!te])) - ys[te])^2)
-    se_u <- se_u + sum((d - ys[te])^2)
-  }
-  expect_equal(fa$clip_cv$clipped, se_c / n, tolerance = 1e-10)
-  expect_equal(fa$clip_cv$unclipped, se_u / n, tolerance = 1e-10)
-  # a bounded response without a tail keeps the paper's clipping
+  expect_identical(fa$clip, fa$clip_cv$margin)
+  foldid <- rep(NA_integer_, n)
+  for (f in 1:5) foldid[-fa$models[[f]]$rows] <- f
+  decs <- lapply(1:5, function(f)
+    kernlearn:::.hgk_model_decision(fa$models[[f]], fa$x, fa$x[foldid == f, , drop = FALSE], 2L))
+  expect_equal(fa$clip_cv$table$error, vapply(fa$clip_cv$table$margin, clipped_error, 0,
+                                              decs = decs), tolerance = 1e-10)
+  # a response that saturates at both ends is best clipped at its range
   set.seed(134)
-  yb <- sin(6 * x[, 1]) + rnorm(n, sd = 0.3)
+  yb <- pmin(pmax(3 * (x[, 1] - 0.5), -1), 1) + rnorm(n, sd = 0.02)
   set.seed(135)
   fb <- hgk(x, yb, depth = 1, folds = 5, control = hgk_control(maxit = 3), baseline = FALSE)
-  expect_true(fb$clip)
+  expect_identical(fb$clip, 0)
   expect_true(all(predict(fb, matrix(runif(400, -1, 2), 200, 2)) <= max(yb) + 1e-12))
-  expect_output(print(fb), "predictions clipped to the training range of the response")
-  # classification has no clipping to choose
+  expect_output(print(fb), "predictions clipped to the training range of the response \\(by 5-fold CV")
+  # classification has no clipping to choose; a model without the field clips (0)
   cd <- cls_data(n = 150, seed = 136)
   set.seed(137)
   fc <- hgk(cd$x, cd$y, depth = 1, folds = 3, control = hgk_control(maxit = 2), baseline = FALSE)
   expect_null(fc$clip_cv)
+  old <- fb
+  old$clip <- NULL
+  expect_identical(predict(old, x), predict(fb, x))
 })
 
 test_that("the formula interface one-hot encodes a factor predictor", {
