@@ -3,7 +3,10 @@
 # alone (baseline = FALSE, what tkl() ran below 50 rows before); hgk() with its defaults (the
 # defaults adapted to the rows, the tuned Gaussian compared) against hgk(baseline = FALSE); both
 # against the Gaussian SVM tuned as a user would (kl_tune(kernel_svm) over 6 widths x 7 costs,
-# 5-fold CV, as in bench/learned_vs_gaussian.R).
+# 5-fold CV, as in bench/learned_vs_gaussian.R). The same tuning of the Gaussian on a second
+# draw of the folds (gauss_refold) shows how far two tunings of the one kernel fall apart, and
+# whether the criterion (within one standard error of the Gaussian over the draws) holds
+# between them (refold_within_1se).
 #
 # Usage: Rscript bench/learned_small.R [rows] [draws] [sets] [methods]
 #   rows    training rows per draw (default 40)
@@ -98,10 +101,15 @@ for (method in methods) for (name in sets) {
     t2 <- system.time(g <- suppressWarnings(
       kl_tune(kernel_svm, y ~ ., data = d[tr, ], scale_response = FALSE, grid = grid,
               folds = 5)))[["elapsed"]]
-    e_g <- if (cls) mean(as.character(predict(g$best_model, d[te, ])) != as.character(d$y[te]))
-           else mean((predict(g$best_model, d[te, ]) - d$y[te])^2)
+    e_of <- function(g) if (cls) mean(as.character(predict(g$best_model, d[te, ])) != as.character(d$y[te]))
+                        else mean((predict(g$best_model, d[te, ]) - d$y[te])^2)
+    e_g <- e_of(g)
+    # the same tuning on another draw of the folds: how far two tunings of one kernel are apart
+    set.seed(4000 + s)
+    g2 <- suppressWarnings(kl_tune(kernel_svm, y ~ ., data = d[tr, ], scale_response = FALSE,
+                                   grid = grid, folds = 5))
     r <- rbind(r, data.frame(learned = a$error, chose_gauss = a$baseline, alone = b$error,
-                             gauss = e_g, learned_s = t1, gauss_s = t2))
+                             gauss = e_g, refold = e_of(g2), learned_s = t1, gauss_s = t2))
   }
   se <- stats::sd(r$gauss) / sqrt(nrow(r))
   key <- paste(method, name)
@@ -114,7 +122,9 @@ for (method in methods) for (name in sets) {
     ratio = mean(r$learned) / mean(r$gauss), alone_ratio = mean(r$alone) / mean(r$gauss),
     within_1se = mean(r$learned) <= mean(r$gauss) + se,
     alone_within_1se = mean(r$alone) <= mean(r$gauss) + se,
-    gauss_chosen = sum(r$chose_gauss), seconds = stats::median(r$learned_s),
+    gauss_chosen = sum(r$chose_gauss), gauss_refold = mean(r$refold),
+    refold_within_1se = mean(r$refold) <= mean(r$gauss) + se,
+    seconds = stats::median(r$learned_s),
     gauss_seconds = stats::median(r$gauss_s))
   print(res[[key]][, -1], row.names = FALSE, digits = 4)
   tab <- do.call(rbind, res)
@@ -122,7 +132,8 @@ for (method in methods) for (name in sets) {
     old <- utils::read.csv(out, stringsAsFactors = FALSE)
     old <- old[!(paste(old$method, old$set, old$rows) %in%
                    paste(tab$method, tab$set, tab$rows)), , drop = FALSE]
-    tab <- rbind(old, tab)
+    for (v in setdiff(names(tab), names(old))) old[[v]] <- rep(NA, nrow(old))
+    tab <- rbind(old[, names(tab)], tab)
   }
   utils::write.csv(tab, out, row.names = FALSE)
 }
