@@ -149,14 +149,16 @@ err_of <- function(pred, y) {
   if (is.factor(y)) mean(as.character(pred) != as.character(y)) else mean((pred - y)^2)
 }
 
+# the peer's grid: 6 widths x 7 costs for p inputs
+peer_grid <- function(p) list(gamma = 2^(-3:2) / p, cost = 2^seq(-1, 11, by = 2))
+
 fit_method <- function(method, d, tr) {
   dt <- d[tr, ]
   if (method == "gauss") {
     # the peer's own tuning on another draw of the folds (this function runs after
     # set.seed(2000 + s), the peer after set.seed(3000 + s))
-    p <- ncol(d) - 1L
     f <- kl_tune(kernel_svm, y ~ ., data = dt, scale_response = FALSE, folds = 5,
-                 grid = list(gamma = 2^(-3:2) / p, cost = 2^seq(-1, 11, by = 2)))
+                 grid = peer_grid(ncol(d) - 1L))
     return(list(fit = f, pred = function(nd) predict(f$best_model, nd), loss = "-",
                 arch = sprintf("gamma %g cost %g", f$best$gamma, f$best$cost)))
   }
@@ -190,7 +192,7 @@ for (method in methods) for (name in sets) {
     t_h <- system.time(h <- fit_method(method, d, tr))[["elapsed"]]
     e_h <- err_of(h$pred(d[te, ]), d$y[te])
     sel <- h$fit$selection
-    grid <- list(gamma = 2^(-3:2) / p, cost = 2^seq(-1, 11, by = 2))
+    grid <- peer_grid(p)
     set.seed(3000 + s)
     t_g <- system.time(g <- kl_tune(kernel_svm, y ~ ., data = d[tr, ], scale_response = FALSE, grid = grid,
                                     folds = 5))[["elapsed"]]
