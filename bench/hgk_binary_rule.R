@@ -1,0 +1,99 @@
+# hgk()'s rule for choosing the width and cost of a two-class C-SVM (its tuned Gaussian and the
+# C-SVM on a learned kernel): the clipped squared error of the decision values averaged over two
+# draws of folds, with the misclassification rate where the classes are noisy (the current
+# rule, "cur"), against the misclassification rate of both draws at every fit ("miss": hgk's
+# bound for noisy classes set to 0, so that the noisy-class branch always runs). Both run on
+# the same training rows and seeds, so the comparison is paired per draw; the Gaussian SVM
+# tuned as a user tunes it (kl_tune(kernel_svm), 6 widths x 7 costs, 5 folds, as in
+# bench/learned_small.R) is the reference.
+#
+# Usage:
+#   Rscript bench/hgk_binary_rule.R ROWS DRAWS SETS OUT     (appends one line per draw to OUT)
+#   Rscript bench/hgk_binary_rule.R summary FILE[,FILE...]
+# ROWS training rows per draw, the test rows 300 others (or all the others); a set with fewer
+# than ROWS + 40 rows is skipped. SETS: comma list among pima, sonar, ionosphere, bc (mlbench
+# BreastCancer, 683 complete rows), twonorm (800 rows, 20 inputs), circle (800 rows, 2 inputs),
+# threenorm, ringnorm (800 rows, 20 inputs each), spirals (800 rows, one cycle, sd 0.05), xor
+# (800 rows, 4 inputs) (mlbench), or a two-class kl_dataset() name (wdbc, bupa, heart, magic,
+# higgs, cod-rna; KERNLEARN_DATA_DIR). Columns of OUT: set, rows, draw, cur, miss and gauss
+# (test misclassification), cur_base and miss_base (1 where hgk kept its tuned Gaussian),
+# cur_s and miss_s (seconds of the fit). 1 thread. summary prints per size and set the means,
+# the Gaussian's standard error and whether each rule is within one standard error of it, and
+# the paired difference cur - miss with its standard error.
+# The internal bound is changed in the loaded namespace only (bench use; not an option of
+# hgk()). Results: bench/results/hgk_binary_rule.csv.
+suppressPackageStartupMessages({ library(kernlearn); library(mlbench) })
+args <- commandArgs(TRUE)
+if (identical(args[1], "summary")) {
+  r <- do.call(rbind, lapply(strsplit(args[2], ",")[[1]], utils::read.csv))
+  for (n in sort(unique(r$rows))) {
+    x <- r[r$rows == n, ]
+    a <- do.call(rbind, lapply(split(x, x$set), function(x) data.frame(
+      set = x$set[1], draws = nrow(x), cur = mean(x$cur), miss = mean(x$miss),
+      gauss = mean(x$gauss), gauss_se = stats::sd(x$gauss) / sqrt(nrow(x)),
+      diff_se = stats::sd(x$cur - x$miss) / sqrt(nrow(x)))))
+    a <- a[a$draws >= 2L, ]
+    a$cur_within <- a$cur <= a$gauss + a$gauss_se
+    a$miss_within <- a$miss <= a$gauss + a$gauss_se
+    cat(sprintf("== %d rows\n", n))
+    print(a, digits = 4, row.names = FALSE)
+    d <- x$cur - x$miss
+    cat(sprintf("mean cur %.4f, miss %.4f, gauss %.4f; within one SE: cur %d, miss %d of %d; cur - miss %.5f (SE %.5f)\n",
+                mean(a$cur), mean(a$miss), mean(a$gauss), sum(a$cur_within), sum(a$miss_within),
+                nrow(a), mean(d), stats::sd(d) / sqrt(length(d))))
+  }
+  d <- r$cur - r$miss
+  cat(sprintf("all sizes: cur - miss %.5f (SE %.5f) over %d draws; cur worse in %d, better in %d\n",
+              mean(d), stats::sd(d) / sqrt(length(d)), length(d), sum(d > 0), sum(d < 0)))
+  s <- stats::aggregate(cbind(diff = cur - miss) ~ set, r, mean)
+  print(s[order(s$diff), ], digits = 3, row.names = FALSE)
+  quit(save = "no")
+}
+rows <- as.integer(args[1]); draws <- as.integer(args[2]); sets <- strsplit(args[3], ",")[[1]]
+out <- args[4]
+options(kernlearn.threads = 1L, kernlearn.backend = "cpu")
+load_set <- function(name) {
+  e <- new.env()
+  d <- switch(name,
+    pima = { utils::data("PimaIndiansDiabetes", envir = e); d <- e$PimaIndiansDiabetes
+             names(d)[names(d) == "diabetes"] <- "y"; d },
+    sonar = { utils::data("Sonar", envir = e); d <- e$Sonar; names(d)[names(d) == "Class"] <- "y"; d },
+    ionosphere = { utils::data("Ionosphere", envir = e); d <- e$Ionosphere
+                   d$V2 <- NULL; d$V1 <- as.numeric(as.character(d$V1)); names(d)[names(d) == "Class"] <- "y"; d },
+    twonorm = { set.seed(109); s <- mlbench.twonorm(800, d = 20); data.frame(s$x, y = s$classes) },
+    circle = { set.seed(111); s <- mlbench.circle(800, d = 2); data.frame(s$x, y = s$classes) },
+    threenorm = { set.seed(113); s <- mlbench.threenorm(800, d = 20); data.frame(s$x, y = s$classes) },
+    ringnorm = { set.seed(115); s <- mlbench.ringnorm(800, d = 20); data.frame(s$x, y = s$classes) },
+    spirals = { set.seed(117); s <- mlbench.spirals(800, cycles = 1, sd = 0.05); data.frame(s$x, y = s$classes) },
+    xor = { set.seed(119); s <- mlbench.xor(800, d = 4); d <- data.frame(s$x, y = s$classes); d },
+    bc = { utils::data("BreastCancer", envir = e); d <- e$BreastCancer[, -1]
+           for (j in 1:9) d[[j]] <- as.numeric(as.character(d[[j]])); names(d)[10] <- "y"; d },
+    { k <- kl_dataset(name, quiet = TRUE); data.frame(k$x, y = k$y) })
+  d[stats::complete.cases(d), ]
+}
+ns <- asNamespace("kernlearn")
+orig <- get(".hgk_noisy_ls", ns)
+setrule <- function(v) { unlockBinding(".hgk_noisy_ls", ns); assign(".hgk_noisy_ls", v, ns); lockBinding(".hgk_noisy_ls", ns) }
+for (name in sets) {
+  d <- load_set(name); n <- nrow(d); p <- ncol(d) - 1L
+  if (n - rows < 40) { message("skip ", name); next }
+  for (s in seq_len(draws)) {
+    set.seed(500 + s)
+    tr <- sample.int(n, rows)
+    te <- sample(setdiff(seq_len(n), tr), min(300L, n - rows))
+    dt <- d[tr, ]; dt$y <- droplevels(dt$y); if (nlevels(dt$y) < 2L) next
+    err <- function(pred) mean(as.character(pred) != as.character(d$y[te]))
+    fitr <- function(v) { setrule(v); set.seed(2000 + s)
+      t <- system.time(f <- suppressWarnings(hgk(y ~ ., data = dt)))[["elapsed"]]
+      setrule(orig); c(err(predict(f, d[te, ])), identical(f$selection$choice, "baseline"), t) }
+    a <- fitr(orig); b <- fitr(0)
+    grid <- list(gamma = 2^(-3:2) / p, cost = 2^seq(-1, 11, by = 2))
+    set.seed(3000 + s)
+    g <- suppressWarnings(kl_tune(kernel_svm, y ~ ., data = dt, scale_response = FALSE, grid = grid, folds = 5))
+    eg <- err(predict(g$best_model, d[te, ]))
+    r <- data.frame(set = name, rows = rows, draw = s, cur = a[1], miss = b[1], gauss = eg,
+                    cur_base = a[2], miss_base = b[2], cur_s = a[3], miss_s = b[3])
+    cat(sprintf("%s %d %d cur %.4f miss %.4f gauss %.4f (%.1fs)\n", name, rows, s, a[1], b[1], eg, a[3]))
+    utils::write.table(r, out, append = file.exists(out), col.names = !file.exists(out), sep = ",", row.names = FALSE)
+  }
+}
