@@ -8,7 +8,7 @@
 
 .hgk_fit <- function(inp, depth, nodes, kernel, candidates, saturation, loss, gradient, final,
                      folds, gamma, lambda, probability, control, scale, threads, call,
-                     baseline = TRUE) {
+                     baseline = TRUE, folds_given = TRUE) {
   caller <- "hgk()"
   loss <- .kl_choice(loss, c("auto", "ls", "hinge"), "loss", caller)[1L]
   gradient <- .kl_choice(gradient, c("bilevel", "fixed"), "gradient", caller)[1L]
@@ -66,7 +66,25 @@
     if (split[1L] != 0.4)
       adapted <- c(adapted, "split D1 / D2 / D3: a third each")
   }
-  .hgk_check_rows(n, folds, split, need_cv, caller)
+  # Few rows: the default number of folds is raised (up to leave-one-out) until every learning
+  # run of the cross-validation has D1, D2 and D3 of .hgk_min_part rows.
+  folds_raised <- FALSE
+  if (!folds_given && need_cv && !.hgk_rows_ok(n, folds, split, TRUE)) {
+    for (k in seq.int(folds + 1L, max(folds + 1L, n))) {
+      fr <- .hgk_fit_rows(n, k, TRUE)
+      sp <- if (is.null(control$split)) .hgk_default_split(fr) else control$split
+      if (k <= n && .hgk_rows_ok(n, k, sp, TRUE)) {
+        adapted <- c(adapted, sprintf("%d-fold cross-validation (%d folds would leave %d rows to a learning run)",
+                                      k, folds, fold_rows))
+        folds <- k
+        folds_raised <- TRUE
+        fold_rows <- fr
+        split <- sp
+        break
+      }
+    }
+  }
+  .hgk_check_rows(n, folds, split, need_cv, caller, folds_given = folds_given)
   .check_memory(8 * (n * (folds - 1) / folds)^2 * 2.5,
                 sprintf("hgk() on %d rows (kernel matrices of the fit and validation parts)", n),
                 caller, hint = "; subsample the rows")
@@ -102,7 +120,11 @@
   fold_models <- NULL
   best <- list(cand = 1L, loss = losses[1L])
   if (need_cv) {
-    foldid <- .klcv_folds(list(n = n, task = inp$task, y = inp$y), folds, NULL, caller)$foldid
+    # (with folds raised for few rows, a class with fewer rows than folds is expected: the
+    # printout names the folds, and no warning is given)
+    foldid <- if (folds_raised) .kl_quiet_folds(.klcv_folds(list(n = n, task = inp$task, y = inp$y),
+                                                             folds, NULL, caller))$foldid
+              else .klcv_folds(list(n = n, task = inp$task, y = inp$y), folds, NULL, caller)$foldid
     # per candidate and fold: the clipped squared error of the least-squares decisions and the
     # misclassification rates of the least-squares and hinge predictors
     mse <- miss_ls <- miss_hinge <- matrix(NA_real_, length(cands), folds)
@@ -403,25 +425,56 @@
   s
 }
 
-.hgk_check_rows <- function(n, folds, split, cv, caller) {
-  # The rows the smallest learning run sees (a fold's training rows, or all rows).
-  fit_rows <- function(n) if (cv) n - max(tabulate(rep_len(seq_len(folds), n))) else n
-  parts_of <- function(m) {
-    p <- c(floor(split[1L] * m), floor(split[2L] * m))
-    c(p, m - sum(p))
+# The rows the smallest learning run sees (a fold's training rows, or all rows), the sizes of
+# its D1, D2, D3, and whether each has .hgk_min_part rows.
+.hgk_fit_rows <- function(n, folds, cv) {
+  if (cv) n - max(tabulate(rep_len(seq_len(folds), n))) else n
+}
+.hgk_parts <- function(m, split) {
+  p <- c(floor(split[1L] * m), floor(split[2L] * m))
+  c(p, m - sum(p))
+}
+.hgk_rows_ok <- function(n, folds, split, cv) {
+  all(.hgk_parts(.hgk_fit_rows(n, folds, cv), split) >= .hgk_min_part)
+}
+
+# An error when a learning run would have a part with fewer than .hgk_min_part rows, naming the
+# settings that make the rows enough (or the least number of rows hgk() fits). folds_given:
+# FALSE when the folds were the default, which .hgk_fit() raises for few rows.
+.hgk_check_rows <- function(n, folds, split, cv, caller, folds_given = TRUE) {
+  if (.hgk_rows_ok(n, folds, split, cv)) return(invisible(TRUE))
+  ok <- function(n) {
+    if (!cv || folds_given) return(.hgk_rows_ok(n, folds, split, cv))
+    any(vapply(seq.int(folds, max(folds, n)), function(k) .hgk_rows_ok(n, k, split, TRUE), TRUE))
   }
-  ok <- function(n) all(parts_of(fit_rows(n)) >= .hgk_min_part)
-  if (!ok(n)) {
-    need <- n + 1L
-    while (!ok(need) || !ok(need + 1L) || !ok(need + folds)) need <- need + 1L
-    m <- fit_rows(n)
-    hint <- if (cv) "; with fewer rows give one architecture ('depth = 1') with baseline = FALSE (no cross-validation), or fewer 'folds'"
-            else "; with fewer rows change hgk_control(split = )"
-    stop(sprintf("%s: too few rows: each learning run sees %d rows, split into parts of %s; each of D1, D2, D3 needs at least %d (%d rows or more with these settings)%s",
-                 caller, m, paste(parts_of(m), collapse = " / "), .hgk_min_part, need, hint),
-         call. = FALSE)
+  need <- n + 1L
+  while (!ok(need) || !ok(need + 1L) || !ok(need + folds)) need <- need + 1L
+  m <- .hgk_fit_rows(n, folds, cv)
+  least <- 3L * .hgk_min_part
+  if (n < least) {
+    hint <- sprintf("; hgk() fits no fewer than %d rows (D1, D2 and D3 of %d rows each, without cross-validation); for fewer rows tune kernel_svm() or kernel_ridge() by kl_tune()",
+                    least, .hgk_min_part)
+  } else {
+    no_cv <- "one architecture ('depth = 1') with baseline = FALSE, one 'loss' and final = \"refit\" (no cross-validation)"
+    ways_with <- function(sp) {
+      w <- character()
+      if (cv) {
+        k <- Find(function(k) .hgk_rows_ok(n, k, sp, TRUE), seq.int(folds, n))
+        if (!is.null(k)) w <- sprintf("folds = %d or more", k)
+      }
+      if (.hgk_rows_ok(n, 1L, sp, FALSE)) w <- c(w, if (cv) no_cv else "")
+      w
+    }
+    ways <- if (cv) ways_with(split) else character()
+    if (!length(ways)) {
+      w <- ways_with(c(1, 1) / 3)
+      ways <- sub(" with $", "", paste("hgk_control(split = c(1, 1) / 3) with", w))
+    }
+    hint <- sprintf("; with %d rows give %s", n, paste(ways, collapse = ", or "))
   }
-  invisible(TRUE)
+  stop(sprintf("%s: too few rows: each learning run sees %d rows, split into parts of %s; each of D1, D2, D3 needs at least %d (%d rows or more with these settings)%s",
+               caller, m, paste(.hgk_parts(m, split), collapse = " / "), .hgk_min_part, need,
+               hint), call. = FALSE)
 }
 
 # The candidate start kernels: list(label, depth, nodes, saturation, kernel).

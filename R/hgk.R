@@ -91,9 +91,12 @@
 #' learning run of the cross-validation sees fewer than 400 rows, the
 #' architectures compared are depth 1 and depth 2 with 4 nodes (depth 1 alone
 #' below 60 rows), and when the 40/40/20 split would leave a part with fewer
-#' than 30 rows, \eqn{D_1, D_2, D_3} get a third each. \code{print()} says
-#' what was chosen. Each part needs at least 8 rows; with the defaults about
-#' 30 rows are the least \code{hgk()} fits.
+#' than 30 rows, \eqn{D_1, D_2, D_3} get a third each, and when 5 folds
+#' would leave a learning run fewer than 24 rows (below 30 rows), the number
+#' of folds is raised until each run has 24 (up to leave-one-out).
+#' \code{print()} says what was chosen. Each part needs at least 8 rows, so
+#' 25 rows are the least \code{hgk()} fits with cross-validation and 24
+#' without (one architecture, one loss, \code{baseline = FALSE}).
 #'
 #' \strong{The final predictor.} With \code{final = "refit"} (the default)
 #' the weights of the chosen architecture are learned once more on all rows,
@@ -188,7 +191,8 @@
 #' @param gradient \code{"bilevel"} or \code{"fixed"} (see Details).
 #' @param final \code{"refit"} or \code{"average"} (see Details).
 #' @param folds Number of cross-validation folds (stratified for
-#'   classification).
+#'   classification). Left at its default on fewer than 30 rows, it is raised
+#'   as far as the learning runs need (see Small data).
 #' @param gamma Candidate widths on top of the root; \code{NULL}:
 #'   \eqn{\gamma_0 \times \{1/4, 1/2, 1, 2, 4, 8\}}, with \eqn{1/\gamma_0} the
 #'   median over random pairs of rows of the root's argument at the start
@@ -293,7 +297,7 @@ hgk.formula <- function(formula, data, depth = NULL, nodes = NULL, kernel = NULL
                       .kl_call(match.call(), "hgk")))
   .hgk_fit(inp, depth, nodes, kernel, candidates, saturation, loss, gradient, final, folds,
            gamma, lambda, probability, control, scale, threads, .kl_call(match.call(), "hgk"),
-           baseline = baseline)
+           baseline = baseline, folds_given = !missing(folds))
 }
 
 #' @rdname hgk
@@ -314,7 +318,7 @@ hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
                       .kl_call(match.call(), "hgk")))
   .hgk_fit(inp, depth, nodes, kernel, candidates, saturation, loss, gradient, final, folds,
            gamma, lambda, probability, control, scale, threads, .kl_call(match.call(), "hgk"),
-           baseline = baseline)
+           baseline = baseline, folds_given = !missing(folds))
 }
 
 # The arguments of an hgk() call that the cells path passes on to the sample fit.

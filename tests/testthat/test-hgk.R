@@ -1036,6 +1036,24 @@ test_that("the defaults adapt to small data and say so", {
   expect_identical(kernlearn:::.hgk_default_candidates(400, 10), c(0L, 4L, 6L, 8L, 10L, 12L, 14L, 16L))
   expect_equal(kernlearn:::.hgk_default_split(150), c(0.4, 0.4))
   expect_equal(kernlearn:::.hgk_default_split(140), c(1, 1) / 3)
+  # below 30 rows the default folds are raised until every learning run has D1, D2, D3 of 8
+  # rows, and no warning is given for classes with fewer rows than those folds
+  r26 <- reg_data(n = 26, d = 3, seed = 164)
+  set.seed(164)
+  f26 <- expect_silent(hgk(r26$x, r26$y))
+  expect_identical(f26$folds, 13L)
+  expect_output(print(f26), "13-fold cross-validation \\(5 folds would leave 20 rows to a learning run\\)")
+  expect_gt(cor(predict(f26, r26$x), r26$y), 0.5)
+  d27 <- iris[c(1:9, 51:59, 101:109), ]
+  set.seed(165)
+  f27 <- expect_silent(hgk(Species ~ ., data = d27))
+  expect_identical(f27$folds, 9L)
+  expect_gte(mean(predict(f27, iris) == iris$Species), 0.9)
+  expect_equal(kernlearn:::.hgk_fit_rows(25, 25L, TRUE), 24)
+  expect_error(hgk(r26$x[1:24, ], r26$y[1:24]),
+               "25 rows or more with these settings.*with 24 rows give one architecture")
+  # folds the user gives are kept
+  expect_error(hgk(r26$x, r26$y, folds = 5), "with 26 rows give folds = 13 or more")
   # given candidates are used as they are
   set.seed(163)
   fc <- hgk(Species ~ ., data = iris, candidates = c(0, 2, 3), baseline = FALSE, loss = "ls",
@@ -1086,13 +1104,16 @@ test_that("bad input is an error that names the problem", {
   # settings to change
   expect_error(hgk(x[1:20, ], y[1:20], depth = 1, folds = 3, final = "average",
                    control = hgk_control(maxit = 0), baseline = FALSE, loss = "ls"),
-               "too few rows.*at least 8.*'depth = 1'.*baseline = FALSE")
+               "too few rows.*at least 8.*no fewer than 24 rows.*kl_tune")
   expect_error(hgk(x[1:20, ], y[1:20], depth = 1, final = "refit",
                    control = hgk_control(maxit = 0), baseline = FALSE, loss = "ls"),
-               "too few rows.*6 / 6 / 8.*hgk_control\\(split = \\)")
+               "too few rows.*6 / 6 / 8.*no fewer than 24 rows")
+  expect_error(hgk(x[1:26, ], y[1:26], depth = 1, folds = 5, final = "average",
+                   control = hgk_control(maxit = 0), baseline = FALSE, loss = "ls"),
+               "too few rows.*6 / 6 / 8.*with 26 rows give folds = 13 or more, or one architecture \\('depth = 1'\\) with baseline = FALSE")
   expect_error(hgk(x[1:100, ], y[1:100], depth = 1, final = "refit",
                    control = hgk_control(maxit = 0, split = c(0.45, 0.5)), baseline = FALSE),
-               "too few rows.*45 / 50 / 5")
+               "too few rows.*45 / 50 / 5.*split = c\\(1, 1\\) / 3")
   expect_error(hgk(x, rep(1, 150), depth = 1, folds = 3, final = "average", control = ctl0, baseline = FALSE, loss = "ls"), "response is constant")
   xn <- x
   xn[3, 2] <- NA
@@ -1240,7 +1261,14 @@ test_that("the row hint of the too-few-rows error is a size that works", {
     msg <- tryCatch(hgk(x[1:20, ], y[1:20], depth = 1, baseline = base), error = conditionMessage)
     need <- as.integer(sub(".*\\((\\d+) rows or more.*", "\\1", msg))
     expect_true(need > 20 && need <= 40)
-    expect_s3_class(hgk(x[1:need, ], y[1:need], depth = 1, folds = 5, baseline = base,
+    expect_s3_class(hgk(x[1:need, ], y[1:need], depth = 1, baseline = base,
+                        control = hgk_control(maxit = 0)), "hgk")
+    # with folds given, the size is one for those folds
+    msg <- tryCatch(hgk(x[1:20, ], y[1:20], depth = 1, folds = 5, baseline = TRUE),
+                    error = conditionMessage)
+    need <- as.integer(sub(".*\\((\\d+) rows or more.*", "\\1", msg))
+    expect_equal(need, 30L)
+    expect_s3_class(hgk(x[1:need, ], y[1:need], depth = 1, folds = 5, baseline = TRUE,
                         control = hgk_control(maxit = 0)), "hgk")
   }
 })
