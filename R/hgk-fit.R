@@ -70,10 +70,10 @@
   # run of the cross-validation has D1, D2 and D3 of .hgk_min_part rows.
   folds_raised <- FALSE
   if (!folds_given && need_cv && !.hgk_rows_ok(n, folds, split, TRUE)) {
-    for (k in seq.int(folds + 1L, max(folds + 1L, n))) {
+    for (k in seq_len(n)[-seq_len(folds)]) {
       fr <- .hgk_fit_rows(n, k, TRUE)
       sp <- if (is.null(control$split)) .hgk_default_split(fr) else control$split
-      if (k <= n && .hgk_rows_ok(n, k, sp, TRUE)) {
+      if (.hgk_rows_ok(n, k, sp, TRUE)) {
         adapted <- c(adapted, sprintf("%d-fold cross-validation (%d folds would leave %d rows to a learning run)",
                                       k, folds, fold_rows))
         folds <- k
@@ -881,9 +881,10 @@
 # Widths: those of the least-squares grid as first laid (not the values it grew by past its
 # ends); costs: its penalties as C = 1 / (2 m lambda) for the m rows of a fold's fit, then
 # rescaled to all n rows by m / n (the same lambda), so the refit has the validated penalty.
-# The grids are not extended past their ends (the cost grid spans the paper's penalties; costs
-# past it make slow solves that rarely validate better). NULL
-# when the grid is one point.
+# A grid won at its edge grows past it, up to hgk_control(extend =) steps per end (kl_tune()'s
+# extension), as the least-squares grid and the tuned Gaussian's grid do: the best C-SVM on a
+# learned kernel can lie past the first grid (thyroid at 2000 rows: the corner of the largest
+# gamma and cost won it). NULL when the grid is one point.
 .hgk_hinge_grid <- function(ctx, m, rc) {
   if (length(rc$gammas) * length(rc$lambdas) < 2L) return(NULL)
   n <- nrow(ctx$x)
@@ -893,10 +894,19 @@
   metric <- if (two) .hgk_svm_ls_metric(ctx$levels)
   tu <- kl_tune(kernel_svm, ctx$x, ctx$y, grid = list(gamma = rc$gammas, cost = costs),
                 foldid = rc$foldid, metric = metric, kernel = m$kernel, scale = "none",
-                threads = ctx$threads, refit = FALSE, extend = 0L)
+                threads = ctx$threads, refit = FALSE, extend = ctx$extend)
   tab <- tu$results
   b <- tu$best_index
   attr(tab, "foldid") <- tu$foldid
+  # Costs said on the scale of all rows, as the refit's.
+  f <- function(v) format(signif(v, 4))
+  ext <- c(if (min(tab$gamma) < min(rc$gammas)) sprintf("widths down to %s", f(min(tab$gamma))),
+           if (max(tab$gamma) > max(rc$gammas)) sprintf("widths up to %s", f(max(tab$gamma))),
+           if (min(tab$cost) < min(costs)) sprintf("costs down to %s", f(min(tab$cost) * m1 / n)),
+           if (max(tab$cost) > max(costs)) sprintf("costs up to %s", f(max(tab$cost) * m1 / n)))
+  if (length(ext))
+    attr(tab, "extended") <- sprintf("grid extended past a winning edge: %s",
+                                     paste(ext, collapse = ", "))
   attr(tab, "criterion") <- if (two) "mean squared error of decisions clipped to [-1, 1]"
                             else "misclassification rate"
   if (two && tab$mean[b] > .hgk_noisy_ls) {

@@ -155,8 +155,10 @@ print.hgk <- function(x, ...) {
   } else {
     m <- x$models[[1L]]
     if (x$loss == "hinge" && !is.null(m$svm))
-      cat(sprintf("  predictor: C-SVM refit on all rows, gamma %s, cost %s (by %d-fold CV)\n",
-                  format(signif(m$svm$kernel$gamma, 4)), format(signif(m$svm$cost, 4)), x$folds))
+      cat(sprintf("  predictor: C-SVM refit on all rows, gamma %s, cost %s (by %d-fold CV%s)\n",
+                  format(signif(m$svm$kernel$gamma, 4)), format(signif(m$svm$cost, 4)), x$folds,
+                  if (is.null(attr(x$svm_cv, "extended"))) ""
+                  else paste(";", attr(x$svm_cv, "extended"))))
     else
       cat(sprintf("  predictor: refit on all rows, gamma %s, lambda %s (by %d-fold CV%s)\n",
                   format(signif(m$gamma, 4)), format(signif(m$lambda, 4)), x$folds,

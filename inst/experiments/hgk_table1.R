@@ -496,8 +496,10 @@ run_hgk_auto <- function(S) {
   list(D = D,
        extra = sprintf("%s; loss %s; final %s%s%s%s", fit$architecture$label, fit$loss, fit$final,
                        if (fit$loss == "hinge" && !is.null(fit$models[[1L]]$svm))
-                         sprintf("; svm gamma %.4g cost %.4g", fit$models[[1L]]$svm$kernel$gamma,
-                                 fit$models[[1L]]$svm$cost) else "",
+                         sprintf("; svm gamma %.4g cost %.4g%s", fit$models[[1L]]$svm$kernel$gamma,
+                                 fit$models[[1L]]$svm$cost,
+                                 if (is.null(attr(fit$svm_cv, "extended"))) ""
+                                 else sprintf(" (%s)", attr(fit$svm_cv, "extended"))) else "",
                        cvtxt, if (multi && fit$loss == "hinge") "; decision 2p-1 of Platt probabilities" else ""),
        grid = sprintf("candidates %s, maxit %d, loss auto%s", paste(candidates, collapse = ","),
                      maxit, prec_note))
