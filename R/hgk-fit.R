@@ -338,6 +338,7 @@
       sel_err <- tab$mean_both[b]
       attr(tab, "foldid") <- tu$foldid
       attr(tab, "foldid2") <- foldid2
+      attr(tab, "extended") <- .hgk_svm_growth(tab, g, costs, m1 / n)
       attr(tab, "criterion") <- if (two) "mean squared error of decisions clipped to [-1, 1]"
                                 else "misclassification rate"
       folds_b <- unname(tu$fold_metrics[b, ])
@@ -900,15 +901,7 @@
   tab <- tu$results
   b <- tu$best_index
   attr(tab, "foldid") <- tu$foldid
-  # Costs said on the scale of all rows, as the refit's.
-  f <- function(v) format(signif(v, 4))
-  ext <- c(if (min(tab$gamma) < min(rc$gammas)) sprintf("widths down to %s", f(min(tab$gamma))),
-           if (max(tab$gamma) > max(rc$gammas)) sprintf("widths up to %s", f(max(tab$gamma))),
-           if (min(tab$cost) < min(costs)) sprintf("costs down to %s", f(min(tab$cost) * m1 / n)),
-           if (max(tab$cost) > max(costs)) sprintf("costs up to %s", f(max(tab$cost) * m1 / n)))
-  if (length(ext))
-    attr(tab, "extended") <- sprintf("grid extended past a winning edge: %s",
-                                     paste(ext, collapse = ", "))
+  attr(tab, "extended") <- .hgk_svm_growth(tab, rc$gammas, costs, m1 / n)
   attr(tab, "criterion") <- if (two) "mean squared error of decisions clipped to [-1, 1]"
                             else "misclassification rate"
   if (two && tab$mean[b] > .hgk_noisy_ls) {
@@ -917,6 +910,18 @@
     attr(tab, "criterion") <- .hgk_noisy_criterion(tab$mean)
   }
   list(gamma = tab$gamma[b], cost = tab$cost[b] * m1 / n, table = tab)
+}
+
+# How a C-SVM's width x cost grid (kl_tune()'s results `tab`) grew past its first widths and
+# costs: a sentence for print(), costs said on the scale of all rows (times `to_all`), as the
+# refit's; NULL where it did not grow.
+.hgk_svm_growth <- function(tab, gammas, costs, to_all) {
+  f <- function(v) format(signif(v, 4))
+  ext <- c(if (min(tab$gamma) < min(gammas)) sprintf("widths down to %s", f(min(tab$gamma))),
+           if (max(tab$gamma) > max(gammas)) sprintf("widths up to %s", f(max(tab$gamma))),
+           if (min(tab$cost) < min(costs)) sprintf("costs down to %s", f(min(tab$cost) * to_all)),
+           if (max(tab$cost) > max(costs)) sprintf("costs up to %s", f(max(tab$cost) * to_all)))
+  if (length(ext)) sprintf("grid extended past a winning edge: %s", paste(ext, collapse = ", "))
 }
 
 # Noisy classes. The clipped squared error of a two-class C-SVM's decision values is 1 for

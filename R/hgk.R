@@ -249,8 +249,9 @@
 #'   \code{error} and \code{extended}, \code{TRUE} for the points past the
 #'   first grid, which the attribute \code{"extended"} then describes) and
 #'   \code{svm_cv} (the C-SVM's
-#'   over width and cost, \code{\link{kl_tune}}'s \code{results}; hinge loss
-#'   only), \code{clip} (regression: the fraction of the training range of the
+#'   over width and cost, \code{\link{kl_tune}}'s \code{results}, with
+#'   \code{extended} and the attribute \code{"extended"} as for
+#'   \code{refit_cv}; hinge loss only), \code{clip} (regression: the fraction of the training range of the
 #'   response by which predictions may pass it on each side; 0 clips to the
 #'   range, \code{Inf} not at all) and \code{clip_cv} (regression: the
 #'   chosen \code{margin}, the \code{table} of the cross-validated squared

@@ -194,6 +194,18 @@ test_that("the refit's C-SVM validates its own width and cost on the learned ker
   expect_null(fit$svm_cv)
 })
 
+test_that("a C-SVM grid's growth is said with its costs on the scale of all rows", {
+  growth <- kernlearn:::.hgk_svm_growth
+  tab <- expand.grid(gamma = c(1, 2, 4), cost = c(1, 10))
+  expect_null(growth(tab, c(1, 2, 4), c(1, 10), 0.8))
+  up <- rbind(tab, data.frame(gamma = c(8, 4), cost = c(10, 100)))
+  expect_identical(growth(up, c(1, 2, 4), c(1, 10), 0.8),
+                   "grid extended past a winning edge: widths up to 8, costs up to 80")
+  down <- rbind(tab, data.frame(gamma = 0.5, cost = 0.1))
+  expect_identical(growth(down, c(1, 2, 4), c(1, 10), 0.5),
+                   "grid extended past a winning edge: widths down to 0.5, costs down to 0.05")
+})
+
 test_that("the refit's least-squares grid grows past a winning end, as if it had been given", {
   # a noise-free response: the smallest penalty wins, and smaller ones win again
   set.seed(171)
@@ -947,6 +959,7 @@ test_that("noisy classes: the C-SVMs' width and cost are chosen by their misclas
              control = hgk_control(maxit = 0, split = c(0.3, 0.3)))
   tg <- fit$tuned_gaussian
   tab <- tg$table
+  expect_identical(is.null(attr(tab, "extended")), !any(tab$extended))
   expect_gt(min(tab$mean_both), kernlearn:::.hgk_noisy_ls)
   expect_match(attr(tab, "criterion"), "^misclassification rate .*noisy classes")
   # each draw's misclassification rates, by kl_tune's default metric on the same folds
