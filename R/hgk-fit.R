@@ -882,12 +882,13 @@
 # Widths: those of the least-squares grid as first laid (not the values it grew by past its
 # ends); costs: its penalties as C = 1 / (2 m lambda) for the m rows of a fold's fit, then
 # rescaled to all n rows by m / n (the same lambda), so the refit has the validated penalty.
-# A grid won at its edge grows past it, up to hgk_control(extend =) steps per end (kl_tune()'s
-# extension), as the least-squares grid and the tuned Gaussian's grid do: the best C-SVM on a
-# learned kernel can lie past the first grid (thyroid at 2000 rows: the corner of the largest
-# gamma and cost won it). Rarely used: in bench/hgk_hinge_extend.R (152 default fits at 400 and
-# 1000 rows) the grid grew in 9 and its best point moved in 2, with the same test
-# misclassification. NULL when the grid is one point.
+# The grids are not extended past their ends, unlike the least-squares grid and the tuned
+# Gaussian's. Extending them as kl_tune(extend = 2) does (bench/hgk_hinge_extend.R) moved the
+# best point rarely and never helped: in 152 default fits at 400 and 1000 rows of 14 sets the
+# grid grew in 9 and its best point moved in 2, with the same test misclassification; on
+# thyroid (three classes, one of 92%) the larger costs past the edge validated better by a
+# row or two and tested worse (split 2 of bench/learned_vs_gaussian.R, 840 rows, and split 2
+# of hgk's Table 1 at 2000 rows). NULL when the grid is one point.
 .hgk_hinge_grid <- function(ctx, m, rc) {
   if (length(rc$gammas) * length(rc$lambdas) < 2L) return(NULL)
   n <- nrow(ctx$x)
@@ -897,11 +898,10 @@
   metric <- if (two) .hgk_svm_ls_metric(ctx$levels)
   tu <- kl_tune(kernel_svm, ctx$x, ctx$y, grid = list(gamma = rc$gammas, cost = costs),
                 foldid = rc$foldid, metric = metric, kernel = m$kernel, scale = "none",
-                threads = ctx$threads, refit = FALSE, extend = ctx$extend)
+                threads = ctx$threads, refit = FALSE, extend = 0L)
   tab <- tu$results
   b <- tu$best_index
   attr(tab, "foldid") <- tu$foldid
-  attr(tab, "extended") <- .hgk_svm_growth(tab, rc$gammas, costs, m1 / n)
   attr(tab, "criterion") <- if (two) "mean squared error of decisions clipped to [-1, 1]"
                             else "misclassification rate"
   if (two && tab$mean[b] > .hgk_noisy_ls) {

@@ -114,9 +114,8 @@
 #' above), for more classes by the
 #' misclassification rate (widths as above, costs
 #' \eqn{1 / (2 m \lambda)}{1 / (2 m lambda)} over the \eqn{\lambda} grid for
-#' the \eqn{m} rows of a fold, both extended past an end that validates best
-#' as \code{\link{kl_tune}} extends a grid, by up to \code{extend} values
-#' of \code{\link{hgk_control}}; \code{print()} says so);
+#' the \eqn{m} rows of a fold; these grids are not extended past their
+#' ends);
 #' the refit keeps the chosen \eqn{\lambda}, i.e. cost
 #' \eqn{1 / (2 n \lambda)}{1 / (2 n lambda)} on all \eqn{n} rows. With
 #' \code{final = "average"} (the paper's choice) the prediction is the average
@@ -250,8 +249,8 @@
 #'   first grid, which the attribute \code{"extended"} then describes) and
 #'   \code{svm_cv} (the C-SVM's
 #'   over width and cost, \code{\link{kl_tune}}'s \code{results}, with
-#'   \code{extended} and the attribute \code{"extended"} as for
-#'   \code{refit_cv}; hinge loss only), \code{clip} (regression: the fraction of the training range of the
+#'   \code{extended} and, for the tuned Gaussian's grid, the attribute
+#'   \code{"extended"} as for \code{refit_cv}; hinge loss only), \code{clip} (regression: the fraction of the training range of the
 #'   response by which predictions may pass it on each side; 0 clips to the
 #'   range, \code{Inf} not at all) and \code{clip_cv} (regression: the
 #'   chosen \code{margin}, the \code{table} of the cross-validated squared
@@ -384,10 +383,9 @@ hgk.default <- function(x, y, depth = NULL, nodes = NULL, kernel = NULL,
 #'   the tree, else the learning runs in double (as do the kernel blocks of a
 #'   depth-1 tree, the Gaussian kernel), so results can differ between
 #'   machines with and without AVX2.
-#' @param extend Values at most past each end of the grids of width and
-#'   penalty (the least-squares refit's with \code{final = "refit"}, the
-#'   width and cost of the C-SVM refitted on a learned kernel, and the tuned
-#'   Gaussian's when it is a least-squares SVM) when their best point
+#' @param extend Values at most past each end of the least-squares grids
+#'   of width and penalty (the refit's with \code{final = "refit"}, and the
+#'   tuned Gaussian's when it is a least-squares SVM) when their best point
 #'   lies at that end: the grid grows by its own ratio, one value at a time
 #'   on the same folds, while the new value validates better, as
 #'   \code{\link{kl_tune}} extends its grids; penalties stop at
