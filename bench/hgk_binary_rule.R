@@ -114,25 +114,8 @@ if (scaled) args <- args[-1L]
 rows <- as.integer(args[1]); draws <- as.integer(args[2]); sets <- strsplit(args[3], ",")[[1]]
 out <- args[4]
 options(kernlearn.threads = 1L, kernlearn.backend = "cpu")
-load_set <- function(name) {
-  e <- new.env()
-  d <- switch(name,
-    pima = { utils::data("PimaIndiansDiabetes", envir = e); d <- e$PimaIndiansDiabetes
-             names(d)[names(d) == "diabetes"] <- "y"; d },
-    sonar = { utils::data("Sonar", envir = e); d <- e$Sonar; names(d)[names(d) == "Class"] <- "y"; d },
-    ionosphere = { utils::data("Ionosphere", envir = e); d <- e$Ionosphere
-                   d$V2 <- NULL; d$V1 <- as.numeric(as.character(d$V1)); names(d)[names(d) == "Class"] <- "y"; d },
-    twonorm = { set.seed(109); s <- mlbench.twonorm(800, d = 20); data.frame(s$x, y = s$classes) },
-    circle = { set.seed(111); s <- mlbench.circle(800, d = 2); data.frame(s$x, y = s$classes) },
-    threenorm = { set.seed(113); s <- mlbench.threenorm(800, d = 20); data.frame(s$x, y = s$classes) },
-    ringnorm = { set.seed(115); s <- mlbench.ringnorm(800, d = 20); data.frame(s$x, y = s$classes) },
-    spirals = { set.seed(117); s <- mlbench.spirals(800, cycles = 1, sd = 0.05); data.frame(s$x, y = s$classes) },
-    xor = { set.seed(119); s <- mlbench.xor(800, d = 4); d <- data.frame(s$x, y = s$classes); d },
-    bc = { utils::data("BreastCancer", envir = e); d <- e$BreastCancer[, -1]
-           for (j in 1:9) d[[j]] <- as.numeric(as.character(d[[j]])); names(d)[10] <- "y"; d },
-    { k <- kl_dataset(name, quiet = TRUE); data.frame(k$x, y = k$y) })
-  d[stats::complete.cases(d), ]
-}
+source(file.path("bench", "hgk_bench_sets.R"))
+load_set <- hgk_bench_set
 ns <- asNamespace("kernlearn")
 orig <- get(".hgk_noisy_ls", ns)
 orig_metric <- get(".hgk_svm_ls_metric", ns)

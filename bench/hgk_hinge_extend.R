@@ -10,7 +10,7 @@
 #   Rscript bench/hgk_hinge_extend.R ROWS DRAWS SETS OUT   (appends one line per draw to OUT)
 #   Rscript bench/hgk_hinge_extend.R summary FILE
 # ROWS training rows per draw, the test rows up to 1000 others; a set with fewer than ROWS + 40
-# rows is skipped. SETS: comma list of kl_dataset() names (KERNLEARN_DATA_DIR) or vehicle,
+# rows is skipped. SETS: comma list of bench/hgk_bench_sets.R names: kl_dataset() names or vehicle,
 # vowel (mlbench Vehicle, Vowel without its speaker column), bc (mlbench BreastCancer), twonorm,
 # circle (mlbench simulations, 800 rows). Columns of OUT: set, rows, draw, loss (the chosen
 # loss), grew (1 where the C-SVM's grid grew), moved (1 where its best point lies past the first
@@ -39,18 +39,8 @@ if (identical(args[1], "summary")) {
 rows <- as.integer(args[1]); draws <- as.integer(args[2]); sets <- strsplit(args[3], ",")[[1]]
 out <- args[4]
 options(kernlearn.threads = 1L, kernlearn.backend = "cpu")
-load_set <- function(name) {
-  e <- new.env()
-  d <- switch(name,
-    vehicle = { utils::data("Vehicle", envir = e); d <- e$Vehicle; names(d)[names(d) == "Class"] <- "y"; d },
-    vowel = { utils::data("Vowel", envir = e); d <- e$Vowel; d$V1 <- NULL; names(d)[names(d) == "Class"] <- "y"; d },
-    bc = { utils::data("BreastCancer", envir = e); d <- e$BreastCancer[, -1]
-           for (j in 1:9) d[[j]] <- as.numeric(as.character(d[[j]])); names(d)[10] <- "y"; d },
-    twonorm = { set.seed(109); s <- mlbench.twonorm(800, d = 20); data.frame(s$x, y = s$classes) },
-    circle = { set.seed(111); s <- mlbench.circle(800, d = 2); data.frame(s$x, y = s$classes) },
-    { k <- kl_dataset(name, quiet = TRUE); data.frame(k$x, y = k$y) })
-  d[stats::complete.cases(d), ]
-}
+source(file.path("bench", "hgk_bench_sets.R"))
+load_set <- hgk_bench_set
 ns <- asNamespace("kernlearn")
 orig <- get(".hgk_hinge_grid", ns)
 extended <- orig
