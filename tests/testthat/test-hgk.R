@@ -871,13 +871,16 @@ test_that("the Gaussian kernel tuned over widths x costs is the final model when
   expect_equal(tg5$error, mean(tg5$fold_errors))
   expect_identical(attr(tg5$table, "criterion"), "misclassification rate")
   # the rule: the selection's winner is kept only when its CV error is below the tuned
-  # Gaussian's by more than one standard error of the fold-wise difference
+  # Gaussian's, for classification by more than one standard error of the fold-wise
+  # difference
   rule <- function(fit) {
     w <- order(fit$cv$error, seq_len(nrow(fit$cv)))[1L]
     dif <- attr(fit$cv, "folds")[w, ] - fit$tuned_gaussian$fold_errors
     se <- sd(dif) / sqrt(length(dif))
     expect_equal(fit$selection$difference_se, se)
-    !(fit$cv$error[w] < fit$tuned_gaussian$error - se)
+    margin <- if (fit$task == "regression") 0 else se
+    expect_equal(fit$selection$margin, margin)
+    !(fit$cv$error[w] < fit$tuned_gaussian$error - margin)
   }
   expect_identical(fit$selection$tuned, rule(fit))
   expect_true(fit$selection$tuned)
@@ -933,6 +936,44 @@ test_that("the Gaussian kernel tuned over widths x costs is the final model when
               control = hgk_control(maxit = 0, split = c(0.3, 0.3)))
   expect_null(fit3$tuned_gaussian)
   expect_null(fit3$selection)
+})
+
+test_that("the learned kernel is kept against the tuned Gaussian: by a margin for classes, below it for regression", {
+  # a winner below the tuned Gaussian in the mean, by less than one standard error of the
+  # fold-wise difference
+  mk <- function(win, gauss) {
+    tab <- data.frame(architecture = c("depth 1", "Gaussian (start weights, not learned)"),
+                      loss = "ls", error = c(mean(win), mean(gauss) + 0.01),
+                      stringsAsFactors = FALSE)
+    attr(tab, "folds") <- rbind(win, gauss + 0.01)
+    list(table = tab, winner = list(architecture = "depth 1", loss = "ls"),
+         selection = list(choice = "learned", learned_error = mean(win),
+                          baseline_error = mean(gauss) + 0.01, reason = "r"))
+  }
+  win <- c(0.10, 0.30, 0.12, 0.25)
+  gauss <- c(0.20, 0.22, 0.21, 0.23)
+  dif <- win - gauss
+  se <- sd(dif) / sqrt(4)
+  expect_lt(mean(win), mean(gauss))
+  expect_gt(mean(win), mean(gauss) - se)
+  tuned <- list(loss = "ls", error = mean(gauss), fold_errors = gauss,
+                label = "least-squares SVM tuned over 6 widths x 6 penalties")
+  reg <- kernlearn:::.hgk_against_tuned(mk(win, gauss), tuned, "regression")
+  expect_false(reg$tuned)
+  expect_identical(reg$choice, "learned")
+  expect_equal(reg$difference_se, se)
+  expect_identical(reg$margin, 0)
+  expect_match(reg$reason, "CV error 0.215, above \\(standard error of the difference")
+  cls <- kernlearn:::.hgk_against_tuned(mk(win, gauss), tuned, "classification")
+  expect_true(cls$tuned)
+  expect_identical(cls$choice, "baseline")
+  expect_equal(cls$margin, se)
+  expect_equal(cls$baseline_error, mean(gauss))
+  expect_match(cls$reason, "kept only when below by more than one standard error")
+  # a tie goes to the Gaussian in regression too
+  tie <- kernlearn:::.hgk_against_tuned(mk(gauss, gauss), tuned, "regression")
+  expect_true(tie$tuned)
+  expect_match(tie$reason, "validated as well .*kept only when below\\)")
 })
 
 test_that("noisy classes: the C-SVMs' width and cost are chosen by their misclassification rate", {
