@@ -439,8 +439,10 @@
       sprintf("the Gaussian kernel as a %s validated as well (CV error %s against %s for %s, %s; the selected kernel is kept only when below by more than one standard error of the difference, %s); the learned weights are not used",
               tuned$label, fmt(tuned$error), fmt(e_best), tab$architecture[b],
               tab$loss[b], fmt(se))
-    else sprintf("the Gaussian kernel as a %s validated as well (CV error %s against %s for %s, %s; the selected kernel is kept only when below); the learned weights are not used",
-                 tuned$label, fmt(tuned$error), fmt(e_best), tab$architecture[b], tab$loss[b])
+    else sprintf("the Gaussian kernel as a %s validated %s (CV error %s against %s for %s, %s); the learned weights are not used",
+                 tuned$label,
+                 if (tuned$error < e_best) "better" else "as well (a tie goes to the Gaussian)",
+                 fmt(tuned$error), fmt(e_best), tab$architecture[b], tab$loss[b])
   }
   s
 }

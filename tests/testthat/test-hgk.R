@@ -973,7 +973,10 @@ test_that("the learned kernel is kept against the tuned Gaussian: by a margin fo
   # a tie goes to the Gaussian in regression too
   tie <- kernlearn:::.hgk_against_tuned(mk(gauss, gauss), tuned, "regression")
   expect_true(tie$tuned)
-  expect_match(tie$reason, "validated as well .*kept only when below\\)")
+  expect_match(tie$reason, "validated as well \\(a tie goes to the Gaussian\\)")
+  worse <- kernlearn:::.hgk_against_tuned(mk(gauss + 0.05, gauss), tuned, "regression")
+  expect_true(worse$tuned)
+  expect_match(worse$reason, "validated better \\(CV error 0.215 against 0.265")
 })
 
 test_that("noisy classes: the C-SVMs' width and cost are chosen by their misclassification rate", {
