@@ -401,7 +401,9 @@
 # yacht, airquality, ccpp and mcycle lower, faithful higher (0.150 -> 0.153); in
 # bench/learned_small.R (10 draws) energy went from 2.32 to 1.16 at 100 rows and yacht from
 # 6.92 to 3.58 at 40, concrete from 71.8 to 70.4 at 100 and from 125.4 to 131.9 at 40, boston
-# from 15.6 to 15.9 at 100, the other 7 set-sizes unchanged.
+# from 15.6 to 15.9 at 100, the other 7 set-sizes unchanged; on 6 other sets at 60, 120 and
+# 300 rows (bench/hgk_regression_margin.R, 72 paired draws) the rules chose differently in 6
+# draws, 3 lower (cpusmall at 60 rows 81.5 -> 23.2) and 3 higher by at most 10%.
 # Otherwise the tuned Gaussian is the final model. The selection record gains tuned_error,
 # difference_se, margin (the margin applied: difference_se, or 0 in regression) and tuned
 # (whether the Gaussian is the final model); then the choice is "baseline" with the tuned
