@@ -151,10 +151,14 @@
 #' the fit: each fold's held-out decision values of the final predictor
 #' (refitted on the other folds, or the fold models with \code{final =
 #' "average"}) are clipped to the range of that fold's fitting rows widened
-#' on each side by 0, 5, 10, 20 or 50\% of its width, or not clipped; the
+#' on each side by 0, 5, 10, 20, 50 or 100\% of its width; the
 #' smallest squared error over all rows wins, a tie the smaller widening.
+#' Predictions never go further than the range's width past it: at new rows
+#' far from the training rows in the inputs, a least-squares SVM with a
+#' small penalty can give values far outside the response's range, which
+#' the folds need not show.
 #' \code{fit$clip} is the chosen fraction (0: the paper's clipping;
-#' \code{Inf}: none), \code{fit$clip_cv} holds the errors, and
+#' \code{Inf}, none, only in fits of earlier versions), \code{fit$clip_cv} holds the errors, and
 #' \code{print()} says which. (The candidates' cross-validation clips at the
 #' range of all rows, the paper's criterion.)
 #'
@@ -258,7 +262,7 @@
 #'   \code{extended} and, for the tuned Gaussian's grid, the attribute
 #'   \code{"extended"} as for \code{refit_cv}; hinge loss only), \code{clip} (regression: the fraction of the training range of the
 #'   response by which predictions may pass it on each side; 0 clips to the
-#'   range, \code{Inf} not at all) and \code{clip_cv} (regression: the
+#'   range, 1 the most; \code{Inf}, not at all, in fits of earlier versions) and \code{clip_cv} (regression: the
 #'   chosen \code{margin}, the \code{table} of the cross-validated squared
 #'   errors by margin on the \eqn{[-1, 1]} scale and the number of
 #'   \code{folds}; \code{NULL} without folds), \code{relevance} (see \code{\link{plot.hgk}}), the scaled

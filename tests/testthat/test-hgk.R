@@ -658,7 +658,7 @@ test_that("regression: how far predictions may go past the training range is cho
   fit <- hgk(x, y, depth = 1, folds = 5, control = hgk_control(maxit = 3), baseline = FALSE)
   cc <- fit$clip_cv
   expect_identical(cc$folds, 5L)
-  expect_identical(cc$table$margin, c(0, 0.05, 0.1, 0.2, 0.5, Inf))
+  expect_identical(cc$table$margin, c(0, 0.05, 0.1, 0.2, 0.5, 1))
   expect_identical(fit$clip, cc$margin)
   expect_identical(cc$margin, cc$table$margin[which.min(cc$table$error)])
   expect_gt(fit$clip, 0)
@@ -695,6 +695,9 @@ test_that("regression: how far predictions may go past the training range is cho
   lim <- if (is.finite(w)) c(-1 - 2 * w, 1 + 2 * w) else c(-Inf, Inf)
   expect_equal(predict(fit, xn), min(y) + (pmin(pmax(dec, lim[1]), lim[2]) + 1) / 2 * diff(range(y)))
   expect_gt(max(predict(fit, xn)), max(y))
+  # never further past the range than its width, however far the inputs
+  xf <- cbind(c(-50, -5, 5, 50), c(50, -50, 0.5, 0.5))
+  expect_true(all(abs(predict(fit, xf) - mean(range(y))) <= 1.5 * diff(range(y)) + 1e-9))
   expect_output(print(fit), "predictions (clipped to the training range of the response widened by|not clipped)")
   # final = "average": the fold models' own held-out decisions
   set.seed(133)
