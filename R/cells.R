@@ -420,7 +420,8 @@ print.kl_cells <- function(x, ...) {
     dec <- .kl_core(caller, cpp_svm_decision, xc, cm$SV, cm$coefs, nsv, cm$rho, .kernel_spec(kern),
                     threads, backend)
     if (!cls) {
-      out[r] <- as.vector(dec)
+      out[r] <- if (is.null(cm$clip)) as.vector(dec)
+                else pmin(pmax(as.vector(dec), cm$clip[1L]), cm$clip[2L])
       next
     }
     g <- cm$classes
@@ -880,6 +881,7 @@ plot.kl_localized <- function(x, which = NULL, ...) {
   s <- fit$svm
   out$SV <- s$SV
   out$coefs <- s$coefs
+  out$clip <- s$clip  # a least-squares SVM's bounds (.tkl_ls_model)
   out$nSV <- if (cls) as.integer(s$nSV) else nrow(s$SV)
   out$rho <- s$rho
   out$converged <- all(s$converged)

@@ -686,6 +686,8 @@ predict.kernel_svm <- function(object, newdata, type = NULL, threads = NULL, ...
            else .kl_core(caller, cpp_svm_decision, x, object$SV, object$coefs, nsv_arg,
                          object$rho, .kernel_spec(object$kernel), threads, .kl_backend_arg())
   }
+  # a least-squares SVM of tkl() bounds its decision values (.tkl_ls_model)
+  if (!is.null(object$clip)) dec[] <- pmin(pmax(dec, object$clip[1L]), object$clip[2L])
   if (object$task == "regression") dec <- .svr_unscale(dec, object$y_scaling)
   .svm_output(object, dec, type, caller)
 }

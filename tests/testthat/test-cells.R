@@ -296,6 +296,12 @@ test_that("tkl with cells: one cell is the global fit, and each cell keeps the b
   expect_lt(mse(pr), 1e-4)
   expect_lt(mse(pr), mse(svr) / 10)
   expect_output(print(pr), "Gaussian \\(SVR, or least-squares SVM\\) validated better and is the model in")
+  # each cell's least-squares SVM bounds its decision values at its rows' response range
+  # widened by its width on each side, far from its rows too
+  expect_true(all(vapply(pr$cells, function(c) length(c$clip) == 2L && c$clip[1] < c$clip[2], NA)))
+  far <- rbind(c(-40, 0.5), c(0.5, 40), c(60, 60), c(-60, -60))
+  yr <- range(z0(d2$x))
+  expect_true(all(abs(predict(pr, far) - mean(yr)) <= 1.5 * diff(yr) + 1e-9))
 })
 
 test_that("hgk with cells fits every cell with the kernel learned on a sample", {

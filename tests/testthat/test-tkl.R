@@ -339,6 +339,15 @@ test_that("in regression the Gaussian least-squares SVM is a baseline too, where
   expect_equal(predict(fit, xt), mean(y) + stats::sd(y) * predict(ref, xts), tolerance = 1e-6)
   expect_equal(fitted(fit), mean(y) + stats::sd(y) * predict(ref, xs), tolerance = 1e-6)
   expect_lt(mean((predict(fit, xt) - (sin(4 * xt[, 1]) + xt[, 2]^2))^2), 1e-3)
+  # far from the training rows its predictions go at most the response's range past it
+  expect_equal(fit$svm$clip, range(ys) + c(-1, 1) * diff(range(ys)))
+  xf <- rbind(c(-3, 0.5), c(0.5, 4), c(20, -20), c(0.3, 0.6))
+  dec_f <- predict(ref, sweep(sweep(xf, 2, apply(x, 2, min)), 2,
+                              apply(x, 2, function(v) diff(range(v))), "/"))
+  expect_equal(predict(fit, xf),
+               mean(y) + stats::sd(y) * pmin(pmax(dec_f, fit$svm$clip[1]), fit$svm$clip[2]),
+               tolerance = 1e-6)
+  expect_true(all(abs(predict(fit, xf) - mean(range(y))) <= 1.5 * diff(range(y)) + 1e-9))
   expect_output(print(fit), "the Gaussian least-squares SVM, refitted on all rows, predicts")
   expect_output(print(fit$svm), "least-squares regression")
   expect_output(print(summary(fit$svm)), "penalty lambda")
