@@ -850,8 +850,8 @@
 # test mean squared error 523, against 357 for the training mean, and 335 with the widening at
 # most the width. In the 266 other regression fits checked (3 splits of the 21 regression
 # sets of bench/learned_vs_gaussian.R, 10 draws of the 6 of bench/learned_small.R at 25, 40
-# and 100 rows, 4 draws of 6 sets at 60 rows) no clipping was never chosen, and 50% 5 times. Returns list(margin, table (margin, error on the
-# [-1, 1] scale), folds).
+# and 100 rows, 4 draws of 6 sets at 60 rows) no fit chose no clipping, and 5 chose 50%.
+# Returns list(margin, table (margin, error on the [-1, 1] scale), folds).
 .hgk_clip_margins <- c(0, 0.05, 0.1, 0.2, 0.5, 1)
 
 .hgk_clip_choice <- function(ctx, models, final, foldid, caller) {
