@@ -758,6 +758,9 @@ plot.kl_localized <- function(x, which = NULL, ...) {
                       baseline = args$baseline)
   learn_time <- proc.time()[["elapsed"]] - t0
   loss <- learned$loss  # "auto": the loss the sample's cross-validation chose
+  # (a regression whose tuned Gaussian SVR won on the sample: the cells' kernel ridge on that
+  # kernel, the Gaussian, with each cell's own width and penalty)
+  if (loss == "svr") loss <- "ls"
   kernel <- learned_kernel(learned)
   kernel$gamma <- NULL  # the width on top of the learned weights: chosen per cell
   if (loss == "hinge") {

@@ -129,6 +129,7 @@ print.hgk <- function(x, ...) {
   what <- if (x$task == "classification")
     sprintf("%s classification, %d classes",
             if (x$loss == "hinge") "SVM (hinge loss)" else "least-squares SVM", length(x$levels))
+  else if (x$loss == "svr") "epsilon-SVR regression (the tuned Gaussian kernel)"
   else "least-squares SVM regression"
   cat("Hierarchical Gaussian kernel learning: ", what, "\n", sep = "")
   cat(sprintf("  %d training rows, %d features (scaled to [0, 1])\n", x$n, ncol(x$x)))
@@ -154,7 +155,13 @@ print.hgk <- function(x, ...) {
     cat(sprintf("; CV error %s\n", format(signif(e, 4))))
   } else {
     m <- x$models[[1L]]
-    if (x$loss == "hinge" && !is.null(m$svm))
+    if (x$loss == "svr")
+      cat(sprintf("  predictor: epsilon-SVR refit on all rows, gamma %s, cost %s, epsilon %s on the response scaled to [-1, 1] (by %d-fold CV%s)\n",
+                  format(signif(m$svm$kernel$gamma, 4)), format(signif(m$svm$cost, 4)),
+                  format(signif(m$svm$epsilon, 3)), x$folds,
+                  if (is.null(attr(x$svm_cv, "extended"))) ""
+                  else paste(";", attr(x$svm_cv, "extended"))))
+    else if (x$loss == "hinge" && !is.null(m$svm))
       cat(sprintf("  predictor: C-SVM refit on all rows, gamma %s, cost %s (by %d-fold CV%s)\n",
                   format(signif(m$svm$kernel$gamma, 4)), format(signif(m$svm$cost, 4)), x$folds,
                   if (is.null(attr(x$svm_cv, "extended"))) ""

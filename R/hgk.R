@@ -64,7 +64,14 @@
 #' a second draw of folds, since one draw's noise would pick the point on a
 #' flat error surface; otherwise
 #' the least-squares SVM over 6 widths x 6 penalties by the clipped squared
-#' error (extended past a winning end as the refit's grid below). The widths are \eqn{\gamma = 1/t^2}{gamma = 1/t^2} with \eqn{t}
+#' error (extended past a winning end as the refit's grid below), and for
+#' regression also the epsilon-SVR (\code{\link{kernel_svm}}) over the same
+#' 6 widths x 6 costs from \eqn{2^{-3}}{2^-3} to \eqn{2^7}{2^7} (grown
+#' past a winning edge), on the response scaled to \eqn{[-1, 1]} with
+#' \eqn{\epsilon}{epsilon} 0.1 of its standard deviation, by the same
+#' criterion on the same folds; the better of the two is the tuned Gaussian
+#' (a response with a few far-off values favours the SVR, whose loss grows
+#' linearly, and one with little noise the least-squares SVM). The widths are \eqn{\gamma = 1/t^2}{gamma = 1/t^2} with \eqn{t}
 #' geometric from \eqn{0.2 m^{-1/d}}{0.2 m^(-1/d)} to
 #' \eqn{5 (1 + 5/m)^d}{5 (1 + 5/m)^d}, the penalties geometric from
 #' \eqn{10^{-3}/m}{1e-3/m} to 0.1 (cost \eqn{1/(2 m \lambda)}{1/(2 m lambda)}),
@@ -73,8 +80,8 @@
 #' smallest of several candidates' (architectures and losses) and so biased
 #' low; as in the one-standard-error rule, it is kept only when it is below
 #' the tuned Gaussian's by more than one standard error of their fold-wise
-#' difference. For regression, where both are least-squares SVMs compared by
-#' their squared error, it is kept when it is below (on the regression sets
+#' difference. For regression, where both are compared by their squared
+#' error, it is kept when it is below (on the regression sets
 #' of the package's benchmarks the margin kept the Gaussian where the learned
 #' kernel did better on test rows more often than the reverse). Otherwise the
 #' tuned Gaussian is
@@ -90,7 +97,9 @@
 #' compares the least-squares SVM and the C-SVM (hinge loss) on each
 #' candidate kernel in the same cross-validation by their misclassification
 #' rates (ties go to the smaller clipped squared error) and keeps the better;
-#' regression uses the least-squares SVM.
+#' regression uses the least-squares SVM on a learned kernel, and the tuned
+#' Gaussian's epsilon-SVR where that validates best (\code{fit$loss} is then
+#' \code{"svr"}).
 #'
 #' \strong{Small data.} The defaults follow the number of rows: when a
 #' learning run of the cross-validation sees fewer than 400 rows, the
@@ -194,8 +203,10 @@
 #'   more nodes than columns. Giving \code{nodes} larger than the number of
 #'   columns needs an explicit \code{saturation}.
 #' @param loss \code{"auto"} (classification: the better of the two by
-#'   cross-validation, see Details; regression: least squares), \code{"ls"}
-#'   (the least-squares SVM) or \code{"hinge"} (classification only: the
+#'   cross-validation, see Details; regression: least squares, or the tuned
+#'   Gaussian's epsilon-SVR when it validates best), \code{"ls"}
+#'   (the least-squares SVM; for regression the tuned Gaussian is then a
+#'   least-squares SVM too) or \code{"hinge"} (classification only: the
 #'   weights are learned with the least-squares risk, the models are
 #'   \code{\link{kernel_svm}} fits with the learned kernel).
 #' @param gradient \code{"bilevel"} or \code{"fixed"} (see Details).
@@ -253,14 +264,18 @@
 #'   and \code{fold_errors} in the candidates' criterion and folds, with the
 #'   hinge loss also \code{selection_error}, the grid's criterion at the
 #'   chosen point averaged over both draws of folds, the chosen \code{gamma} and \code{cost} or \code{lambda}, its
-#'   \code{table} and \code{foldid}), \code{refit_cv} (the least-squares refit's
+#'   \code{table} and \code{foldid}; for regression \code{loss} is
+#'   \code{"ls"} or \code{"svr"} (then also \code{epsilon} and \code{oof},
+#'   its held-out decisions) and \code{alternative} holds the other one's
+#'   \code{loss}, \code{error}, width and cost or penalty), \code{refit_cv} (the least-squares refit's
 #'   cross-validation over width and penalty: \code{gamma}, \code{lambda},
 #'   \code{error} and \code{extended}, \code{TRUE} for the points past the
 #'   first grid, which the attribute \code{"extended"} then describes) and
 #'   \code{svm_cv} (the C-SVM's
 #'   over width and cost, \code{\link{kl_tune}}'s \code{results}, with
 #'   \code{extended} and, for the tuned Gaussian's grid, the attribute
-#'   \code{"extended"} as for \code{refit_cv}; hinge loss only), \code{clip} (regression: the fraction of the training range of the
+#'   \code{"extended"} as for \code{refit_cv}; hinge loss, or the tuned
+#'   Gaussian's epsilon-SVR), \code{clip} (regression: the fraction of the training range of the
 #'   response by which predictions may pass it on each side; 0 clips to the
 #'   range, 1 the most; \code{Inf}, not at all, in fits of earlier versions) and \code{clip_cv} (regression: the
 #'   chosen \code{margin}, the \code{table} of the cross-validated squared

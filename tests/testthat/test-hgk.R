@@ -941,6 +941,82 @@ test_that("the Gaussian kernel tuned over widths x costs is the final model when
   expect_null(fit3$selection)
 })
 
+test_that("regression: the tuned Gaussian is the better of its least-squares SVM and epsilon-SVR", {
+  # heavy-tailed noise (t with 1.5 degrees of freedom), which the SVR's linear loss lets go
+  set.seed(171)
+  n <- 150
+  x <- matrix(runif(n * 3), n, 3)
+  y <- sin(4 * x[, 1]) + x[, 2]^2 + 0.15 * rt(n, df = 1.5)
+  set.seed(271)
+  fit <- hgk(x, y, kernel = hierarchical_gaussian_kernel(c(1, 1, 1)), folds = 3,
+             control = hgk_control(maxit = 0, split = c(0.3, 0.3)))
+  tg <- fit$tuned_gaussian
+  expect_identical(tg$loss, "svr")
+  expect_identical(tg$alternative$loss, "ls")
+  expect_lt(tg$error, tg$alternative$error)
+  # the SVR's criterion, by kernel_svm on each fold's rows: the squared error of decisions
+  # clipped to [-1, 1] on the response scaled to [-1, 1], epsilon 0.1 of its sd
+  Y <- 2 * (y - min(y)) / diff(range(y)) - 1
+  eps <- 0.1 * sd(Y)
+  expect_equal(tg$epsilon, eps)
+  m1 <- n - max(tabulate(tg$foldid))
+  cost_m1 <- tg$cost * n / m1
+  expect_true(any(abs(tg$table$cost - cost_m1) < 1e-9 * cost_m1))
+  held <- numeric(n)
+  for (k in 1:3) {
+    tr <- tg$foldid != k
+    sv <- kernel_svm(fit$x[tr, ], Y[tr], gamma = tg$gamma, cost = cost_m1, epsilon = eps,
+                     scale = "none", scale_response = FALSE)
+    held[!tr] <- predict(sv, fit$x[!tr, ])
+    # (the tuning's solves are warm-started along the costs: equal to the solver's tolerance)
+    expect_equal(tg$fold_errors[k], mean((pmin(pmax(held[!tr], -1), 1) - Y[!tr])^2),
+                 tolerance = 1e-2)
+  }
+  expect_equal(tg$error, mean(tg$fold_errors))
+  expect_lt(max(abs(tg$oof - held)), 0.01)
+  # the widths are the least-squares grid's, the costs 2^-3 to 2^7 (no growth here)
+  t6 <- exp(seq(log(0.2 * m1^(-1 / 3)), log(5 * (1 + 5 / m1)^3), length.out = 6))
+  expect_equal(sort(unique(tg$table$gamma)), sort(1 / t6^2))
+  expect_equal(sort(unique(tg$table$cost)), 2^seq(-3, 7, by = 2))
+  # the final model: that SVR refitted on all rows with the cost rescaled to them, mapped back
+  # to the response's scale and clipped as the clipping's CV chose
+  expect_identical(fit$loss, "svr")
+  expect_true(fit$selection$tuned)
+  expect_match(fit$selection$reason, "as an epsilon-SVR tuned over 6 widths x 6 costs validated better")
+  expect_match(fit$selection$reason, "as a least-squares SVM tuned over 6 widths x 6 penalties: CV error")
+  ref <- kernel_svm(fit$x, Y, gamma = tg$gamma, cost = tg$cost, epsilon = eps, scale = "none",
+                    scale_response = FALSE)
+  expect_equal(predict(fit, x, type = "decision"), predict(ref, fit$x), tolerance = 1e-6)
+  w <- fit$clip
+  dec <- pmin(pmax(predict(ref, fit$x), -1 - 2 * w), 1 + 2 * w)
+  expect_equal(predict(fit, x), min(y) + (dec + 1) / 2 * diff(range(y)), tolerance = 1e-6)
+  expect_output(print(fit), "epsilon-SVR regression \\(the tuned Gaussian kernel\\)")
+  expect_output(print(fit), "predictor: epsilon-SVR refit on all rows")
+  expect_s3_class(summary(fit), "summary.hgk")
+  # the clipping was chosen on the SVR's own held-out decisions
+  cc <- fit$clip_cv
+  lim_err <- 0
+  for (k in 1:3) {
+    te <- tg$foldid == k
+    lim <- range(Y[!te])
+    lim_err <- lim_err + sum((pmin(pmax(held[te], lim[1]), lim[2]) - Y[te])^2)
+  }
+  expect_equal(cc$table$error[cc$table$margin == 0], lim_err / n, tolerance = 1e-2)
+  # loss = "ls": no SVR arm, and the rest of the fit draws the same random numbers (the
+  # learned candidates' errors are those of loss = "auto")
+  set.seed(272)
+  fa <- hgk(x, y, candidates = c(0, 2), folds = 3,
+            control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
+  set.seed(272)
+  fl <- hgk(x, y, candidates = c(0, 2), folds = 3, loss = "ls",
+            control = hgk_control(maxit = 3, split = c(0.3, 0.3)))
+  expect_identical(fl$tuned_gaussian$loss, "ls")
+  expect_null(fl$tuned_gaussian$alternative)
+  expect_false(grepl("SVR", fl$selection$reason))
+  expect_identical(fa$cv$error, fl$cv$error)
+  expect_false(is.null(fa$tuned_gaussian$alternative))
+})
+
 test_that("the learned kernel is kept against the tuned Gaussian: by a margin for classes, below it for regression", {
   # a winner below the tuned Gaussian in the mean, by less than one standard error of the
   # fold-wise difference
