@@ -391,7 +391,8 @@
                                  length(g), length(lam), if (is.null(rc$extended)) "" else
                                    sprintf(" (%s)", sub("^grid ", "the grid ", rc$extended))))
       # (classification with the least-squares loss alone, or loss = "ls": that SVM)
-      svr <- if (isTRUE(ctx$svr)) .hgk_tuned_svr(ctx, g, foldid, m1)
+      svr <- if (isTRUE(ctx$svr)) .hgk_tuned_svr(ctx, rc$gamma * (g[2L] / g[1L])^(-1:1),
+                                                 foldid, m1)
       if (is.null(svr)) ls
       else if (svr$error < ls$error) {
         svr$alternative <- ls[c("loss", "error", "gamma", "lambda", "label")]
@@ -410,14 +411,20 @@
 # two is the tuned Gaussian. The squared loss follows a few far-off responses that the SVR's
 # linear loss lets go; a response with little noise wants the least-squares SVM. On the 21
 # regression sets of bench/learned_vs_gaussian.R (3 splits) the SVR was the tuned Gaussian in
-# 9 of 63 splits and the final model in all 9: 7 test errors went down (rock 1.91 -> 1.10,
-# airquality 310 -> 288, auto_mpg, servo, mcycle, forest_fires) and 2 up (cpus 0.0555 ->
-# 0.0595, faithful 0.184 -> 0.189); hgk came below the tuned Gaussian SVR peer on 16 sets
-# instead of 12, the geometric mean of the test-error ratios 0.759 -> 0.747.
-# Widths: the least-squares grid's `g`; costs from 2^-3 to 2^7 in steps of 4 (kl_tune(), the
-# warm-started cost path, the grid extended past a winning edge): for a response on [-1, 1] a
-# cost of 128 already nearly interpolates, and the solves at larger costs and wide widths are
-# slow (friedman2 at 560 rows: 21 s with costs up to 2^11 against 2 s, the same best point).
+# 7 of 63 splits and the final model in all 7: 5 test errors went down (airquality 310 ->
+# 288, auto_mpg 7.54 -> 6.94 and 7.36 -> 7.05, servo 26.2 -> 24.7, forest_fires) and 2 up
+# (cpus 0.0555 -> 0.0595, faithful 0.184 -> 0.189); hgk came below the tuned Gaussian SVR
+# peer on 15 sets instead of 12, within one standard error on 20 as before. With all 6 widths
+# and costs up to 2^7 it was chosen in 9 splits (also rock 1.91 -> 1.10 and mcycle 500.5 ->
+# 498.2) at three times the time on larger sets (below).
+# Widths `g`: the least-squares SVM's chosen width and its two neighbours on its grid (the two
+# losses' best widths are near each other); costs from 2^-3 to 2^5 in steps of 4 (kl_tune(),
+# the warm-started cost path, the grid extended past a winning edge, as a response with
+# little noise wants). The solves at large costs are slow, at narrow widths most: on cadata at
+# 2000 rows (hgk() 15 s without the SVR) all 6 widths and costs up to 2^7 added 26 s, these
+# 3 widths 17 s, and with costs up to 2^5 5 s, with the same best point (ccpp at 2000 rows:
+# 7 s on 13 s); friedman2 at 560
+# rows took 21 s with all widths and costs up to 2^11 against 2 s up to 2^7.
 # The tube: epsilon = .hgk_svr_epsilon times the standard deviation of the scaled response
 # (the default of an SVR on a standardised response, as kernel_svm() has it). The cost is for
 # the m1 rows of a fold's fit, rescaled to all n rows by m1 / n (the same penalty per row) for
@@ -433,7 +440,7 @@
   on.exit(.klcv_rng_restore(rng), add = TRUE)
   y1 <- ctx$Y[, 1L]
   eps <- .hgk_svr_epsilon * stats::sd(y1)
-  costs <- 2^seq(-3, 7, by = 2)
+  costs <- 2^seq(-3, 5, by = 2)
   metric <- function(truth, pred) mean((pmin(pmax(pred, -1), 1) - truth)^2)
   attr(metric, "type") <- "response"
   tu <- kl_tune(kernel_svm, ctx$x, y1, grid = list(gamma = g, cost = costs), foldid = foldid,

@@ -65,9 +65,10 @@
 #' flat error surface; otherwise
 #' the least-squares SVM over 6 widths x 6 penalties by the clipped squared
 #' error (extended past a winning end as the refit's grid below), and for
-#' regression also the epsilon-SVR (\code{\link{kernel_svm}}) over the same
-#' 6 widths x 6 costs from \eqn{2^{-3}}{2^-3} to \eqn{2^7}{2^7} (grown
-#' past a winning edge), on the response scaled to \eqn{[-1, 1]} with
+#' regression also the epsilon-SVR (\code{\link{kernel_svm}}) over the
+#' least-squares SVM's chosen width and its two neighbours on that grid x 5
+#' costs from \eqn{2^{-3}}{2^-3} to \eqn{2^5}{2^5} (grown past a winning
+#' edge), on the response scaled to \eqn{[-1, 1]} with
 #' \eqn{\epsilon}{epsilon} 0.1 of its standard deviation, by the same
 #' criterion on the same folds; the better of the two is the tuned Gaussian
 #' (a response with a few far-off values favours the SVR, whose loss grows

@@ -974,15 +974,24 @@ test_that("regression: the tuned Gaussian is the better of its least-squares SVM
   }
   expect_equal(tg$error, mean(tg$fold_errors))
   expect_lt(max(abs(tg$oof - held)), 0.01)
-  # the widths are the least-squares grid's, the costs 2^-3 to 2^7 (no growth here)
+  # the widths: the least-squares SVM's and its two neighbours on its grid of 6; the costs
+  # 2^-3 to 2^5, here grown past the largest (said on the scale of all rows)
   t6 <- exp(seq(log(0.2 * m1^(-1 / 3)), log(5 * (1 + 5 / m1)^3), length.out = 6))
-  expect_equal(sort(unique(tg$table$gamma)), sort(1 / t6^2))
-  expect_equal(sort(unique(tg$table$cost)), 2^seq(-3, 7, by = 2))
+  g6 <- sort(1 / t6^2)
+  gl <- tg$alternative$gamma
+  j <- which.min(abs(log(g6 / gl)))
+  expect_equal(g6[j], gl)
+  expect_equal(sort(unique(tg$table$gamma)), gl * (g6[2] / g6[1])^(-1:1))
+  expect_equal(sort(unique(tg$table$cost[!tg$table$extended])), 2^seq(-3, 5, by = 2))
+  expect_equal(max(tg$table$cost), 2^7)
+  expect_identical(attr(tg$table, "extended"),
+                   sprintf("grid extended past a winning edge: costs up to %s",
+                           format(signif(2^7 * m1 / n, 4))))
   # the final model: that SVR refitted on all rows with the cost rescaled to them, mapped back
   # to the response's scale and clipped as the clipping's CV chose
   expect_identical(fit$loss, "svr")
   expect_true(fit$selection$tuned)
-  expect_match(fit$selection$reason, "as an epsilon-SVR tuned over 6 widths x 6 costs validated better")
+  expect_match(fit$selection$reason, "as an epsilon-SVR tuned over 3 widths x 5 costs \\(the grid extended past a winning edge: costs up to 85.33\\) validated better")
   expect_match(fit$selection$reason, "as a least-squares SVM tuned over 6 widths x 6 penalties: CV error")
   ref <- kernel_svm(fit$x, Y, gamma = tg$gamma, cost = tg$cost, epsilon = eps, scale = "none",
                     scale_response = FALSE)
