@@ -19,6 +19,18 @@
 #' indicator column per level, of 0 and 1. The scaling and encodings are
 #' stored in the model and applied to \code{newdata}.
 #'
+#' Predictions are not bounded by the training range of the response. With a
+#' Gaussian kernel they return to the bias far from every training row, but
+#' with a small \code{lambda} the coefficients \eqn{\alpha}{alpha} can be
+#' large and of both signs, and at new rows just outside the training inputs
+#' they add up to values far outside that range (an SVR's coefficients are
+#' bounded by its cost). On 60 rows of cpusmall (a response in [0, 99]),
+#' with the penalty and width chosen by \code{\link{kl_tune}} over 10 x 5
+#' values, the predictions at other rows of the set reached -179 in one draw
+#' and 254 in another. \code{\link{hgk}} and \code{\link{tkl}} bound their least-squares
+#' predictions for this reason; here, check predictions at such rows, or clip
+#' them to a range you trust.
+#'
 #' The exact solve needs an \eqn{n \times n}{n x n} matrix (8 n^2 bytes): an
 #' error names the limit when it does not fit in the memory the operating system
 #' reports as available (or \code{options(kernlearn.max_memory =)} bytes).
