@@ -321,6 +321,26 @@ test_that("hgk with cells fits every cell with the kernel learned on a sample", 
   expect_identical(predict(r, te$x), predict(fit, te$x))
 })
 
+test_that("hgk with cells: a sample won by the tuned Gaussian SVR gives least-squares cells", {
+  # heavy-tailed noise: on the sample the Gaussian epsilon-SVR validates best; the cells are
+  # kernel ridge with that kernel (the Gaussian), each with its own width and penalty
+  set.seed(61)
+  n <- 900
+  x <- matrix(runif(n * 2), n, 2)
+  f0 <- function(x) sin(4 * x[, 1]) + x[, 2]^2
+  y <- f0(x) + 0.15 * rt(n, df = 1.5)
+  set.seed(62)
+  fit <- hgk(x, y, cells = kl_cells(cell_size = 300, sample_learn = 300, folds = 3),
+             candidates = 0, control = hgk_control(maxit = 2))
+  expect_s3_class(fit, "kl_localized")
+  expect_identical(fit$learned$selection$choice, "baseline")
+  expect_match(fit$learned$selection$reason, "as an epsilon-SVR tuned over")
+  expect_identical(fit$learned$loss, "ls")
+  expect_gte(length(fit$cells), 2L)
+  xt <- matrix(runif(2000), 1000, 2)
+  expect_lt(mean((predict(fit, xt) - f0(xt))^2), 0.1 * stats::var(f0(xt)))
+})
+
 test_that("regression cells standardise the response once for the whole data", {
   d <- cells_data(900, 51)
   cs <- kl_cells(cell_size = 300, folds = 3)
