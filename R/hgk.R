@@ -87,7 +87,11 @@
 #' kernel did better on test rows more often than the reverse). Otherwise the
 #' tuned Gaussian is
 #' refitted on all rows and is the final model; the learned weights are then
-#' not used. The choice, the errors and
+#' not used. When the Gaussian start itself wins the selection, the tuned
+#' Gaussian is the final model whatever their errors: it is the same kernel,
+#' tuned over a full grid, whereas the start's width and penalty come from the
+#' learning runs and, for the refit, from a narrow grid around one run's
+#' width (\code{fit$selection$start_won}). The choice, the errors and
 #' the reason are kept in \code{fit$selection} and printed. The comparison
 #' costs little when architectures are compared anyway (the start kernel is
 #' cheap, and the tuning uses warm-started cost paths); with one given
@@ -260,7 +264,8 @@
 #'   the \code{reason}; with \code{final = "refit"} also \code{tuned_error},
 #'   the tuned Gaussian's error, \code{difference_se}, the standard error of
 #'   the fold-wise difference, \code{margin}, the margin the selected kernel
-#'   had to beat it by (\code{difference_se}, or 0 for regression), and
+#'   had to beat it by (\code{difference_se}, or 0 for regression),
+#'   \code{start_won}, whether the Gaussian start won the selection, and
 #'   \code{tuned}, whether the tuned Gaussian is the final model), \code{tuned_gaussian} (that tuning: \code{loss}, \code{error}
 #'   and \code{fold_errors} in the candidates' criterion and folds, with the
 #'   hinge loss also \code{selection_error}, the grid's criterion at the

@@ -791,6 +791,19 @@ test_that("the Gaussian start joins the cross-validation and wins when the learn
     mean((pmin(pmax(d, -1), 1) - Yr[te])^2)
   }, numeric(1))
   expect_equal(attr(fit$cv, "folds")[2L, ], errs, tolerance = 1e-10)
+  # final = "refit": the Gaussian start that wins the selection gives way to the tuned
+  # Gaussian, the same kernel tuned over a full grid, whatever their errors
+  set.seed(142)
+  fr <- hgk(r$x, r$y, kernel = bad, folds = 4, loss = "ls",
+            control = hgk_control(maxit = 0, split = c(0.3, 0.3)))
+  expect_false(fr$cv$learned[which.min(fr$cv$error)])
+  expect_true(fr$selection$start_won)
+  expect_true(fr$selection$tuned)
+  expect_identical(fr$selection$choice, "baseline")
+  expect_match(fr$selection$reason,
+               "the Gaussian start won the selection \\(CV error .*\\); the Gaussian kernel as a least-squares SVM tuned over 6 widths x 6 penalties .*\\(CV error .*\\) is the model")
+  tg <- fr$tuned_gaussian
+  expect_equal(c(fr$models[[1L]]$gamma, fr$models[[1L]]$lambda), c(tg$gamma, tg$lambda))
   # a start that knows the informative columns beats the equal weights
   good <- hierarchical_gaussian_kernel(c(1, 1, 1e-3, 1e-3, 1e-3))
   set.seed(142)
@@ -883,13 +896,16 @@ test_that("the Gaussian kernel tuned over widths x costs is the final model when
     expect_equal(fit$selection$difference_se, se)
     margin <- if (fit$task == "regression") 0 else se
     expect_equal(fit$selection$margin, margin)
-    !(fit$cv$error[w] < fit$tuned_gaussian$error - margin)
+    expect_identical(fit$selection$start_won, !fit$cv$learned[w])
+    !fit$cv$learned[w] || !(fit$cv$error[w] < fit$tuned_gaussian$error - margin)
   }
   expect_identical(fit$selection$tuned, rule(fit))
   expect_true(fit$selection$tuned)
   expect_identical(fit$selection$choice, "baseline")
   expect_equal(fit$selection$baseline_error, tg$error)
-  expect_match(fit$selection$reason, "C-SVM tuned over 10 widths x 10 costs validated as well")
+  # (here the Gaussian start won the selection; the tuned C-SVM is the model)
+  expect_true(fit$selection$start_won)
+  expect_match(fit$selection$reason, "the Gaussian start won the selection .*; the Gaussian kernel as a C-SVM tuned over 10 widths x 10 costs \\(CV error .*\\) is the model")
   expect_false(fit$architecture$learned)
   expect_output(print(fit), "the tuned Gaussian, chosen over the 2 candidates by 4-fold CV")
   expect_error(plot(fit), "kernel is the Gaussian start, not learned")
@@ -991,7 +1007,7 @@ test_that("regression: the tuned Gaussian is the better of its least-squares SVM
   # to the response's scale and clipped as the clipping's CV chose
   expect_identical(fit$loss, "svr")
   expect_true(fit$selection$tuned)
-  expect_match(fit$selection$reason, "as an epsilon-SVR tuned over 3 widths x 5 costs \\(the grid extended past a winning edge: costs up to 85.33\\) validated better")
+  expect_match(fit$selection$reason, "as an epsilon-SVR tuned over 3 widths x 5 costs \\(the grid extended past a winning edge: costs up to 85.33\\) \\(CV error 0.0313\\) is the model")
   expect_match(fit$selection$reason, "as a least-squares SVM tuned over 6 widths x 6 penalties: CV error")
   ref <- kernel_svm(fit$x, Y, gamma = tg$gamma, cost = tg$cost, epsilon = eps, scale = "none",
                     scale_response = FALSE)
@@ -1031,6 +1047,7 @@ test_that("the learned kernel is kept against the tuned Gaussian: by a margin fo
   # fold-wise difference
   mk <- function(win, gauss) {
     tab <- data.frame(architecture = c("depth 1", "Gaussian (start weights, not learned)"),
+                      learned = c(TRUE, FALSE),
                       loss = "ls", error = c(mean(win), mean(gauss) + 0.01),
                       stringsAsFactors = FALSE)
     attr(tab, "folds") <- rbind(win, gauss + 0.01)
@@ -1065,6 +1082,20 @@ test_that("the learned kernel is kept against the tuned Gaussian: by a margin fo
   worse <- kernlearn:::.hgk_against_tuned(mk(gauss + 0.05, gauss), tuned, "regression")
   expect_true(worse$tuned)
   expect_match(worse$reason, "validated better \\(CV error 0.215 against 0.265")
+  # the Gaussian start as the selection's winner gives way to the tuned Gaussian, even far
+  # below it
+  st <- mk(win - 0.1, gauss)
+  st$winner$architecture <- "Gaussian (start weights, not learned)"
+  attr(st$table, "folds") <- rbind(gauss, win - 0.1)
+  st$table$error <- rowMeans(attr(st$table, "folds"))
+  for (task in c("regression", "classification")) {
+    a <- kernlearn:::.hgk_against_tuned(st, tuned, task)
+    expect_true(a$start_won)
+    expect_true(a$tuned)
+    expect_identical(a$choice, "baseline")
+    expect_match(a$reason, "^the Gaussian start won the selection \\(CV error 0.0925, ls\\); the Gaussian kernel as a least-squares SVM tuned over 6 widths x 6 penalties \\(CV error 0.215\\) is the model")
+  }
+  expect_false(reg$start_won)
 })
 
 test_that("noisy classes: the C-SVMs' width and cost are chosen by their misclassification rate", {
