@@ -409,22 +409,22 @@
 # on the same folds and by the same criterion as the least-squares SVM (the squared error of
 # decisions clipped to [-1, 1], on hgk()'s [-1, 1] scale of the response); the better of the
 # two is the tuned Gaussian. The squared loss follows a few far-off responses that the SVR's
-# linear loss lets go; a response with little noise wants the least-squares SVM. On the 21
-# regression sets of bench/learned_vs_gaussian.R (3 splits) the SVR was the tuned Gaussian in
-# 7 of 63 splits and the final model in all 7: 5 test errors went down (airquality 310 ->
-# 288, auto_mpg 7.54 -> 6.94 and 7.36 -> 7.05, servo 26.2 -> 24.7, forest_fires) and 2 up
-# (cpus 0.0555 -> 0.0595, faithful 0.184 -> 0.189); hgk came below the tuned Gaussian SVR
-# peer on 15 sets instead of 12, within one standard error on 20 as before. With all 6 widths
-# and costs up to 2^7 it was chosen in 9 splits (also rock 1.91 -> 1.10 and mcycle 500.5 ->
-# 498.2) at three times the time on larger sets (below).
+# linear loss lets go; a response with little noise wants the least-squares SVM. With this
+# arm alone, on the 21 regression sets of bench/learned_vs_gaussian.R (3 splits) the SVR was
+# the tuned Gaussian in 7 of 63 splits and the final model in all 7: 5 test errors went down
+# (airquality 310 -> 288, auto_mpg 7.54 -> 6.94 and 7.36 -> 7.05, servo 26.2 -> 24.7,
+# forest_fires) and 2 up (cpus 0.0555 -> 0.0595, faithful 0.184 -> 0.189); hgk came below the
+# tuned Gaussian SVR peer on 15 sets instead of 12, within one standard error on 20 as before.
+# With all 6 widths and costs up to 2^7 it was chosen in 9 splits (also rock 1.91 -> 1.10 and
+# mcycle 500.5 -> 498.2) at three times the time on larger sets (below).
 # Widths `g`: the least-squares SVM's chosen width and its two neighbours on its grid (the two
 # losses' best widths are near each other); costs from 2^-3 to 2^5 in steps of 4 (kl_tune(),
 # the warm-started cost path, the grid extended past a winning edge, as a response with
 # little noise wants). The solves at large costs are slow, at narrow widths most: on cadata at
 # 2000 rows (hgk() 15 s without the SVR) all 6 widths and costs up to 2^7 added 26 s, these
 # 3 widths 17 s, and with costs up to 2^5 5 s, with the same best point (ccpp at 2000 rows:
-# 7 s on 13 s); friedman2 at 560
-# rows took 21 s with all widths and costs up to 2^11 against 2 s up to 2^7.
+# 7 s on 13 s); friedman2 at 560 rows took 21 s with all widths and costs up to 2^11 against
+# 2 s up to 2^7.
 # The tube: epsilon = .hgk_svr_epsilon times the standard deviation of the scaled response
 # (the default of an SVR on a standardised response, as kernel_svm() has it). The cost is for
 # the m1 rows of a fold's fit, rescaled to all n rows by m1 / n (the same penalty per row) for
@@ -470,8 +470,9 @@
 # (sd / sqrt(folds)). Regression: the winner (a least-squares SVM) and the tuned Gaussian (the
 # better of its least-squares SVM and epsilon-SVR) are compared by the clipped squared error,
 # and the winner is kept when its error is below the Gaussian's (a tie goes to the Gaussian).
-# In regression the margin cost more than it saved. Without it, on the 21 regression sets of bench/learned_vs_gaussian.R hgk came within one standard error of the
-# tuned Gaussian SVR on 20 sets instead of 19 (yacht 0.417 -> 0.352 against 0.348 + 0.040),
+# In regression the margin cost more than it saved. Without it, on the 21 regression sets of
+# bench/learned_vs_gaussian.R hgk came within one standard error of the tuned Gaussian SVR
+# on 20 sets instead of 19 (yacht 0.417 -> 0.352 against 0.348 + 0.040),
 # the geometric mean of the test-error ratios went from 0.769 to 0.759, and 5 sets changed:
 # yacht, airquality, ccpp and mcycle lower, faithful higher (0.150 -> 0.153); in
 # bench/learned_small.R (10 draws) energy went from 2.32 to 1.16 at 100 rows and yacht from
