@@ -495,7 +495,8 @@
     return(s)
   }
   tab <- sel$table
-  lab <- paste(if (grepl("^[aeiou]", tuned$label)) "an" else "a", tuned$label)
+  an <- function(label) paste(if (grepl("^[aeiou]", label)) "an" else "a", label)
+  lab <- an(tuned$label)
   b <- match(TRUE, tab$architecture == sel$winner$architecture & tab$loss == sel$winner$loss)
   e_best <- tab$error[b]
   diff <- attr(tab, "folds")[b, ] - tuned$fold_errors
@@ -540,8 +541,7 @@
   }
   alt <- tuned$alternative
   if (!is.null(alt))
-    s$reason <- sprintf("%s; the Gaussian kernel as %s %s: CV error %s", s$reason,
-                        if (grepl("^[aeiou]", alt$label)) "an" else "a", alt$label,
+    s$reason <- sprintf("%s; the Gaussian kernel as %s: CV error %s", s$reason, an(alt$label),
                         fmt(alt$error))
   s
 }
@@ -758,10 +758,7 @@
     m$lambda <- lambda
   }
   if ("hinge" %in% ctx$losses) {
-    inp <- list(x = ctx$x[rows, , drop = FALSE], y = ctx$y[rows], task = "classification",
-                levels = ctx$levels,
-                spec = list(kind = "matrix", columns = ctx$features, features = ctx$features,
-                            min = rep(0, ctx$d), scale = rep(1, ctx$d)))
+    inp <- .hgk_svm_input(ctx, rows, ctx$y[rows], "classification", ctx$levels)
     k <- m$kernel
     if (!is.null(svm)) k$gamma <- svm$gamma
     cost <- if (is.null(svm)) 1 / (2 * length(rows) * m$lambda) else svm$cost
@@ -778,10 +775,7 @@
 # The tuned Gaussian epsilon-SVR (.hgk_tuned_svr) refitted on all rows as the model m's
 # predictor, on hgk()'s [-1, 1] scale of the response.
 .hgk_svr_model <- function(ctx, m, tuned) {
-  n <- nrow(ctx$x)
-  inp <- list(x = ctx$x, y = ctx$Y[, 1L], task = "regression", levels = NULL,
-              spec = list(kind = "matrix", columns = ctx$features, features = ctx$features,
-                          min = rep(0, ctx$d), scale = rep(1, ctx$d)))
+  inp <- .hgk_svm_input(ctx, seq_len(nrow(ctx$x)), ctx$Y[, 1L], "regression", NULL)
   k <- m$kernel
   k$gamma <- tuned$gamma
   m$kernel$gamma <- m$gamma <- tuned$gamma
@@ -793,6 +787,13 @@
                            max_iter = NULL, warm_start = NULL, threads = ctx$threads,
                            call = NULL)
   m
+}
+
+# The rows `rows` of the scaled inputs with response y, as kernel_svm()'s fit takes them.
+.hgk_svm_input <- function(ctx, rows, y, task, levels) {
+  list(x = ctx$x[rows, , drop = FALSE], y = y, task = task, levels = levels,
+       spec = list(kind = "matrix", columns = ctx$features, features = ctx$features,
+                   min = rep(0, ctx$d), scale = rep(1, ctx$d)))
 }
 
 # A fold model reduced to the predictor of one loss.
