@@ -292,13 +292,10 @@
 
 # The Gaussian kernel (the start weights) tuned as a user tunes it, on the folds of the
 # candidates' cross-validation: with the hinge loss among the losses of a classification, the
-# C-SVM over the paper's 10 widths x 10 costs (kl_tune(): the warm-started cost path, the grid
-# extended past a winning edge), chosen as the C-SVM on a learned kernel is
-# (.hgk_hinge_grid): for two classes by the clipped squared error of its decision values, a
-# steadier criterion than the count of misclassified rows, unless the classes are noisy
-# (.hgk_noisy_ls), for more classes by the
-# misclassification rate, in both cases averaged over the candidates' folds and a second draw
-# of folds; otherwise the least-squares SVM over 6 widths x 6 penalties of the same ranges by
+# C-SVM over the paper's 10 widths x 10 costs, the point chosen by .kl_gauss_svm_select() (for
+# two classes the clipped squared error of its decision values, as the C-SVM on a learned
+# kernel is chosen by .hgk_hinge_grid; for more classes the misclassification rate; both
+# averaged over the candidates' folds and a second draw of folds); otherwise the least-squares SVM over 6 widths x 6 penalties of the same ranges by
 # the clipped squared error. Widths: gamma = 1 / t^2, t geometric from
 # 0.2 m^(-1/d) to 5 (1 + 5/m)^d, penalties geometric from 1e-3 / m to 0.1
 # (C = 1 / (2 m lambda)), m the rows of a fold's fit. error and fold_errors are in the
@@ -320,61 +317,12 @@
     if (hinge) {
       g <- widths(10L)
       costs <- sort(1 / (2 * m1 * lambdas(10L)))
-      two <- length(ctx$levels) == 2L
-      metric <- if (two) .hgk_svm_ls_metric(ctx$levels)
-      tu <- kl_tune(kernel_svm, ctx$x, ctx$y, grid = list(gamma = g, cost = costs),
-                    foldid = foldid, metric = metric, scale = "none", threads = ctx$threads,
-                    refit = FALSE, extend = 2L)
-      tab <- tu$results
-      # a second draw of the folds over the same (possibly extended) grid; the width and cost
-      # are chosen by the mean of both draws' errors. The error surface is flat near its
-      # minimum, so one draw's noise would otherwise pick the point. Other rules for more
-      # classes (four draws, the surface averaged over neighbouring grid points, the pairwise
-      # decisions' clipped squared error) did no better on test rows, by more than noise, in
-      # bench/tune_selection.R.
-      foldid2 <- .klcv_folds(list(n = n, task = ctx$task, y = ctx$y), max(foldid), NULL,
-                             caller)$foldid
-      tu2 <- kl_tune(kernel_svm, ctx$x, ctx$y,
-                     grid = list(gamma = sort(unique(tab$gamma)), cost = sort(unique(tab$cost))),
-                     foldid = foldid2, metric = metric, scale = "none", threads = ctx$threads,
-                     refit = FALSE, extend = 0L)
-      r2 <- tu2$results
-      tab$mean2 <- r2$mean[match(paste(tab$gamma, tab$cost), paste(r2$gamma, r2$cost))]
-      tab$mean_both <- (tab$mean + tab$mean2) / 2
-      b <- which.min(tab$mean_both)
-      sel_err <- tab$mean_both[b]
-      attr(tab, "foldid") <- tu$foldid
-      attr(tab, "foldid2") <- foldid2
+      sv <- .kl_gauss_svm_select(ctx, list(gamma = g, cost = costs), foldid, extend = 2L,
+                                 caller = caller)
+      tab <- sv$table
       attr(tab, "extended") <- .hgk_svm_growth(tab, g, costs, m1 / n)
-      attr(tab, "criterion") <- if (two) "mean squared error of decisions clipped to [-1, 1]"
-                                else "misclassification rate"
-      folds_b <- unname(tu$fold_metrics[b, ])
-      noisy <- two && tab$mean_both[b] > .hgk_noisy_ls
-      if (noisy) {
-        # noisy classes: the misclassification rate of both draws, ties broken by the
-        # clipped squared error
-        e1 <- .hgk_svm_miss(ctx, tab, foldid)
-        e2 <- .hgk_svm_miss(ctx, tab, foldid2)
-        tab$miss <- e1$mean
-        tab$miss2 <- e2$mean
-        tab$miss_both <- (e1$mean + e2$mean) / 2
-        b <- order(tab$miss_both, tab$mean_both)[1L]
-        sel_err <- tab$miss_both[b]
-        folds_b <- unname(e1$folds[b, ])
-        attr(tab, "criterion") <- .hgk_noisy_criterion(tab$mean_both)
-      }
-      gamma <- tab$gamma[b]
-      cost <- tab$cost[b]
-      if (two && !noisy) {
-        # the candidates are compared by their misclassification rates: that of the chosen
-        # width and cost in the candidates' folds
-        mc <- kl_tune(kernel_svm, ctx$x, ctx$y, grid = list(gamma = gamma, cost = cost),
-                      foldid = foldid, scale = "none", threads = ctx$threads, refit = FALSE,
-                      extend = 0L)
-        folds_b <- unname(mc$fold_metrics[1L, ])
-      }
-      list(loss = "hinge", error = mean(folds_b), fold_errors = folds_b,
-           selection_error = sel_err, gamma = gamma, cost = cost * m1 / n,
+      list(loss = "hinge", error = mean(sv$fold_errors), fold_errors = sv$fold_errors,
+           selection_error = sv$selection_error, gamma = sv$gamma, cost = sv$cost * m1 / n,
            table = tab, foldid = foldid,
            label = sprintf("C-SVM tuned over %d widths x %d costs", length(g), length(costs)))
     } else {
@@ -403,6 +351,78 @@
       }
     }
   }), error = function(e) list(failed = conditionMessage(e)))
+}
+
+# The Gaussian C-SVM's width and cost chosen as hgk() and tkl() choose the Gaussian they
+# compare a learned kernel with, on ctx$x (used as given), ctx$y (a factor), ctx$levels and
+# ctx$threads: kl_tune() over `grid` (list(gamma, cost), costs for the rows of a fold's fit;
+# the warm-started cost path, the grid grown past a winning edge by up to `extend` steps) on
+# the folds `foldid` and on a second draw of folds over the same (possibly grown) grid, the
+# point chosen by the mean of both draws' errors. The error surface is flat near its minimum,
+# so one draw's noise would otherwise pick the point. The criterion: for two classes the
+# squared error of the decision values clipped to [-1, 1] (.hgk_svm_ls_metric), a steadier
+# one than the count of misclassified rows, unless the classes are noisy (.hgk_noisy_ls: then
+# the misclassification rate, ties broken by that error); for more classes the
+# misclassification rate. Other rules for more classes (four draws, the surface averaged over
+# neighbouring grid points, the pairwise decisions' clipped squared error) did no better on
+# test rows, by more than noise, in bench/tune_selection.R; for two classes the rule's chosen
+# points had a mean test misclassification of 0.1441 against 0.1469 for kl_tune()'s one draw
+# of the misclassification rate, over 16 sets and 4 splits each
+# (bench/tune_selection_binary.R). `svm_args`: further arguments of kernel_svm() (tkl()'s
+# class.weights). Returns list(gamma, cost (on the fold fits' scale), fold_errors (the
+# misclassification rate per fold of `foldid` at the chosen point), selection_error (the
+# criterion there, the mean of both draws), table (kl_tune()'s results of the first draw with
+# columns mean2 and mean_both, and miss, miss2, miss_both for noisy classes; attributes
+# foldid, foldid2 and criterion)).
+.kl_gauss_svm_select <- function(ctx, grid, foldid, extend, caller, svm_args = list()) {
+  tune <- function(grid, foldid, metric, extend)
+    do.call(kl_tune, c(list(kernel_svm, ctx$x, ctx$y, grid = grid, foldid = foldid,
+                            metric = metric, scale = "none", threads = ctx$threads,
+                            refit = FALSE, extend = extend), svm_args))
+  n <- nrow(ctx$x)
+  two <- length(ctx$levels) == 2L
+  metric <- if (two) .hgk_svm_ls_metric(ctx$levels)
+  tu <- tune(grid, foldid, metric, extend)
+  tab <- tu$results
+  foldid2 <- .klcv_folds(list(n = n, task = "classification", y = ctx$y), max(foldid), NULL,
+                         caller)$foldid
+  grown <- list(gamma = sort(unique(tab$gamma)), cost = sort(unique(tab$cost)))
+  r2 <- tune(grown, foldid2, metric, 0L)$results
+  key <- function(t) paste(t$gamma, t$cost)
+  tab$mean2 <- r2$mean[match(key(tab), key(r2))]
+  tab$mean_both <- (tab$mean + tab$mean2) / 2
+  b <- which.min(tab$mean_both)
+  sel_err <- tab$mean_both[b]
+  attr(tab, "foldid") <- tu$foldid
+  attr(tab, "foldid2") <- foldid2
+  attr(tab, "criterion") <- if (two) "mean squared error of decisions clipped to [-1, 1]"
+                            else "misclassification rate"
+  folds_b <- unname(tu$fold_metrics[b, ])
+  noisy <- two && tab$mean_both[b] > .hgk_noisy_ls
+  miss <- function(foldid) {
+    r <- tune(grown, foldid, NULL, 0L)
+    i <- match(key(tab), key(r$results))
+    list(mean = r$results$mean[i], folds = unname(r$fold_metrics[i, , drop = FALSE]))
+  }
+  if (noisy) {
+    # noisy classes: the misclassification rate of both draws, ties broken by the clipped
+    # squared error
+    e1 <- miss(foldid)
+    e2 <- miss(foldid2)
+    tab$miss <- e1$mean
+    tab$miss2 <- e2$mean
+    tab$miss_both <- (e1$mean + e2$mean) / 2
+    b <- order(tab$miss_both, tab$mean_both)[1L]
+    sel_err <- tab$miss_both[b]
+    folds_b <- unname(e1$folds[b, ])
+    attr(tab, "criterion") <- .hgk_noisy_criterion(tab$mean_both)
+  } else if (two) {
+    # the misclassification rate of the chosen width and cost in the folds `foldid`
+    mc <- tune(list(gamma = tab$gamma[b], cost = tab$cost[b]), foldid, NULL, 0L)
+    folds_b <- unname(mc$fold_metrics[1L, ])
+  }
+  list(gamma = tab$gamma[b], cost = tab$cost[b], fold_errors = folds_b,
+       selection_error = sel_err, table = tab)
 }
 
 # Regression: the Gaussian kernel also as an epsilon-SVR, the model a user compares against,

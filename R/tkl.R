@@ -110,9 +110,16 @@
 #' errors (misclassification, or mean squared error) on rows they were not
 #' fitted on: up to 2000 rows, a 5-fold cross-validation of both on the same
 #' folds (stratified by class); above, a held-out fifth (the Gaussian tuned
-#' by 5-fold CV on the rest). In cross-validation the Gaussian's figure is
-#' its best over the grid, an optimistic estimate, which leans the choice
-#' towards the Gaussian; a tie also goes to the Gaussian, the kernel a user
+#' by 5-fold CV on the rest). In cross-validation the Gaussian SVM's width
+#' and cost for classes are chosen as \code{\link{hgk}} chooses its tuned
+#' Gaussian's: by the mean of two draws of folds (the learned kernel's and
+#' another), for two classes by the squared error of the decision values
+#' clipped to \eqn{[-1, 1]} (by the misclassification rate where that error
+#' is above 0.75 at its smallest: noisy classes), for more classes by the
+#' misclassification rate; its figure is then its misclassification on the
+#' learned kernel's folds at that point. In regression the Gaussian's figure
+#' is its best over the grid, an optimistic estimate, which leans the choice
+#' towards the Gaussian. A tie goes to the Gaussian, the kernel a user
 #' would otherwise tune (as \code{\link{hgk}} keeps its tuned Gaussian unless
 #' the learned kernel validates better). The winner is
 #' refitted on
@@ -255,7 +262,12 @@
 #'   \code{"baseline"}, both validation errors, the Gaussian baseline
 #'   (\code{baseline}: its \code{gamma}, \code{cost} and \code{loss},
 #'   \code{"svm"}, or \code{"least squares"} with its \code{lambda} per row
-#'   and cost \code{NA}), the rows they were measured on
+#'   and cost \code{NA}; for classes in cross-validation also \code{table},
+#'   the tuning's errors per width and cost: \code{mean} and \code{mean2} of
+#'   the two draws of folds, \code{mean_both}, and for noisy classes
+#'   \code{miss}, \code{miss2} and \code{miss_both}, with attributes
+#'   \code{foldid}, \code{foldid2} and \code{criterion}), the rows they were
+#'   measured on
 #'   (\code{validation}), the \code{method} and the \code{reason}).
 #' @references Colbert, B. K. and Peet, M. M. (2020). A convex parametrization
 #'   of a new class of universal kernel functions. \emph{Journal of Machine
@@ -679,7 +691,11 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
 # SVM (C-SVC or epsilon-SVR with the same cost weights and epsilon) tuned over widths x costs
 # (kl_tune(), grid extended past a winning edge), by 5-fold CV on the same folds up to
 # .tkl_cv_rows rows, else on a held-out fifth (stratified by class); the one with the smaller
-# error is refitted on all rows. Without enough rows, the learned kernel.
+# error is refitted on all rows. Without enough rows, the learned kernel. In the
+# cross-validation, the Gaussian C-SVM's width and cost are chosen as hgk()'s tuned Gaussian's
+# (.kl_gauss_svm_select(): two draws of folds; for two classes the clipped squared error of
+# the decision values), and compared by their misclassification rate on the learned kernel's
+# folds.
 # `grid`: NULL (the Gaussian's widths {1/2, ..., 16} / d, costs 2^(-1, 1, ..., 11)), or the
 # grid of a localized fit, list(gamma, relative, cost): widths `gamma` times the rows'
 # reference width (one over the median squared distance) when `relative`, else as given.
@@ -748,6 +764,7 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
       return(fit)
     }
   }
+  tuning <- NULL
   # the warnings of those fits: the folds' own (said once above) and the dropped levels
   failed <- tryCatch(.kl_quiet_folds({
     if (cv) {
@@ -762,13 +779,26 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
         if (k == 1L) ft <- fk
       }
       e_learned <- err(pred, inp$y)
-      tn <- kl_tune(kernel_svm, xg, inp$y, grid = grid, foldid = foldid, refit = FALSE,
-                    extend = .tkl_gauss_extend,
-                    epsilon = epsilon, class.weights = class.weights, scale = "none",
-                    scale_response = FALSE, threads = threads)
-      g <- tn$best
+      if (inp$task == "classification") {
+        # the width and cost as hgk() chooses its tuned Gaussian: two draws of folds, for two
+        # classes by the clipped squared error of the decision values
+        sv <- .kl_gauss_svm_select(list(x = xg, y = inp$y, levels = levels(inp$y),
+                                        threads = threads),
+                                   grid, foldid, extend = .tkl_gauss_extend, caller = caller,
+                                   svm_args = list(class.weights = class.weights))
+        g <- list(gamma = sv$gamma, cost = sv$cost)
+        tuning <- sv$table
+        fold_base <- sv$fold_errors
+      } else {
+        tn <- kl_tune(kernel_svm, xg, inp$y, grid = grid, foldid = foldid, refit = FALSE,
+                      extend = .tkl_gauss_extend,
+                      epsilon = epsilon, scale = "none", scale_response = FALSE,
+                      threads = threads)
+        g <- tn$best
+        fold_base <- tn$fold_metrics[tn$best_index, ]
+      }
       # over all rows, as the learned kernel's (kl_tune()'s mean is over folds)
-      e_base <- sum(tn$fold_metrics[tn$best_index, ] * tabulate(foldid)) / n
+      e_base <- sum(fold_base * tabulate(foldid)) / n
       if (inp$task == "regression") {
         ls <- .tkl_ls_tune(xg, inp$y, grid$gamma, foldid, threads, caller)
         e_ls <- min(ls$table$error)
@@ -820,6 +850,7 @@ plot.tkl <- function(x, which = c("objective", "gap"), ...) {
   gtxt <- sprintf("gamma %s, cost %s", fmt(g$gamma), fmt(g$cost))
   gname <- "the tuned Gaussian SVM's"
   gauss <- list(gamma = g$gamma, cost = g$cost, loss = "svm")
+  gauss$table <- tuning
   # regression: the Gaussian least-squares SVM where it validates better than the Gaussian SVR
   # (a response with little noise, narrower than the tube, wants it)
   if (inp$task == "regression" && e_ls < e_base) {

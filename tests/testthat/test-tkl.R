@@ -305,6 +305,58 @@ test_that("the learned kernel is compared with a tuned Gaussian SVM on rows not 
   expect_error(tkl(d$x, d$y, baseline = NA), "'baseline' must be TRUE or FALSE")
 })
 
+test_that("the Gaussian SVM's width and cost are chosen over two draws of folds", {
+  # two classes: by the squared error of the decision values clipped to [-1, 1], averaged
+  # over the learned kernel's folds and a second draw, recomputed here with kl_tune() on the
+  # recorded folds and a metric of its own
+  d <- circle_data(160, 41)
+  set.seed(42)
+  fit <- tkl(d$x, d$y, cost = 1e-3, maxit = 0)
+  sel <- fit$selection
+  tab <- sel$baseline$table
+  f1 <- attr(tab, "foldid")
+  f2 <- attr(tab, "foldid2")
+  expect_identical(sort(unique(f1)), 1:5)
+  expect_identical(sort(unique(f2)), 1:5)
+  expect_false(identical(f1, f2))
+  expect_identical(attr(tab, "criterion"), "mean squared error of decisions clipped to [-1, 1]")
+  xs <- apply(d$x, 2, function(v) (v - min(v)) / (max(v) - min(v)))
+  lev <- levels(d$y)
+  sq <- structure(function(truth, pred)
+    mean((pmin(pmax(as.vector(pred), -1), 1) - ifelse(truth == lev[2], 1, -1))^2),
+    type = "decision")
+  grid <- list(gamma = sort(unique(tab$gamma)), cost = sort(unique(tab$cost)))
+  own <- function(f) {
+    r <- kl_tune(kernel_svm, xs, d$y, grid = grid, foldid = f, metric = sq, scale = "none",
+                 refit = FALSE, extend = 0L)$results
+    r$mean[match(paste(tab$gamma, tab$cost), paste(r$gamma, r$cost))]
+  }
+  both <- (own(f1) + own(f2)) / 2
+  # (the points past the first grid were solved from other warm starts: equal to the solver's
+  # tolerance)
+  expect_equal(tab$mean_both, both, tolerance = 1e-4)
+  b <- which.min(tab$mean_both)
+  expect_equal(tab$mean_both[b], min(both), tolerance = 1e-4)
+  expect_equal(c(sel$baseline$gamma, sel$baseline$cost), c(tab$gamma[b], tab$cost[b]))
+  # its figure is the misclassification rate at that point on the learned kernel's folds
+  miss <- 0
+  for (k in 1:5) {
+    sv <- kernel_svm(xs[f1 != k, ], d$y[f1 != k], gamma = tab$gamma[b], cost = tab$cost[b],
+                     scale = "none")
+    miss <- miss + sum(predict(sv, xs[f1 == k, ]) != d$y[f1 == k])
+  }
+  expect_equal(sel$baseline_error, miss / 160)
+  # more classes: by the misclassification rate, over both draws
+  set.seed(43)
+  x3 <- matrix(runif(450), 150, 3)
+  y3 <- factor(c("a", "b", "c")[1 + (x3[, 1] > 0.4) + (x3[, 2] > 0.6)])
+  f3 <- tkl(x3, y3, cost = 1e-3, maxit = 0)
+  t3 <- f3$selection$baseline$table
+  expect_identical(attr(t3, "criterion"), "misclassification rate")
+  expect_equal(t3$mean_both, (t3$mean + t3$mean2) / 2)
+  expect_equal(f3$selection$baseline$gamma, t3$gamma[which.min(t3$mean_both)])
+})
+
 test_that("in regression the Gaussian least-squares SVM is a baseline too, where the tube is too wide", {
   # a smooth response without noise: the epsilon tube (0.1 of its standard deviation) limits
   # any SVR, the least-squares SVM interpolates it; its width and penalty are tuned on the
