@@ -35,9 +35,9 @@
 # authors did, and its error taken back to the response's scale). The peer runs with
 # kernel_svm()'s defaults otherwise: for regression the response standardised on the training
 # rows (scale_response = TRUE), epsilon 0.1 on that scale, predictions on the response's scale.
-# (Regression rows dated before 2026-12-03 10:00 fitted the raw response with epsilon 0.1: a wide tube where
-# the response's sd is near 0.15, bank8fm and bank32nh, and costs far below the scale of
-# cadata's response, which flattered the learners.) 2 threads. Results:
+# (Regression rows dated before 2026-12-03 10:00 fitted the raw response with epsilon 0.1: a
+# wide tube where the response's sd is near 0.15, bank8fm and bank32nh, and costs far below
+# the scale of cadata's response, which flattered the learners.) 2 threads. Results:
 # bench/results/learned_vs_gaussian.csv (rows of earlier runs of other sets or methods are kept).
 suppressPackageStartupMessages({
   library(kernlearn)
