@@ -295,8 +295,9 @@
 # C-SVM over the paper's 10 widths x 10 costs, the point chosen by .kl_gauss_svm_select() (for
 # two classes the clipped squared error of its decision values, as the C-SVM on a learned
 # kernel is chosen by .hgk_hinge_grid; for more classes the misclassification rate; both
-# averaged over the candidates' folds and a second draw of folds); otherwise the least-squares SVM over 6 widths x 6 penalties of the same ranges by
-# the clipped squared error. Widths: gamma = 1 / t^2, t geometric from
+# averaged over the candidates' folds and a second draw of folds); otherwise the
+# least-squares SVM over 6 widths x 6 penalties of the same ranges by the clipped squared
+# error. Widths: gamma = 1 / t^2, t geometric from
 # 0.2 m^(-1/d) to 5 (1 + 5/m)^d, penalties geometric from 1e-3 / m to 0.1
 # (C = 1 / (2 m lambda)), m the rows of a fold's fit. error and fold_errors are in the
 # candidates' criterion and folds (misclassification with the hinge loss; for two classes
@@ -399,16 +400,11 @@
                             else "misclassification rate"
   folds_b <- unname(tu$fold_metrics[b, ])
   noisy <- two && tab$mean_both[b] > .hgk_noisy_ls
-  miss <- function(foldid) {
-    r <- tune(grown, foldid, NULL, 0L)
-    i <- match(key(tab), key(r$results))
-    list(mean = r$results$mean[i], folds = unname(r$fold_metrics[i, , drop = FALSE]))
-  }
   if (noisy) {
     # noisy classes: the misclassification rate of both draws, ties broken by the clipped
     # squared error
-    e1 <- miss(foldid)
-    e2 <- miss(foldid2)
+    e1 <- .hgk_svm_miss(ctx, tab, foldid, svm_args = svm_args)
+    e2 <- .hgk_svm_miss(ctx, tab, foldid2, svm_args = svm_args)
     tab$miss <- e1$mean
     tab$miss2 <- e2$mean
     tab$miss_both <- (e1$mean + e2$mean) / 2
@@ -1119,15 +1115,14 @@
 
 # kernel_svm()'s misclassification rates (kl_tune()'s warm-started path) at the points of tab
 # (its columns gamma and cost) in the folds foldid: list(mean, one per row of tab; folds, a
-# matrix with a row per row of tab). kernel: the kernel, NULL for the Gaussian.
-.hgk_svm_miss <- function(ctx, tab, foldid, kernel = NULL) {
+# matrix with a row per row of tab). kernel: the kernel, NULL for the Gaussian; svm_args:
+# further arguments of kernel_svm().
+.hgk_svm_miss <- function(ctx, tab, foldid, kernel = NULL, svm_args = list()) {
   grid <- list(gamma = sort(unique(tab$gamma)), cost = sort(unique(tab$cost)))
-  tu <- if (is.null(kernel))
-          kl_tune(kernel_svm, ctx$x, ctx$y, grid = grid, foldid = foldid, scale = "none",
-                  threads = ctx$threads, refit = FALSE, extend = 0L)
-        else
-          kl_tune(kernel_svm, ctx$x, ctx$y, grid = grid, foldid = foldid, kernel = kernel,
-                  scale = "none", threads = ctx$threads, refit = FALSE, extend = 0L)
+  tu <- do.call(kl_tune, c(list(kernel_svm, ctx$x, ctx$y, grid = grid, foldid = foldid,
+                                scale = "none", threads = ctx$threads, refit = FALSE,
+                                extend = 0L),
+                           if (!is.null(kernel)) list(kernel = kernel), svm_args))
   i <- match(paste(tab$gamma, tab$cost), paste(tu$results$gamma, tu$results$cost))
   list(mean = tu$results$mean[i], folds = unname(tu$fold_metrics[i, , drop = FALSE]))
 }
