@@ -97,6 +97,10 @@
 #' cheap, and the tuning uses warm-started cost paths); with one given
 #' architecture and \code{final = "refit"} it adds a cross-validation
 #' (\code{folds} learning runs), which \code{baseline = FALSE} saves.
+#' \code{\link{kl_tune}()} fits its folds with \code{baseline = FALSE}
+#' unless the call gives \code{baseline}, and makes the comparison once, in
+#' the refit on all rows (\code{best_model}); \code{\link{kl_cv}()} runs
+#' \code{hgk()} as called, the comparison in every fold.
 #'
 #' \strong{The loss.} For classification, \code{loss = "auto"} (the default)
 #' compares the least-squares SVM and the C-SVM (hinge loss) on each

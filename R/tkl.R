@@ -141,9 +141,13 @@
 #' fewer rows than folds (a warning says so) is missing from some of them, and
 #' where a fold's fitting rows have none of it, both models of that fold lack
 #' the class and miss its held-out rows (where they would hold a single class,
-#' there is no comparison). Inside
-#' \code{\link{kl_tune}()} or \code{\link{kl_cv}()}, where the comparison
-#' would run in every fold, pass \code{baseline = FALSE}. With
+#' there is no comparison). \code{\link{kl_tune}()} fits its folds with
+#' \code{baseline = FALSE} unless the call gives \code{baseline} (the folds
+#' choose among learned kernels, on its warm-started cost path), and makes the
+#' comparison once, in the refit on all rows (\code{best_model});
+#' \code{\link{kl_cv}()} runs \code{tkl()} as called, the comparison in
+#' every fold (pass \code{baseline = FALSE} for the learned kernel's error
+#' alone). With
 #' \code{cells}, the comparison runs in every cell, on the cell's rows, and
 #' the Gaussian is tuned over the grid of \code{\link{kl_cells}()}
 #' (\code{gamma_grid} times the cell's reference width, \code{cost_grid}),

@@ -54,6 +54,24 @@
 attr(kernel_svm, "kl_tune_path") <- "svm"
 attr(tkl, "kl_tune_path") <- "tkl"
 
+# Arguments a learner's fits take inside kl_tune()'s folds when the call does not give them,
+# a property of the learner (the attribute "kl_tune_fold_args", a named list); the refit on
+# all rows gets the call's arguments. tkl() and hgk() compare their learned kernel with a
+# Gaussian kernel tuned by cross-validation of its own (baseline = TRUE): in every fold of a
+# tuning that is a nested cross-validation, slow, and the grid's errors would be partly the
+# Gaussian's. The folds choose among the learned kernels; the refit makes the comparison once.
+attr(tkl, "kl_tune_fold_args") <- list(baseline = FALSE)
+attr(hgk, "kl_tune_fold_args") <- list(baseline = FALSE)
+
+# The learner's fold arguments that are neither in the call (`given`, names of `...`) nor in
+# the grid (`grid_names`): a named list, possibly empty.
+.kl_tune_fold_args <- function(learner, given, grid_names) {
+  fa <- attr(learner, "kl_tune_fold_args", exact = TRUE)
+  if (!is.list(fa) || !length(fa) || is.null(names(fa))) return(list())
+  keep <- setdiff(names(fa), c(given, grid_names))
+  if (length(keep)) fa[keep] else list()
+}
+
 # ---- tkl ----------------------------------------------------------------------------------
 
 # Arguments of tkl() the path passes on (from the grid or from `...`).

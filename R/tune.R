@@ -34,10 +34,22 @@
 #' it, unless \code{threads} is passed) and report progress through
 #' \pkg{progressr}.
 #'
-#' \code{\link{tkl}} has a path of the same kind when \code{baseline = FALSE}
-#' is passed (with the default \code{TRUE} every fold compares with a Gaussian
-#' SVM, and each grid point is fitted on its own): per fold and setting of the
-#' other parameters (\code{delta}, \code{degree}, ...), the box matrix and
+#' \strong{Learned kernels.} \code{\link{tkl}()} and \code{\link{hgk}()}
+#' compare their learned kernel with a Gaussian kernel tuned by a
+#' cross-validation of its own (\code{baseline = TRUE}, their default). In
+#' every fold of a tuning that would be a nested cross-validation, slow, and
+#' a grid point's error would be partly the Gaussian's; so their folds are
+#' fitted with \code{baseline = FALSE} unless the call gives
+#' \code{baseline}, and the refit on all rows (\code{best_model}) gets the
+#' call's arguments: the comparison runs once, for the chosen point. Which
+#' arguments a learner's folds take is a property of the learner (the
+#' attribute \code{"kl_tune_fold_args"}, a named list); the result keeps
+#' them (\code{fold_args}) and \code{print()} says so.
+#'
+#' \code{\link{tkl}} has a path of the same kind when its folds are fitted
+#' with \code{baseline = FALSE} (with \code{baseline = TRUE} given, every
+#' fold compares with a Gaussian SVM, and each grid point is fitted on its
+#' own): per fold and setting of the other parameters (\code{delta}, \code{degree}, ...), the box matrix and
 #' the start kernel are formed once and the costs run in increasing order,
 #' each optimisation started from the start \eqn{P}, its first SVM solve
 #' warm-started from the last cost's solution on the start kernel.
@@ -93,6 +105,9 @@
 #'     \item{\code{foldid}}{the fold of each row.}
 #'     \item{\code{metric}, \code{maximize}}{the metric name and direction.}
 #'     \item{\code{learner}}{the learner's name, as written in the call.}
+#'     \item{\code{fold_args}}{the learner's arguments for the folds' fits
+#'       that the call did not give (see \strong{Learned kernels}), a
+#'       possibly empty named list.}
 #'     \item{\code{call}}{the matched call.}
 #'   }
 #' @seealso \code{\link{kl_cv}}.
@@ -135,6 +150,12 @@ kl_tune <- function(learner, x, y = NULL, data = NULL, grid, folds = 5, foldid =
     stop(sprintf("%s: '%s' is given both in 'grid' and in '...'", caller, clash[1L]),
          call. = FALSE)
   metric <- .klcv_metric(metric, spec$task, metric_label, caller)
+  # the learner's own arguments for the folds' fits, where the call does not set them
+  # (tkl() and hgk(): no comparison with a tuned Gaussian in every fold); the refit gets the
+  # call's arguments
+  spec_refit <- spec
+  fold_args <- .kl_tune_fold_args(learner, names(spec$dots), names(g$table))
+  if (length(fold_args)) spec$dots <- c(spec$dots, fold_args)
   if (!is.null(seed)) {
     .klcv_check_seed(seed, caller)
     state <- .klcv_rng_save()
@@ -182,7 +203,7 @@ kl_tune <- function(learner, x, y = NULL, data = NULL, grid, folds = 5, foldid =
   if (refit) {
     refit_seed <- .klcv_draw_seeds(1L)
     out <- .klcv_task(list(fold = NA_integer_, seed = refit_seed, params = best),
-                      .klcv_shared(spec, fold_info$foldid, metric), NULL)
+                      .klcv_shared(spec_refit, fold_info$foldid, metric), NULL)
     if (!is.null(out$error))
       stop(sprintf("%s: refitting the learner with the best parameters failed: %s",
                    caller, out$error), call. = FALSE)
@@ -195,7 +216,7 @@ kl_tune <- function(learner, x, y = NULL, data = NULL, grid, folds = 5, foldid =
                  best_model = best_model, cv = cv, fold_metrics = fm,
                  foldid = fold_info$foldid, metric = metric$name, maximize = maximize,
                  labels = g$labels, extension = ext$extension, learner = spec$learner_name,
-                 call = cl),
+                 fold_args = fold_args, call = cl),
             class = "kl_tune")
 }
 
@@ -227,6 +248,14 @@ print.kl_tune <- function(x, n = 10L, digits = max(3L, getOption("digits") - 3L)
                 paste(sprintf("%s = %s (%s)", e$parameter,
                               vapply(e$value, format, "", digits = digits),
                               ifelse(e$better, "better", "not better")), collapse = ", ")))
+  }
+  if (length(x$fold_args)) {
+    fa <- paste(names(x$fold_args), vapply(x$fold_args, function(v) deparse(v)[1L], ""),
+                sep = " = ", collapse = ", ")
+    cat(sprintf("the folds were fitted with %s (%s's setting for tuning; pass %s to change it)%s\n",
+                fa, x$learner, paste(names(x$fold_args), collapse = ", "),
+                if (is.null(x$best_model)) "" else
+                  "; the refit on all rows with the call's arguments"))
   }
   cat(sprintf("%s: %s (se %s)%s\n", x$metric,
               format(x$results$mean[x$best_index], digits = digits),

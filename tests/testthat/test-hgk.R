@@ -1456,3 +1456,34 @@ test_that("the row hint of the too-few-rows error is a size that works", {
   }
 })
 options(old_options)
+
+test_that("kl_tune(hgk) fits its folds without the tuned Gaussian and compares once, in the refit", {
+  expect_identical(attr(hgk, "kl_tune_fold_args"), list(baseline = FALSE))
+  c2 <- cls_data(n = 120, d = 3, seed = 171)
+  counter <- new.env()
+  counter$n <- 0L
+  suppressMessages(trace(".hgk_tuned_gaussian", where = asNamespace("kernlearn"), print = FALSE,
+                         tracer = bquote(assign("n", .(counter)$n + 1L, envir = .(counter)))))
+  on.exit(suppressMessages(untrace(".hgk_tuned_gaussian", where = asNamespace("kernlearn"))),
+          add = TRUE)
+  ctl <- hgk_control(maxit = 3)
+  set.seed(172)
+  tn <- kl_tune(hgk, c2$x, c2$y, grid = list(depth = 1:2), folds = 3, loss = "hinge",
+                control = ctl, threads = 1)
+  expect_identical(tn$fold_args, list(baseline = FALSE))
+  expect_equal(counter$n, 1L)  # the refit's comparison only
+  expect_true(is.list(tn$best_model$selection))
+  expect_output(print(tn), "folds were fitted with baseline = FALSE")
+  # the folds' fits are those of baseline = FALSE given (without a refit)
+  set.seed(172)
+  off <- kl_tune(hgk, c2$x, c2$y, grid = list(depth = 1:2), folds = 3, loss = "hinge",
+                 control = ctl, threads = 1, baseline = FALSE)
+  expect_identical(off$results, tn$results)
+  expect_equal(counter$n, 1L)
+  # baseline = TRUE given: the comparison in every fold
+  set.seed(172)
+  on <- kl_tune(hgk, c2$x, c2$y, grid = list(depth = 1:2), folds = 3, loss = "hinge",
+                control = ctl, threads = 1, baseline = TRUE, refit = FALSE)
+  expect_identical(on$fold_args, list())
+  expect_equal(counter$n, 1L + 3L * 2L)  # one per fold and grid point
+})

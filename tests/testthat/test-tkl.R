@@ -570,10 +570,31 @@ test_that("kl_tune(tkl, baseline = FALSE) takes the cost path, a property of the
   expect_equal(a$results[, c("cost", "delta")], b$results[, c("cost", "delta")])
   expect_equal(a$results$mean, b$results$mean, tolerance = 0.05)
   expect_equal(a$best_model$cost, a$best$cost)
-  # baseline = TRUE (the default) compares in every fold: the general path
+  # without baseline in the call the folds are fitted with baseline = FALSE (a property of
+  # the learner): the same path and results; the refit compares with the Gaussian
+  expect_identical(attr(tkl, "kl_tune_fold_args"), list(baseline = FALSE))
   set.seed(3)
-  kl_tune(tkl, d$x, d$y, grid = list(cost = c(1, 10)), folds = 3, extend = 0, threads = 1)
-  expect_equal(counter$n, 6L)
+  dflt <- kl_tune(tkl, d$x, d$y, grid = grid, folds = 3, extend = 0, threads = 1)
+  expect_equal(counter$n, 12L)
+  expect_identical(dflt$fold_args, list(baseline = FALSE))
+  expect_identical(a$fold_args, list())
+  expect_identical(dflt$results, a$results)
+  expect_identical(dflt$foldid, a$foldid)
+  expect_null(a$best_model$selection)
+  expect_true(dflt$best_model$selection$choice %in% c("learned", "baseline"))
+  expect_output(print(dflt), "folds were fitted with baseline = FALSE")
+  # baseline = TRUE given compares in every fold: the general path
+  set.seed(3)
+  nested <- kl_tune(tkl, d$x, d$y, grid = list(cost = c(1, 10)), folds = 3, extend = 0,
+                    threads = 1, baseline = TRUE)
+  expect_equal(counter$n, 12L)
+  expect_identical(nested$fold_args, list())
+  # a grid over baseline is the grid's
+  set.seed(3)
+  gb <- kl_tune(tkl, d$x, d$y, grid = list(cost = 1, baseline = c(FALSE, TRUE)), folds = 3,
+                extend = 0, threads = 1, refit = FALSE)
+  expect_identical(gb$fold_args, list())
+  expect_equal(nrow(gb$results), 2L)
 })
 
 test_that("precision = 'single' fits the model of double precision to single precision's accuracy", {
