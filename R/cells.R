@@ -686,7 +686,7 @@ plot.kl_localized <- function(x, which = NULL, ...) {
          .svm_class_weights(class.weights, inp$y, caller, inp$spec$response_levels)
   # a standardised response: one scaling for the whole data, so that epsilon and the cells'
   # cross-validated errors mean the same in every cell
-  y_scaling <- .svr_scaling_of(inp, scale_response)
+  y_scaling <- .svr_scaling_of(inp, scale_response, caller)
   fit <- .kl_cells_fit(.svr_scale_input(inp, y_scaling), "svm", kernel, free, cost, params, w, cells, threads, caller)
   bad <- sum(!vapply(fit$cells, function(c) is.null(c$converged) || isTRUE(c$converged), NA))
   if (bad)

@@ -235,7 +235,9 @@
       test <- which(foldid == k)
       p <- .klcv_check_pred(res[[i]]$pred, metric$pred_type, length(test), spec$levels,
                             where, caller)
-      val <- metric$fun(spec$y[test], p)
+      val <- tryCatch(metric$fun(spec$y[test], p), error = function(e)
+        stop(sprintf("%s: the metric failed in %s: %s", caller, where, conditionMessage(e)),
+             call. = FALSE))
       if (!is.numeric(val) || length(val) != 1L)
         stop(sprintf("%s: the metric must return a single number (got %s in %s)", caller,
                      if (length(val) != 1L) sprintf("length %d", length(val))

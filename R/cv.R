@@ -340,6 +340,11 @@ print.summary.kl_cv <- function(x, digits = max(3L, getOption("digits") - 3L), .
         !(type %in% c("class", "prob", "response", "decision")))
       stop(sprintf("%s: attribute \"type\" of the metric function must be one of \"class\", \"prob\", \"response\", \"decision\"",
                    caller), call. = FALSE)
+    fa <- names(formals(metric))
+    if (!is.primitive(metric) && !("..." %in% fa) && length(fa) < 2L)
+      stop(sprintf("%s: the metric function must take two arguments, (truth, pred) (it takes %s)",
+                   caller, if (length(fa)) paste0("(", paste(fa, collapse = ", "), ")")
+                           else "none"), call. = FALSE)
     f <- metric
     return(list(name = label, fun = function(truth, pred) f(truth, pred), pred_type = type,
                 builtin = FALSE))

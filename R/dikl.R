@@ -241,6 +241,10 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = NULL, gamma 
   if (task == "regression" && objective == "ce")
     stop(sprintf("%s: objective = \"ce\" (cross-entropy) is for classification", caller),
          call. = FALSE)
+  # the objectives square the response
+  if (task == "regression" && max(abs(inp$y)) > 1e150)
+    stop(sprintf("%s: response values as large as %s overflow the training objective; rescale 'y'",
+                 caller, format(signif(max(abs(inp$y)), 3))), call. = FALSE)
   if (init == "kmeans" && map == "fourier")
     stop(sprintf("%s: init = \"kmeans\" applies to the Nystrom map only", caller), call. = FALSE)
   x <- inp$x
@@ -403,6 +407,10 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = NULL, gamma 
   if (nrow(xs) < dim)
     stop(sprintf("%s: init = \"kmeans\" needs at least dim = %d distinct rows (found %d)",
                  caller, dim, nrow(xs)), call. = FALSE)
+  # as many centres as distinct rows: the rows are the centres
+  if (nrow(xs) == dim)
+    return(list(centers = unname(xs), note = list(iterations = 0L,
+                                                  message = "the centres are the distinct rows (as many as dim)")))
   note <- NULL
   km <- withCallingHandlers(
     stats::kmeans(xs, centers = xs[seq_len(dim), , drop = FALSE], iter.max = 20L),

@@ -300,7 +300,10 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
       !is.finite(epsilon))
     return(invisible(NULL))
   y <- as.numeric(inp$y)
-  if (isTRUE(scaled)) y <- .svr_apply_scaling(y, .svr_response_scaling(y))
+  if (isTRUE(scaled)) y <- .svr_apply_scaling(y, .svr_response_scaling(y, caller))
+  else if (max(abs(y)) > 1e150)
+    stop(sprintf("%s: response values up to %s overflow the solver's sums with scale_response = FALSE; use scale_response = TRUE or rescale 'y'",
+                 caller, format(signif(max(abs(y)), 3))), call. = FALSE)
   half <- diff(range(y)) / 2
   if (half > 0 && epsilon >= half)
     warning(if (isTRUE(scaled))
@@ -341,19 +344,29 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
 
 # Regression with a standardised response (as e1071's svm(scale = TRUE) and kernlab's ksvm()
 # do): the training mean and standard deviation. A constant response is only centred.
-.svr_response_scaling <- function(y) {
+.svr_response_scaling <- function(y, caller = NULL) {
   y <- as.numeric(y)
   s <- if (length(y) > 1L) stats::sd(y) else 0
-  if (!is.finite(s) || s <= 0) s <- 1
-  c(center = mean(y), scale = s)
+  m <- max(abs(y))
+  # far from 1 the squares overflow (sd Inf) or underflow (sd 0 for a response that varies):
+  # the standard deviation of y / max|y|, times max|y|
+  if (length(y) > 1L && m > 0 && (m > 1e100 || m < 1e-100 || !is.finite(s)))
+    s <- m * stats::sd(y / m)
+  ctr <- mean(y)
+  if (!is.finite(s) || !is.finite(ctr))
+    stop(sprintf("%sthe response's values are too large to standardise (largest |y| %s)",
+                 if (is.null(caller)) "" else paste0(caller, ": "), format(signif(m, 3))),
+         call. = FALSE)
+  if (s <= 0) s <- 1
+  c(center = ctr, scale = s)
 }
 
 .svr_apply_scaling <- function(y, sc) (as.numeric(y) - sc[["center"]]) / sc[["scale"]]
 
 # The scaling of a fit's response: NULL unless a regression with scale_response = TRUE.
-.svr_scaling_of <- function(inp, scale_response) {
+.svr_scaling_of <- function(inp, scale_response, caller = NULL) {
   if (isTRUE(scale_response) && identical(inp$task, "regression"))
-    .svr_response_scaling(inp$y)
+    .svr_response_scaling(inp$y, caller)
 }
 
 # The input with its response standardised by `sc` (as given when `sc` is NULL).
@@ -497,7 +510,7 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
                             seed = NULL) {
   caller <- "kernel_svm()"
   pre <- isTRUE(inp$precomputed)
-  y_scaling <- .svr_scaling_of(inp, scale_response)
+  y_scaling <- .svr_scaling_of(inp, scale_response, caller)
   inp <- .svr_scale_input(inp, y_scaling)
   if (!is.null(type)) {
     want <- if (type == "C-classification") "classification" else "regression"

@@ -268,6 +268,9 @@ format.kl_hierarchical_gaussian_kernel <- function(x, ...) {
 #' @export
 tessellated_kernel <- function(P, degree = 1, lower = -0.1, upper = 1.1) {
   caller <- "tessellated_kernel()"
+  if (missing(P))
+    stop(sprintf("%s: 'P' is required (a 2h x 2h positive semidefinite matrix; learned_kernel() gives that of a tkl() fit)",
+                 caller), call. = FALSE)
   .check_number(degree, "degree", lower = 0, upper = 50, integer = TRUE)
   degree <- as.integer(degree)
   if (is.data.frame(P)) P <- as.matrix(P)

@@ -297,6 +297,17 @@
 #' @export
 tkl <- function(x, ...) UseMethod("tkl")
 
+# tkl() has no argument `scale` (the box needs inputs on [0, 1]); R would match `scale = ` to
+# scale_response, the response's standardisation, by partial matching.
+.tkl_no_scale <- function(given) {
+  if (is.null(given)) return(invisible(NULL))
+  bad <- given[nzchar(given) & given != "scale_response" &
+                 startsWith("scale_response", given) & nchar(given) <= 5L]
+  if (length(bad))
+    stop(sprintf("tkl(): '%s' is not an argument of tkl(): its inputs are always scaled to [0, 1] (the box's range); the response's standardisation is 'scale_response'",
+                 bad[1L]), call. = FALSE)
+}
+
 #' @rdname tkl
 #' @export
 tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
@@ -306,6 +317,7 @@ tkl.formula <- function(formula, data, degree = 1, delta = 0.1, cost = 10, epsil
                         precision = c("auto", "double", "single"), svm_tol = 1e-3,
                         cache = 1024, scale_response = TRUE, fitted = TRUE, subset = NULL,
                         na.action = stats::na.fail, cells = FALSE, threads = NULL, ...) {
+  .tkl_no_scale(names(sys.call()))
   .no_dots(..., caller = "tkl()")
   .check_flag(fitted, "fitted", "tkl()")
   .check_flag(scale_response, "scale_response", "tkl()")
@@ -326,6 +338,7 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                         precision = c("auto", "double", "single"), svm_tol = 1e-3,
                         cache = 1024, scale_response = TRUE, fitted = TRUE, cells = FALSE,
                         threads = NULL, ...) {
+  .tkl_no_scale(names(sys.call()))
   .no_dots(..., caller = "tkl()")
   .check_flag(fitted, "fitted", "tkl()")
   .check_flag(scale_response, "scale_response", "tkl()")
@@ -345,7 +358,7 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
               "probability", "svm_tol", "cache", "threads", "baseline", "ridge", "normalize",
               "precision", "algorithm", "scale_response", "fitted", "cells"), envir = env)
   .svr_tube_warning(inp, a$epsilon, "tkl()", a$scale_response)
-  ysc <- .svr_scaling_of(inp, a$scale_response)
+  ysc <- .svr_scaling_of(inp, a$scale_response, "tkl()")
   if (!is.null(a$cells))
     return(.tkl_cells(inp, .tkl_cell_args(env), a$cells, a$threads, call, y_scaling = ysc))
   fit <- .tkl_quiet_tube(.tkl_fit_protected(.svr_scale_input(inp, ysc), a$degree, a$delta,
@@ -409,6 +422,10 @@ tkl.default <- function(x, y, degree = 1, delta = 0.1, cost = 10, epsilon = 0.1,
                  format(2 * h, big.mark = ","), .tkl_max_h), call. = FALSE)
   if (n < 2L)
     stop(sprintf("%s: at least 2 training rows are needed", caller), call. = FALSE)
+  # the kernel's entries carry the box's volume (1 + 2 delta)^d
+  if (d * log1p(2 * delta) > 600)
+    stop(sprintf("%s: delta = %s is too large for %d inputs: the box's volume (1 + 2 delta)^%d overflows (the inputs are on [0, 1]; a delta of 0.01 to 10 is the usual range)",
+                 caller, format(delta), d, d), call. = FALSE)
   # "auto": double precision when its matrices fit in the memory there is, else single
   need <- function(single) (if (single) 4 else 8) * (if (is.null(path)) 2 else 3) * n^2 +
     min(params$cache * 2^20, 4 * n^2) + 8 * n * h * 4

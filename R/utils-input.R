@@ -50,6 +50,9 @@
   mf <- stats::model.frame(formula, data = data, na.action = stats::na.pass,
                            drop.unused.levels = FALSE)
   tt <- stats::delete.response(stats::terms(mf))
+  if (!is.null(attr(tt, "offset")))
+    stop(sprintf("%s: offset() terms are not supported in the formula; give the offset as a column or subtract it from the response",
+                 caller), call. = FALSE)
   yname <- deparse(formula[[2L]])
   y <- .kl_check_y(stats::model.response(mf), caller, yname)
   if (length(attr(tt, "term.labels")) == 0L)
@@ -383,6 +386,12 @@
     mn <- rep(0, ncol(x))
     sc <- rep(1, ncol(x))
   }
+  if (mode == "none" && length(x) && max(abs(range(x))) > 1e150)
+    stop(sprintf("%s: input values as large as %s overflow the kernels' squared distances; scale the inputs (scale = TRUE) or rescale 'x'",
+                 caller, format(signif(max(abs(range(x))), 3))), call. = FALSE)
+  if (mode != "none" && nrow(x) > 1L && all(sc == 0))
+    stop(sprintf("%s: every input column is constant (all %d rows are the same point): there is nothing to learn from",
+                 caller, nrow(x)), call. = FALSE)
   spec$features <- colnames(x)
   # levels of the response without rows: the model has no class for them, but its predicted
   # classes keep them as levels (.kl_all_levels())

@@ -9,6 +9,9 @@
 
 # Thread count: argument > option kernlearn.threads > env KERNLEARN_THREADS > 2. A bad value
 # is an error naming where it came from.
+# More threads than this are refused: OpenMP would try to start them all (a billion hangs).
+.kl_max_threads <- 1024L
+
 .kl_threads <- function(threads = NULL) {
   from <- "'threads'"
   shown <- NULL
@@ -23,9 +26,11 @@
     }
   }
   if (!is.numeric(threads) || length(threads) != 1L || is.na(threads) ||
-      threads < 1 || threads != round(threads))
-    stop(sprintf("%s must be a single whole number >= 1 (got %s)", from,
-                 if (is.null(shown)) .show_value(threads) else shown), call. = FALSE)
+      !is.finite(threads) || threads < 1 || threads > .kl_max_threads ||
+      threads != round(threads))
+    stop(sprintf("%s must be a single whole number from 1 to %d (got %s)", from,
+                 .kl_max_threads, if (is.null(shown)) .show_value(threads) else shown),
+         call. = FALSE)
   as.integer(threads)
 }
 

@@ -671,3 +671,24 @@ test_that("the Gaussian's default width is one over the sum of the scaled column
   }, 0))
   expect_equal(tn$results$mean[tn$results$cost == 4], by_hand)
 })
+
+test_that("a regression response far from 1 in size is standardised without overflow or underflow", {
+  set.seed(31)
+  x <- matrix(rnorm(80), 40, 2)
+  y <- 2 * x[, 1] + x[, 2] + rnorm(40, sd = 0.1)
+  ref <- predict(kernel_svm(x, y, gamma = 0.5, threads = 1), x)
+  for (s in c(1e154, 1e-200)) {
+    f <- expect_silent(kernel_svm(x, y * s, gamma = 0.5, threads = 1))
+    expect_equal(f$y_scaling[["scale"]], stats::sd(y) * s, tolerance = 1e-12)
+    expect_equal(predict(f, x) / s, ref, tolerance = 1e-6)
+  }
+  expect_error(kernel_svm(x, y * 1e300, scale_response = FALSE, threads = 1),
+               "kernel_svm\\(\\): response values up to .* overflow .*scale_response = TRUE")
+  big <- y
+  big[3] <- 1e300
+  f <- kernel_svm(x, big, gamma = 0.5, threads = 1)
+  expect_true(stats::sd(predict(f, x)) > 0)
+  t1 <- tkl(x, y * 1e-200, maxit = 3, baseline = FALSE, threads = 1)
+  expect_equal(predict(t1, x) / 1e-200,
+               predict(tkl(x, y, maxit = 3, baseline = FALSE, threads = 1), x), tolerance = 1e-6)
+})
