@@ -256,6 +256,10 @@ print.kl_tune <- function(x, n = 10L, digits = max(3L, getOption("digits") - 3L)
                 fa, x$learner, paste(names(x$fold_args), collapse = ", "),
                 if (is.null(x$best_model)) "" else
                   "; the refit on all rows with the call's arguments"))
+    ch <- x$best_model$selection$choice
+    if (is.character(ch) && length(ch) == 1L)
+      cat(sprintf("the refit compared the learned kernel with the tuned Gaussian: %s predicts (best_model$selection)\n",
+                  if (ch == "learned") "the learned kernel" else "the Gaussian"))
   }
   cat(sprintf("%s: %s (se %s)%s\n", x$metric,
               format(x$results$mean[x$best_index], digits = digits),

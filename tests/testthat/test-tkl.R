@@ -583,6 +583,7 @@ test_that("kl_tune(tkl, baseline = FALSE) takes the cost path, a property of the
   expect_null(a$best_model$selection)
   expect_true(dflt$best_model$selection$choice %in% c("learned", "baseline"))
   expect_output(print(dflt), "folds were fitted with baseline = FALSE")
+  expect_output(print(dflt), "the refit compared the learned kernel with the tuned Gaussian")
   # baseline = TRUE given compares in every fold: the general path
   set.seed(3)
   nested <- kl_tune(tkl, d$x, d$y, grid = list(cost = c(1, 10)), folds = 3, extend = 0,
