@@ -1460,12 +1460,8 @@ options(old_options)
 test_that("kl_tune(hgk) fits its folds without the tuned Gaussian and compares once, in the refit", {
   expect_identical(attr(hgk, "kl_tune_fold_args"), list(baseline = FALSE))
   c2 <- cls_data(n = 120, d = 3, seed = 171)
-  counter <- new.env()
-  counter$n <- 0L
-  suppressMessages(trace(".hgk_tuned_gaussian", where = asNamespace("kernlearn"), print = FALSE,
-                         tracer = bquote(assign("n", .(counter)$n + 1L, envir = .(counter)))))
-  on.exit(suppressMessages(untrace(".hgk_tuned_gaussian", where = asNamespace("kernlearn"))),
-          add = TRUE)
+  counter <- trace_count(".hgk_tuned_gaussian")
+  on.exit(untrace_count(".hgk_tuned_gaussian"), add = TRUE)
   ctl <- hgk_control(maxit = 3)
   set.seed(172)
   tn <- kl_tune(hgk, c2$x, c2$y, grid = list(depth = 1:2), folds = 3, loss = "hinge",

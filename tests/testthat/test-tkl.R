@@ -551,12 +551,8 @@ test_that("kl_tune(tkl, baseline = FALSE) takes the cost path, a property of the
   d <- circle_data(150, 31)
   grid <- list(cost = c(1, 10, 100), delta = c(0.1, 0.3))
   # count the path's tasks
-  counter <- new.env()
-  counter$n <- 0L
-  suppressMessages(trace(".tkl_path_task", where = asNamespace("kernlearn"), print = FALSE,
-                         tracer = bquote(assign("n", .(counter)$n + 1L, envir = .(counter)))))
-  on.exit(suppressMessages(untrace(".tkl_path_task", where = asNamespace("kernlearn"))),
-          add = TRUE)
+  counter <- trace_count(".tkl_path_task")
+  on.exit(untrace_count(".tkl_path_task"), add = TRUE)
   set.seed(3)
   a <- kl_tune(tkl, d$x, d$y, grid = grid, folds = 3, baseline = FALSE, extend = 0,
                threads = 1)
