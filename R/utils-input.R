@@ -490,8 +490,9 @@
                               logical(1))]
   for (nm in num_cols) {
     if (is.factor(df[[nm]]) || is.character(df[[nm]]))
-      stop(sprintf("%s: column '%s' of 'newdata' is a factor but was numeric in training",
-                   caller, nm), call. = FALSE)
+      stop(sprintf("%s: column '%s' of 'newdata' is %s but was numeric (or logical) in training",
+                   caller, nm, if (is.factor(df[[nm]])) "a factor" else "character"),
+           call. = FALSE)
   }
   x <- .model_matrix(spec$terms, df, spec$xlevels)
   miss <- setdiff(spec$features, colnames(x))

@@ -65,6 +65,13 @@ test_that("inputs and arguments a fit cannot use get errors that name them", {
   set.seed(42)
   f <- dikl(X, yc, init = "kmeans", dim = n, max_epochs = 1, threads = 1)
   expect_s3_class(f, "dikl")
+  # a logical column given as text at prediction time
+  D2 <- D
+  D2$l <- D2$a > 0
+  fl <- kernel_svm(y ~ ., data = D2, threads = 1)
+  nd <- D2[1:3, ]
+  nd$l <- as.character(nd$l)
+  expect_error(predict(fl, nd), "column 'l' of 'newdata' is character but was numeric \\(or logical\\)")
   # a metric that cannot be called, or fails, is named with its fold
   expect_error(kl_cv(kernel_svm, X, yc, folds = 3, metric = function() 1),
                "metric function must take two arguments")

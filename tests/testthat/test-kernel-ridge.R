@@ -83,7 +83,7 @@ test_that("factor and logical predictors are one-hot / 0-1 encoded with stored l
   nd <- d[1:3, ]; nd$a[2] <- NaN
   expect_error(predict(fit, nd), "column 'a' of 'newdata'")
   nd <- d[1:3, ]; nd$a <- as.character(nd$a)
-  expect_error(predict(fit, nd), "factor but was numeric")
+  expect_error(predict(fit, nd), "is character but was numeric")
   expect_length(predict(fit, d[0, ]), 0L)
 })
 
