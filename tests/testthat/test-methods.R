@@ -41,6 +41,12 @@ test_that("summary.kl_tune ranks the grid and marks the points within one standa
                s$table$mean <= tn$results$mean[b] + tn$results$se[b])
   expect_true(s$table$within_1se[1])
   expect_output(print(s), "within one standard error")
+  # a kernel grid: the best kernel by its label, as print() shows it
+  set.seed(3)
+  tk <- kl_tune(kernel_ridge, mpg ~ ., data = mtcars, folds = 4, lambda = 0.1,
+                grid = list(kernel = list(linear_kernel(), gaussian_kernel(gamma = 0.5))))
+  lab <- tk$labels$kernel[tk$best_index]
+  expect_output(print(summary(tk)), paste0("best: kernel = ", lab), fixed = TRUE)
   # a metric to maximise (accuracy) sorts the other way
   acc <- function(truth, pred) mean(truth == pred)
   ta <- kl_tune(kernel_svm, Species ~ ., data = iris, folds = 3, metric = acc, maximize = TRUE,
