@@ -97,7 +97,9 @@
 #' @param ... Further arguments passed to \code{learner} (for example
 #'   \code{lambda}, \code{kernel}). Give them by their full names: a prefix of
 #'   an argument of \code{kl_cv} (such as \code{d} or \code{m}) would match that
-#'   argument instead.
+#'   argument instead. With a formula, \code{na.action} (such as
+#'   \code{na.omit}) is applied to \code{data} before the folds are drawn, so
+#'   that no held-out row has a missing value.
 #' @param seed Optional integer. When given, folds and fit seeds are drawn after
 #'   \code{set.seed(seed)}, and the caller's random number generator state is
 #'   restored on exit.
@@ -278,6 +280,22 @@ print.summary.kl_cv <- function(x, digits = max(3L, getOption("digits") - 3L), .
       stop(sprintf("%s: cannot evaluate the response '%s' of the formula: %s", caller,
                    paste(deparse(x[[2L]]), collapse = ""), conditionMessage(e)), call. = FALSE))
     yname <- paste(deparse(x[[2L]]), collapse = "")
+    # an na.action among the learner's arguments applies to the rows the folds are drawn from,
+    # so that no held-out row has a missing value (the learner's own na.action then finds none)
+    if (!is.null(dots$na.action)) {
+      na_fun <- match.fun(dots$na.action)
+      kept <- tryCatch(na_fun(stats::get_all_vars(x, data)), error = function(e)
+        stop(sprintf("%s: na.action: %s", caller, conditionMessage(e)), call. = FALSE))
+      omitted <- attr(kept, "na.action")
+      if (length(omitted)) {
+        data <- data[-as.integer(omitted), , drop = FALSE]
+        if (nrow(data) == 0L)
+          stop(sprintf("%s: na.action left no rows", caller), call. = FALSE)
+        resp <- eval(x[[2L]], data, environment(x))
+        message(sprintf("%s: %d row(s) with missing values dropped by na.action before the folds",
+                        caller, length(omitted)))
+      }
+    }
     # character predictors become factors of the levels of all rows, so that a fold's fit
     # knows the levels its rows lack (.kl_with_fold_levels())
     chr <- vapply(data, is.character, NA) & !(names(data) %in% all.vars(x[[2L]]))

@@ -187,9 +187,13 @@ print.hgk <- function(x, ...) {
                 if (cc$margin == 0) "" else sprintf(", %s at the range itself", fmt(e0))))
   }
   r <- sort(x$relevance, decreasing = TRUE)
-  cat("  most relevant inputs: ", paste(sprintf("%s %s", names(utils::head(r, 5L)),
-                                                  format(signif(utils::head(r, 5L), 3))),
-                                          collapse = ", "), "\n", sep = "")
+  if (length(r) > 1L && diff(range(r)) <= 1e-8 * max(abs(r)))
+    cat(sprintf("  every input weighs the same (%s): the kernel's weights were not learned apart\n",
+                format(signif(r[[1L]], 3))))
+  else
+    cat("  most relevant inputs: ", paste(sprintf("%s %s", names(utils::head(r, 5L)),
+                                                    format(signif(utils::head(r, 5L), 3))),
+                                            collapse = ", "), "\n", sep = "")
   invisible(x)
 }
 

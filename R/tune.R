@@ -77,7 +77,9 @@
 #' @param grid A data.frame of parameter values (one row per grid point) or a
 #'   named list of values to combine; names are learner arguments.
 #' @param ... Further arguments passed to \code{learner} at every grid point;
-#'   they must not repeat a name of \code{grid}.
+#'   they must not repeat a name of \code{grid}. With a formula,
+#'   \code{na.action} (such as \code{na.omit}) is applied to \code{data}
+#'   before the folds are drawn.
 #' @param refit If \code{TRUE}, fit the learner on all rows with the best
 #'   parameters and return it as \code{best_model}.
 #' @param maximize If \code{TRUE}, larger metric values are better (for custom

@@ -706,3 +706,26 @@ test_that("kl_cv and kl_tune take a numeric vector x as one column, and a sparse
   expect_error(kl_cv(kernel_svm, list(1, 2), iris$Species),
                "'x' must be a formula, a matrix \\(dense or sparse\\), a data.frame or a numeric vector \\(got list\\)")
 })
+
+test_that("na.action applies to the rows the folds are drawn from", {
+  set.seed(51)
+  d <- data.frame(y = factor(rep(c("a", "b"), 30)), u = rnorm(60), v = rnorm(60), w = rnorm(60))
+  d$u[c(3, 17)] <- NA
+  d$w[40] <- NA  # a column the formula does not use
+  expect_error(kl_cv(kernel_svm, y ~ u + v, data = d, folds = 3), "na.action = na.omit")
+  set.seed(52)
+  expect_message(cv <- kl_cv(kernel_svm, y ~ u + v, data = d, folds = 3, na.action = na.omit),
+                 "2 row\\(s\\) with missing values dropped by na.action before the folds")
+  expect_length(cv$foldid, 58L)
+  # the same as cross-validating the complete rows
+  set.seed(52)
+  ref <- kl_cv(kernel_svm, y ~ u + v, data = d[-c(3, 17), ], folds = 3)
+  expect_identical(cv$foldid, ref$foldid)
+  expect_equal(cv$fold_metrics, ref$fold_metrics)
+  set.seed(53)
+  tn <- suppressMessages(kl_tune(kernel_svm, y ~ ., data = d, folds = 3, na.action = na.omit,
+                                 grid = list(cost = c(1, 10))))
+  expect_length(tn$foldid, 57L)
+  expect_error(kl_cv(kernel_svm, y ~ u + v, data = d, folds = 3, na.action = na.fail),
+               "kl_cv\\(\\): na.action: missing values")
+})

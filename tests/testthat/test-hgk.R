@@ -1483,3 +1483,18 @@ test_that("kl_tune(hgk) fits its folds without the tuned Gaussian and compares o
   expect_identical(on$fold_args, list())
   expect_equal(counter$n, 1L + 3L * 2L)  # one per fold and grid point
 })
+
+test_that("print() says when every input weighs the same instead of ranking them", {
+  set.seed(181)
+  x <- matrix(runif(300), 100, 3)
+  y <- factor(ifelse(x[, 1] > 0.5, "a", "b"))
+  f <- hgk(x, y, depth = 1, control = hgk_control(maxit = 0), baseline = FALSE, folds = 3,
+           threads = 1)
+  expect_equal(unname(f$relevance), rep(f$relevance[[1]], 3))
+  expect_output(print(f), "every input weighs the same")
+  g <- hgk(x, y, depth = 1, control = hgk_control(maxit = 5), baseline = FALSE, folds = 3,
+           threads = 1)
+  # learned: the informative first input ranks first
+  expect_identical(names(which.max(g$relevance)), "V1")
+  expect_output(print(g), "most relevant inputs: V1")
+})
