@@ -242,7 +242,7 @@ dikl.default <- function(x, y, map = c("nystrom", "fourier"), dim = NULL, gamma 
     stop(sprintf("%s: objective = \"ce\" (cross-entropy) is for classification", caller),
          call. = FALSE)
   # the objectives square the response
-  if (task == "regression" && max(abs(inp$y)) > 1e150)
+  if (task == "regression" && max(abs(inp$y)) > .kl_overflow_limit)
     stop(sprintf("%s: response values as large as %s overflow the training objective; rescale 'y'",
                  caller, format(signif(max(abs(inp$y)), 3))), call. = FALSE)
   if (init == "kmeans" && map == "fourier")

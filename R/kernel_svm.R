@@ -301,7 +301,7 @@ kernel_svm.default <- function(x, y, kernel = gaussian_kernel(), cost = 1, gamma
     return(invisible(NULL))
   y <- as.numeric(inp$y)
   if (isTRUE(scaled)) y <- .svr_apply_scaling(y, .svr_response_scaling(y, caller))
-  else if (max(abs(y)) > 1e150)
+  else if (max(abs(y)) > .kl_overflow_limit)
     stop(sprintf("%s: response values up to %s overflow the solver's sums with scale_response = FALSE; use scale_response = TRUE or rescale 'y'",
                  caller, format(signif(max(abs(y)), 3))), call. = FALSE)
   half <- diff(range(y)) / 2

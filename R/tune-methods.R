@@ -167,9 +167,7 @@ summary.kl_tune <- function(object, ...) {
   structure(list(learner = object$learner, metric = object$metric, maximize = object$maximize,
                  folds = object$cv$folds, rows = length(object$foldid), task = object$cv$task,
                  table = tab, best = object$best, bound = bound,
-                 best_text = paste(names(object$labels),
-                                   vapply(object$labels, function(col) col[[b]], ""),
-                                   sep = " = ", collapse = ", "),
+                 best_text = .kl_tune_point_text(object$labels, b),
                  refitted = !is.null(object$best_model)),
             class = "summary.kl_tune")
 }
@@ -186,11 +184,16 @@ print.summary.kl_tune <- function(x, n = 20L, digits = max(3L, getOption("digits
   print(utils::head(x$table, n), digits = digits, row.names = FALSE)
   if (G > n) cat(sprintf("... %d more grid point(s)\n", G - n))
   cat(sprintf("\nbest: %s; %d point(s) within one standard error of it%s\n",
-              if (is.null(x$best_text)) .kl_tune_best_text(x$best, digits) else x$best_text,
+              x$best_text,
               sum(x$table$within_1se),
               if (x$refitted) "; the best was refitted on all rows" else ""))
   invisible(x)
 }
+
+# Grid point i as "name = value, ..." from the labels print() shows (a kernel by its
+# description).
+.kl_tune_point_text <- function(labels, i)
+  paste(names(labels), vapply(labels, function(col) col[[i]], ""), sep = " = ", collapse = ", ")
 
 # The best parameters as "name = value, ..." (a numeric value formatted, an object by its
 # class).

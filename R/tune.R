@@ -240,9 +240,7 @@ print.kl_tune <- function(x, n = 10L, digits = max(3L, getOption("digits") - 3L)
   show <- utils::head(ord, n)
   print(tab[show, , drop = FALSE], digits = digits)
   if (G > length(show)) cat(sprintf("... %d more grid point(s)\n", G - length(show)))
-  best_txt <- paste(names(x$labels),
-                    vapply(x$labels, function(col) col[[x$best_index]], ""),
-                    sep = " = ", collapse = ", ")
+  best_txt <- .kl_tune_point_text(x$labels, x$best_index)
   cat(sprintf("\nbest (row %d): %s\n", x$best_index, best_txt))
   if (!is.null(x$extension) && nrow(x$extension)) {
     e <- x$extension

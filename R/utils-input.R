@@ -386,9 +386,10 @@
     mn <- rep(0, ncol(x))
     sc <- rep(1, ncol(x))
   }
-  if (mode == "none" && length(x) && max(abs(range(x))) > 1e150)
+  big <- if (mode == "none" && length(x)) max(abs(range(x))) else 0
+  if (big > .kl_overflow_limit)
     stop(sprintf("%s: input values as large as %s overflow the kernels' squared distances; scale the inputs (scale = TRUE) or rescale 'x'",
-                 caller, format(signif(max(abs(range(x))), 3))), call. = FALSE)
+                 caller, format(signif(big, 3))), call. = FALSE)
   if (mode != "none" && nrow(x) > 1L && all(sc == 0))
     stop(sprintf("%s: every input column is constant (all %d rows are the same point): there is nothing to learn from",
                  caller, nrow(x)), call. = FALSE)

@@ -7,11 +7,15 @@
 # therefore makes every random choice of the core reproducible.
 .kl_seed <- function() sample.int(.Machine$integer.max, 2L)
 
-# Thread count: argument > option kernlearn.threads > env KERNLEARN_THREADS > 2. A bad value
-# is an error naming where it came from.
+# Values beyond this in an input or a response that is used as given overflow the squares the
+# learners form (squared distances, squared errors); they are refused with an error.
+.kl_overflow_limit <- 1e150
+
 # More threads than this are refused: OpenMP would try to start them all (a billion hangs).
 .kl_max_threads <- 1024L
 
+# Thread count: argument > option kernlearn.threads > env KERNLEARN_THREADS > 2. A bad value
+# is an error naming where it came from.
 .kl_threads <- function(threads = NULL) {
   from <- "'threads'"
   shown <- NULL
