@@ -305,7 +305,8 @@ print.kl_cells <- function(x, ...) {
                  weight = if (cls) unname(as.numeric(weight)) else numeric(),
                  gamma = if (!gamma_free && !is.null(kernel$gamma)) as.numeric(kernel$gamma),
                  threads = if (use_future) NULL else threads)
-  res <- .kl_task_map(tasks, .kl_cell_task, shared = shared, packages = "kernlearn")
+  res <- .kl_task_map(tasks, .kl_cell_task, shared = shared, packages = "kernlearn",
+                     unit = "cells")
   cell_of <- part$cell_of
   part$cell_of <- NULL
   part$extra <- NULL
@@ -817,7 +818,8 @@ plot.kl_localized <- function(x, which = NULL, ...) {
                  gaussian_grid = list(gamma = .kl_cells_gamma_grid(cells, "svm"),
                                       relative = cells$relative_gamma, cost = cells$cost_grid),
                  threads = if (use_future) NULL else threads)
-  res <- .kl_task_map(tasks, .tkl_cell_task, shared = shared, packages = "kernlearn")
+  res <- .kl_task_map(tasks, .tkl_cell_task, shared = shared, packages = "kernlearn",
+                     unit = "cells")
   cell_of <- part$cell_of
   part$cell_of <- NULL
   part$extra <- NULL

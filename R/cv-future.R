@@ -187,16 +187,53 @@
 
 # Runs FUN(task, ..., progress = ) over the tasks: on the future plan when a parallel one is set
 # (the session's RNG state is kept; each task gets its own stream), else here. `progress` is a
-# progressr progressor (one step a task) or NULL.
-.kl_task_map <- function(tasks, FUN, ..., packages = character(), globals = TRUE) {
+# progressr progressor (one step a task) or NULL. The tasks' warnings are collected and each
+# distinct one is given once, after the tasks, with the number of tasks (`unit`) that gave it:
+# a learner's warning would otherwise repeat for every fold and grid point.
+.kl_task_map <- function(tasks, FUN, ..., packages = character(), globals = TRUE,
+                         unit = "fits") {
   progress <- NULL
   if (requireNamespace("progressr", quietly = TRUE))
     progress <- progressr::progressor(steps = length(tasks))
-  if (!.klcv_use_future()) return(lapply(tasks, FUN, ..., progress = progress))
-  state <- .klcv_rng_save()
-  on.exit(.klcv_rng_restore(state), add = TRUE)
-  future.apply::future_lapply(tasks, FUN, ..., progress = progress, future.seed = TRUE,
-                              future.packages = packages, future.globals = globals)
+  if (!.klcv_use_future()) {
+    res <- lapply(tasks, .kl_task_warnings, .f = FUN, ..., progress = progress)
+  } else {
+    state <- .klcv_rng_save()
+    on.exit(.klcv_rng_restore(state), add = TRUE)
+    res <- future.apply::future_lapply(tasks, .kl_task_warnings, .f = FUN, ...,
+                                       progress = progress, future.seed = TRUE,
+                                       future.packages = packages, future.globals = globals)
+  }
+  .kl_task_rewarn(lapply(res, `[[`, "warnings"), unit)
+  lapply(res, `[[`, "value")
+}
+
+# One task, its warnings kept (and muffled) in the order they came.
+.kl_task_warnings <- function(task, .f, ..., progress = NULL) {
+  .kl_collect_warnings(.f(task, ..., progress = progress))
+}
+
+# The value of expr (evaluated where it was written) and the messages of its warnings, which
+# are muffled.
+.kl_collect_warnings <- function(expr) {
+  w <- character()
+  value <- withCallingHandlers(expr, warning = function(cond) {
+    w <<- c(w, conditionMessage(cond))
+    invokeRestart("muffleWarning")
+  })
+  list(value = value, warnings = w)
+}
+
+# Gives each distinct warning of the tasks once, with the number of tasks that gave it.
+.kl_task_rewarn <- function(warnings, unit) {
+  n <- length(warnings)
+  per_task <- lapply(warnings, unique)
+  msgs <- unique(unlist(per_task, use.names = FALSE))
+  for (m in msgs) {
+    k <- sum(vapply(per_task, function(w) m %in% w, logical(1)))
+    warning(if (n > 1L) sprintf("%s (in %d of %d %s)", m, k, n, unit) else m, call. = FALSE)
+  }
+  invisible(NULL)
 }
 
 .klcv_dispatch <- function(tasks, shared) {

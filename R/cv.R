@@ -74,6 +74,12 @@
 #' \code{predict()} and learner methods (found by name, such as
 #' \code{predict.myfit} and \code{mylearner.default}).
 #'
+#' \strong{Warnings.} A warning of the fits is given once, after all of them,
+#' with the number of fits that gave it, for example
+#' \code{"... (in 12 of 30 fits)"}, rather than once for every fold (and grid
+#' point): the same message does not bury the others. Parallel workers' warnings
+#' are collected the same way.
+#'
 #' Arguments of the learner named \code{seed} cannot be passed through
 #' \code{...} (\code{seed} belongs to \code{kl_cv}); wrap the learner instead.
 #'

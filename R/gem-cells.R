@@ -201,7 +201,8 @@
   use_future <- .klcv_use_future()
   shared <- list(args = .gem_cell_args(settings, control, scale), fitted = fitted,
                  threads = if (use_future) NULL else threads)
-  res <- .kl_task_map(tasks, .gem_cell_task, shared = shared, packages = "kernlearn")
+  res <- .kl_task_map(tasks, .gem_cell_task, shared = shared, packages = "kernlearn",
+                     unit = "cells")
   lev <- inp$levels
   fv <- NULL
   if (fitted) {

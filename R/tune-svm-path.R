@@ -54,7 +54,8 @@
   # each with the threads its worker has, and report progress.
   tasks <- list()
   folds_y <- vector("list", K)
-  for (k in seq_len(K)) {
+  fold_warnings <- vector("list", K)  # the same input warning of every fold is given once
+  for (k in seq_len(K)) fold_warnings[[k]] <- .kl_collect_warnings({
     train <- which(foldid != k)
     test <- which(foldid == k)
     if (spec$interface == "formula") {
@@ -110,7 +111,8 @@
         kernel = .kernel_spec(kern), params = params, ntr = ntr, ntest = length(test),
         path = sort(unique(cst)), threads = if (is.null(dots$threads)) NULL else threads)
     }
-  }
+  })$warnings
+  .kl_task_rewarn(fold_warnings, "folds")
   res <- .svm_path_dispatch(tasks, threads)
   fm <- matrix(NA_real_, G, K, dimnames = list(NULL, paste0("Fold", seq_len(K))))
   preds <- lapply(seq_len(G), function(i) vector("list", K))

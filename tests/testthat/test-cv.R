@@ -729,3 +729,33 @@ test_that("na.action applies to the rows the folds are drawn from", {
   expect_error(kl_cv(kernel_svm, y ~ u + v, data = d, folds = 3, na.action = na.fail),
                "kl_cv\\(\\): na.action: missing values")
 })
+
+test_that("a warning the fold fits repeat is given once, with the number of fits", {
+  warns <- function(expr) {
+    w <- character()
+    withCallingHandlers(expr, warning = function(cond) {
+      w <<- c(w, conditionMessage(cond))
+      invokeRestart("muffleWarning")
+    })
+    w
+  }
+  noisy <- function(x, y, cost = 1, ...) {
+    warning("the learner warns")
+    if (cost > 1) warning("a large cost")
+    kernel_svm(x, y, cost = cost, ...)
+  }
+  x <- as.matrix(iris[, 1:4])
+  set.seed(61)
+  w <- warns(kl_tune(noisy, x, iris$Species, grid = list(cost = c(1, 10)), folds = 3,
+                     refit = FALSE))
+  expect_identical(w, c("the learner warns (in 6 of 6 fits)", "a large cost (in 3 of 6 fits)"))
+  set.seed(61)
+  w <- warns(kl_cv(noisy, x, iris$Species, folds = 3))
+  expect_identical(w, "the learner warns (in 3 of 3 fits)")
+  # the warm-started path prepares every fold's rows itself: one warning for all folds
+  d <- iris[1:100, ]  # a response with an unused level
+  set.seed(62)
+  w <- warns(kl_tune(kernel_svm, Species ~ ., data = d, grid = list(cost = c(1, 10)),
+                     folds = 3, refit = FALSE))
+  expect_identical(w, "kl_tune(): dropping unused level(s) 'virginica' of 'Species' (in 3 of 3 folds)")
+})
