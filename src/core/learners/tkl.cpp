@@ -166,10 +166,12 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
       w.push_back(m.coef);
     }
     const Mat C = G.gradient(rows, w);
-    Eigen::SelfAdjointEigenSolver<Mat> es(0.5 * (C + C.transpose()));
-    if (es.info() != Eigen::Success) throw Error("the eigenproblem of the P-step failed");
-    v = es.eigenvectors().col(0);
     Cg = 0.5 * (C + C.transpose());
+    // (exponentiated gradient needs C's extreme eigenvalues only, Frank-Wolfe the direction)
+    Eigen::SelfAdjointEigenSolver<Mat> es(
+        Cg, par.mirror ? Eigen::EigenvaluesOnly : Eigen::ComputeEigenvectors);
+    if (es.info() != Eigen::Success) throw Error("the eigenproblem of the P-step failed");
+    if (!par.mirror) v = es.eigenvectors().col(0);
     lmin = es.eigenvalues()[0];
     cmax = es.eigenvalues()[es.eigenvalues().size() - 1];
     row.objective = cur.value;
@@ -179,8 +181,11 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
   };
   double step_sum = 0;
   int steps = 0;
-  // exponentiated gradient: the accepted step of the last iteration (none yet: -1)
+  // exponentiated gradient: the accepted step of the last iteration (none yet: -1), and the
+  // eigendecomposition of P (known from the accepted trial after the first iteration)
   double t_last = -1;
+  Mat p_vectors;
+  Vec p_values;
   // One trial of a line search: the SVM on `kernel`, its time and iterations in the row.
   const auto try_kernel = [&](TrainingKernel kernel, const std::vector<BinaryMachine>* from,
                               TklIteration& row) {
@@ -208,11 +213,15 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
     if (par.mirror) {
       // Exponentiated gradient: P(t) = q exp(log P - t C) / trace, t from twice the last
       // accepted step (1 / ||C|| at first), divided by 4 until OPT_A decreases.
-      Eigen::SelfAdjointEigenSolver<Mat> ep(P);
-      if (ep.info() != Eigen::Success) throw Error("the eigenproblem of P failed");
-      const Vec lam = ep.eigenvalues().cwiseMax(1e-12 * q);
-      const Mat logP = ep.eigenvectors() * lam.array().log().matrix().asDiagonal() *
-                       ep.eigenvectors().transpose();
+      if (p_values.size() == 0) {
+        Eigen::SelfAdjointEigenSolver<Mat> ep(P);
+        if (ep.info() != Eigen::Success) throw Error("the eigenproblem of P failed");
+        p_vectors = ep.eigenvectors();
+        p_values = ep.eigenvalues();
+      }
+      const Vec lam = p_values.cwiseMax(1e-12 * q);
+      const Mat logP = p_vectors * lam.array().log().matrix().asDiagonal() *
+                       p_vectors.transpose();
       const double cnorm = std::max(std::fabs(lmin), std::fabs(cmax));
       if (!(cnorm > 0) || !std::isfinite(cnorm)) {
         res.stop = "no decrease";
@@ -224,14 +233,16 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
       bool accepted = false;
       AlphaStep trial;
       Mat Pt;
+      Eigen::SelfAdjointEigenSolver<Mat> et;
+      Vec mu_t;  // the eigenvalues of the trial's P (the eigenvectors are et's)
       while (t >= t_floor) {
         cb.check();
-        Eigen::SelfAdjointEigenSolver<Mat> et(logP - t * Cg);
+        et.compute(logP - t * Cg);
         if (et.info() != Eigen::Success) throw Error("the eigenproblem of the P-step failed");
         const Vec ev = et.eigenvalues();
-        Pt = et.eigenvectors() * (ev.array() - ev.maxCoeff()).exp().matrix().asDiagonal() *
-             et.eigenvectors().transpose();
-        Pt *= q / Pt.trace();
+        mu_t = (ev.array() - ev.maxCoeff()).exp().matrix();
+        mu_t *= q / mu_t.sum();
+        Pt = et.eigenvectors() * mu_t.asDiagonal() * et.eigenvectors().transpose();
         Pt = 0.5 * (Pt + Pt.transpose());
         trial = try_kernel(TrainingKernel(G.form_rows(Pt, mu)),
                            par.warm ? &cur.machines : nullptr, row);
@@ -249,6 +260,8 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
       row.step = t;
       res.trace.push_back(row);
       P = Pt;
+      p_vectors = et.eigenvectors();
+      p_values = mu_t;
       cur = std::move(trial);
       t_last = t;
       continue;
