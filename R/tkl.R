@@ -77,6 +77,26 @@
 #' relative gap, \code{tol} and \code{ridge} do not depend on it.
 #' \code{fit$kernel_scale} keeps \eqn{s}.
 #'
+#' \strong{Many inputs.} Every term of the kernel but one carries a product
+#' over the inputs, \eqn{A(x, y) = \prod_i (1 + \delta - \max(x_i, y_i))}
+#' or \eqn{B(x) = \prod_i (1 + \delta - x_i)}, which relative to the
+#' volume \eqn{V} is at most \eqn{((1 + \delta) / (1 + 2\delta))^d} (at
+#' the box's lower corner; \eqn{2^{-d}} at its centre); the remaining term
+#' is \eqn{V Z(x)^\top P_{22} Z(y)}, with \eqn{P_{22}} the lower right block
+#' of \eqn{P}: a linear kernel in the inputs (polynomial for \code{degree}
+#' above 1). With \eqn{\delta > 0} the products vanish geometrically as
+#' \eqn{d} grows (with \eqn{\delta = 0.1} the bound is
+#' \eqn{2 \times 10^{-4}} at \eqn{d = 100} and \eqn{3 \times 10^{-14}} at
+#' \eqn{d = 360}), so from about a hundred inputs the learned kernel is in
+#' effect a learned linear kernel. In \code{bench/tkl_many_inputs.R} (400 or 700 training
+#' rows; \code{baseline = FALSE}) its test error was 0.42 and 0.45 on a
+#' circle among 100 and 200 inputs and 0.087 on mlbench's \code{DNA}
+#' (360 indicator columns), against 0.30, 0.31 and 0.057 for the tuned
+#' Gaussian SVM; with \code{baseline = TRUE} (the default) the fits kept
+#' the Gaussian in all three. \eqn{P} is \eqn{2h \times 2h}{2h x 2h} and an
+#' iteration's eigenproblems take \eqn{O(h^3)}: 0.34 s an iteration on
+#' \code{DNA} (\eqn{h = 361}).
+#'
 #' \strong{Smoothing.} \eqn{\mathrm{OPT}_A(P)} is a maximum over the SVM's
 #' dual variables; where the maximiser is not unique (\eqn{K(P)} nearly
 #' singular on the support vectors, which the rank-one \eqn{K(P^*)} makes
