@@ -662,3 +662,31 @@ test_that("tkl regression standardises the response: the same choices and predic
   }, 0))
   expect_equal(tn$results$mean[tn$results$cost == 10], by_hand, tolerance = 1e-3)
 })
+
+test_that("at many inputs the kernel is its linear term to within the box bound, and print() says so", {
+  set.seed(81)
+  d <- 120L
+  x <- matrix(runif(30 * d), 30, d)
+  delta <- 0.1
+  h <- d + 1L
+  # a random positive semidefinite P: the bound holds for any
+  A <- matrix(rnorm(4 * h * h), 2 * h)
+  P <- crossprod(A) / (2 * h)
+  K <- kernel_matrix(tessellated_kernel(P, 1, lower = rep(-delta, d), upper = rep(1 + delta, d)), x)
+  V <- (1 + 2 * delta)^d
+  Z <- cbind(1, x)
+  P22 <- P[h + seq_len(h), h + seq_len(h)]
+  lin <- V * Z %*% P22 %*% t(Z)
+  bound <- kernlearn:::.tkl_box_bound(d, delta)
+  expect_lt(bound, 3e-5)
+  # every other term is a product bounded by bound * V times |Z(x)' P_st Z(y)| <= |Z(x)| |Z(y)| ||P||
+  scale <- sqrt(rowSums(Z^2)) %o% sqrt(rowSums(Z^2)) * max(abs(eigen(P, symmetric = TRUE,
+                                                                      only.values = TRUE)$values))
+  expect_true(all(abs(K - lin) <= 5 * bound * V * scale))
+  expect_gt(max(abs(K - lin) / (V * scale)), 0)  # not the linear kernel exactly
+  y <- factor(x[, 1] > 0.5)
+  fit <- tkl(x, y, baseline = FALSE, maxit = 2)
+  expect_output(print(fit), "at 120 inputs the kernel's box products are below 2.9e-05: it is in effect a linear kernel")
+  fit <- tkl(x[, 1:10], y, baseline = FALSE, maxit = 2)
+  expect_false(any(grepl("in effect", capture.output(print(fit)))))
+})
