@@ -37,6 +37,7 @@ kl::TklParams tkl_params_from_r(Rcpp::List params, Rcpp::List tkl, int threads) 
   if (tkl.containsElementNamed("normalize")) par.normalize = Rcpp::as<bool>(tkl["normalize"]);
   if (tkl.containsElementNamed("single")) par.single = Rcpp::as<bool>(tkl["single"]);
   if (tkl.containsElementNamed("mirror")) par.mirror = Rcpp::as<bool>(tkl["mirror"]);
+  if (tkl.containsElementNamed("subspace")) par.subspace = Rcpp::as<bool>(tkl["subspace"]);
   if (tkl.containsElementNamed("backend")) {
     kl::Backend& be = klr::backend_from_r(Rcpp::as<Rcpp::List>(tkl["backend"]));
     par.backend = be.is_gpu() ? &be : nullptr;
@@ -53,14 +54,15 @@ Rcpp::List result_to_r(const kl::TklResult& r, const std::vector<int>* yy, int k
       Rcpp::Named("trace") = trace_to_r(r.trace), Rcpp::Named("stop") = r.stop,
       Rcpp::Named("seconds_start") = r.seconds_start,
       Rcpp::Named("seconds_first") = r.seconds_first,
-      Rcpp::Named("iter_first") = static_cast<double>(r.iter_first));
+      Rcpp::Named("iter_first") = static_cast<double>(r.iter_first),
+      Rcpp::Named("subspace") = r.subspace);
 }
 
 }  // namespace
 
 // TKL on scaled inputs x (n x d) with the box [lower, upper]: classification when k >= 2 (y
 // class codes 1..k), epsilon-regression when k = 0 (y numeric). params: the SVM options of
-// .svm_params(); tkl: degree, tol, maxit (optional: warm, ridge, normalize, single, mirror, backend
+// .svm_params(); tkl: degree, tol, maxit (optional: warm, ridge, normalize, single, mirror, subspace, backend
 // as .kl_backend_arg()).
 // [[Rcpp::export]]
 Rcpp::List cpp_tkl_fit(const Eigen::Map<Eigen::MatrixXd> x, SEXP y, int k,

@@ -690,3 +690,43 @@ test_that("at many inputs the kernel is its linear term to within the box bound,
   fit <- tkl(x[, 1:10], y, baseline = FALSE, maxit = 2)
   expect_false(any(grepl("in effect", capture.output(print(fit)))))
 })
+
+test_that("with fewer rows than monomials the steps work in the rows' span, with the same iterates", {
+  set.seed(91)
+  n <- 40L
+  d <- 100L
+  x <- matrix(runif(n * d), n, d)
+  y <- factor(ifelse(x[, 1] + x[, 2] > 1, "a", "b"))
+  yr <- x[, 1] - x[, 2] + rnorm(n, sd = 0.1)
+  xt <- matrix(runif(50 * d), 50, d)
+  on.exit(options(kernlearn.tkl_subspace = NULL), add = TRUE)
+  for (resp in list(y, yr)) {
+    options(kernlearn.tkl_subspace = NULL)
+    a <- tkl(x, resp, maxit = 6, baseline = FALSE, threads = 1)
+    expect_identical(a$subspace, 2L * n)  # twice the rank of the rows' monomials
+    expect_output(print(a), "exponentiated gradient in the 80-dimensional span of the rows")
+    options(kernlearn.tkl_subspace = FALSE)
+    b <- tkl(x, resp, maxit = 6, baseline = FALSE, threads = 1)
+    expect_identical(b$subspace, 0L)
+    expect_identical(a$iterations, b$iterations)
+    expect_equal(a$trace$objective, b$trace$objective, tolerance = 1e-9)
+    expect_equal(a$trace$gap, b$trace$gap, tolerance = 1e-7 * max(abs(b$trace$objective)))
+    expect_equal(a$P, b$P, tolerance = 1e-9)
+    type <- if (is.factor(resp)) "decision" else "response"
+    expect_equal(predict(a, xt, type = type), predict(b, xt, type = type), tolerance = 1e-8)
+  }
+  # a cost path continues from the last cost's P, which keeps the form: the same results
+  options(kernlearn.tkl_subspace = NULL)
+  set.seed(5)
+  pa <- kl_tune(tkl, x, y, grid = list(cost = c(1, 10)), folds = 3, baseline = FALSE,
+                extend = 0, maxit = 4, threads = 1, refit = FALSE)
+  options(kernlearn.tkl_subspace = FALSE)
+  set.seed(5)
+  pb <- kl_tune(tkl, x, y, grid = list(cost = c(1, 10)), folds = 3, baseline = FALSE,
+                extend = 0, maxit = 4, threads = 1, refit = FALSE)
+  expect_equal(pa$fold_metrics, pb$fold_metrics)
+  # more rows than monomials, or Frank-Wolfe: all of P
+  options(kernlearn.tkl_subspace = NULL)
+  expect_identical(tkl(x[, 1:5], y, maxit = 2, baseline = FALSE)$subspace, 0L)
+  expect_identical(tkl(x, y, maxit = 2, baseline = FALSE, algorithm = "fw")$subspace, 0L)
+})

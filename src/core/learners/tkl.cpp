@@ -2,6 +2,7 @@
 #include "learners/tkl.hpp"
 
 #include <Eigen/Eigenvalues>
+#include <Eigen/SVD>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -119,6 +120,49 @@ TklState tkl_start(CMatRef X, const Vec& lower, const Vec& upper, const TklParam
   return S;
 }
 
+// Exponentiated gradient in the span of the training rows' monomials. The gradient C lies in
+// U = span{[z_i; 0], [0; z_i]} (z_i the monomials of training row i; every block of C is
+// Z'(...)Z), so from a P of the form alpha I + Q (W - alpha I) Q' (Q an orthonormal basis of
+// U with r columns, W r x r) the step keeps that form:
+//   log P - t C = log(alpha) (I - Q Q') + Q (log W - t Q'C Q) Q',
+// and C's eigenvalues are those of Q'C Q with zeros. Where r is well below 2h (fewer rows than
+// monomials), the step's eigenproblems are r x r instead of 2h x 2h, with the same iterates.
+struct TklSubspace {
+  Mat Q;             // 2h x r; empty when the step works on all of P
+  Mat W;             // Q'P Q
+  double alpha = 0;  // P's eigenvalue off U
+};
+
+TklSubspace tkl_subspace(const TklGram& G, const Mat& P) {
+  TklSubspace sub;
+  const int n = G.n(), h = G.h();
+  // worth it only where U is at most three quarters of the space
+  if (4 * std::min(n, h) > 3 * h) return sub;
+  Eigen::BDCSVD<Mat> svd(G.row_monomials().transpose(), Eigen::ComputeThinU);
+  const Vec& sv = svd.singularValues();
+  if (sv.size() == 0 || !(sv[0] > 0)) return sub;
+  const double cut = sv[0] * 1e-10 * std::max(n, h);
+  int rz = 0;
+  while (rz < sv.size() && sv[rz] > cut) ++rz;
+  const int r = 2 * rz;
+  if (4 * rz > 3 * h) return sub;
+  Mat Q = Mat::Zero(2 * h, r);
+  Q.block(0, 0, h, rz) = svd.matrixU().leftCols(rz);
+  Q.block(h, rz, h, rz) = svd.matrixU().leftCols(rz);
+  Mat W = Q.transpose() * P * Q;
+  W = 0.5 * (W + W.transpose());
+  const double alpha = (P.trace() - W.trace()) / (2 * h - r);
+  // P must have the form (the start I / s, or where a run on these rows left it)
+  Mat R = P - Q * W * Q.transpose();
+  R.diagonal().array() -= alpha;
+  R.noalias() += alpha * (Q * Q.transpose());
+  if (!(R.norm() <= 1e-9 * P.norm())) return sub;
+  sub.Q = std::move(Q);
+  sub.W = std::move(W);
+  sub.alpha = alpha;
+  return sub;
+}
+
 // The Frank-Wolfe loop from the state's P and K (left at the result's P and K(P)); the first
 // solve is warm-started from `warm` when given (a path of increasing costs keeps the last
 // solution feasible), cold otherwise.
@@ -158,6 +202,11 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
   Vec v;
   Mat Cg;                 // the symmetrised gradient C
   double lmin = 0, cmax = 0;  // its smallest and largest eigenvalues
+  TklSubspace sub;
+  if (par.mirror && par.subspace) sub = tkl_subspace(G, P);
+  const bool reduced = sub.Q.size() > 0;
+  const int r = reduced ? static_cast<int>(sub.Q.cols()) : 0;
+  Mat Cr;                 // Q'C Q (reduced)
   auto assess = [&](TklIteration& row) {
     std::vector<std::vector<int>> rows;
     std::vector<std::vector<double>> w;
@@ -167,15 +216,24 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
     }
     const Mat C = G.gradient(rows, w);
     Cg = 0.5 * (C + C.transpose());
-    // (exponentiated gradient needs C's extreme eigenvalues only, Frank-Wolfe the direction)
-    Eigen::SelfAdjointEigenSolver<Mat> es(
-        Cg, par.mirror ? Eigen::EigenvaluesOnly : Eigen::ComputeEigenvectors);
-    if (es.info() != Eigen::Success) throw Error("the eigenproblem of the P-step failed");
-    if (!par.mirror) v = es.eigenvectors().col(0);
-    lmin = es.eigenvalues()[0];
-    cmax = es.eigenvalues()[es.eigenvalues().size() - 1];
+    if (reduced) {
+      Cr = sub.Q.transpose() * (Cg * sub.Q);
+      Cr = 0.5 * (Cr + Cr.transpose());
+      Eigen::SelfAdjointEigenSolver<Mat> es(Cr, Eigen::EigenvaluesOnly);
+      if (es.info() != Eigen::Success) throw Error("the eigenproblem of the P-step failed");
+      lmin = std::min(es.eigenvalues()[0], 0.0);
+      cmax = std::max(es.eigenvalues()[r - 1], 0.0);
+    } else {
+      // (exponentiated gradient needs C's extreme eigenvalues only, Frank-Wolfe the direction)
+      Eigen::SelfAdjointEigenSolver<Mat> es(
+          Cg, par.mirror ? Eigen::EigenvaluesOnly : Eigen::ComputeEigenvectors);
+      if (es.info() != Eigen::Success) throw Error("the eigenproblem of the P-step failed");
+      if (!par.mirror) v = es.eigenvectors().col(0);
+      lmin = es.eigenvalues()[0];
+      cmax = es.eigenvalues()[es.eigenvalues().size() - 1];
+    }
     row.objective = cur.value;
-    row.gap = C.cwiseProduct(P).sum() - q * es.eigenvalues()[0];  // trace(C P) - q lambda_min
+    row.gap = C.cwiseProduct(P).sum() - q * lmin;  // trace(C P) - q lambda_min
     best_lower = std::max(best_lower, cur.value - row.gap);
     row.lower = best_lower;
   };
@@ -213,8 +271,9 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
     if (par.mirror) {
       // Exponentiated gradient: P(t) = q exp(log P - t C) / trace, t from twice the last
       // accepted step (1 / ||C|| at first), divided by 4 until OPT_A decreases.
+      // (reduced: the eigendecomposition is W's, and P's eigenvalue off U is alpha)
       if (p_values.size() == 0) {
-        Eigen::SelfAdjointEigenSolver<Mat> ep(P);
+        Eigen::SelfAdjointEigenSolver<Mat> ep(reduced ? sub.W : P);
         if (ep.info() != Eigen::Success) throw Error("the eigenproblem of P failed");
         p_vectors = ep.eigenvectors();
         p_values = ep.eigenvalues();
@@ -222,6 +281,7 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
       const Vec lam = p_values.cwiseMax(1e-12 * q);
       const Mat logP = p_vectors * lam.array().log().matrix().asDiagonal() *
                        p_vectors.transpose();
+      const double log_alpha = reduced ? std::log(std::max(sub.alpha, 1e-12 * q)) : 0.0;
       const double cnorm = std::max(std::fabs(lmin), std::fabs(cmax));
       if (!(cnorm > 0) || !std::isfinite(cnorm)) {
         res.stop = "no decrease";
@@ -234,15 +294,28 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
       AlphaStep trial;
       Mat Pt;
       Eigen::SelfAdjointEigenSolver<Mat> et;
-      Vec mu_t;  // the eigenvalues of the trial's P (the eigenvectors are et's)
+      Vec mu_t;  // the eigenvalues of the trial's P (W's, reduced; the eigenvectors are et's)
+      double alpha_t = 0;
       while (t >= t_floor) {
         cb.check();
-        et.compute(logP - t * Cg);
+        et.compute(logP - t * (reduced ? Cr : Cg));
         if (et.info() != Eigen::Success) throw Error("the eigenproblem of the P-step failed");
         const Vec ev = et.eigenvalues();
-        mu_t = (ev.array() - ev.maxCoeff()).exp().matrix();
-        mu_t *= q / mu_t.sum();
-        Pt = et.eigenvectors() * mu_t.asDiagonal() * et.eigenvectors().transpose();
+        const double top = reduced ? std::max(ev.maxCoeff(), log_alpha) : ev.maxCoeff();
+        mu_t = (ev.array() - top).exp().matrix();
+        if (reduced) {
+          alpha_t = std::exp(log_alpha - top);
+          const double scale = q / (mu_t.sum() + alpha_t * (2 * h - r));
+          mu_t *= scale;
+          alpha_t *= scale;
+          Mat D = et.eigenvectors() * mu_t.asDiagonal() * et.eigenvectors().transpose();
+          D.diagonal().array() -= alpha_t;
+          Pt = sub.Q * D * sub.Q.transpose();
+          Pt.diagonal().array() += alpha_t;
+        } else {
+          mu_t *= q / mu_t.sum();
+          Pt = et.eigenvectors() * mu_t.asDiagonal() * et.eigenvectors().transpose();
+        }
         Pt = 0.5 * (Pt + Pt.transpose());
         trial = try_kernel(TrainingKernel(G.form_rows(Pt, mu)),
                            par.warm ? &cur.machines : nullptr, row);
@@ -262,6 +335,7 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
       P = Pt;
       p_vectors = et.eigenvectors();
       p_values = mu_t;
+      sub.alpha = alpha_t;
       cur = std::move(trial);
       t_last = t;
       continue;
@@ -322,6 +396,7 @@ TklResult tkl_run(TklState& S, const TklParams& par, const Callbacks& cb, const 
   res.P = P;
   res.q = q;
   res.scale = S.scale;
+  res.subspace = r;
   res.machines = std::move(cur.machines);
   return res;
 }

@@ -67,6 +67,8 @@ struct TklParams {
   bool single = false;     // the n x n matrices in single precision (see TklGram)
   bool mirror = false;     // the P-step by exponentiated gradient instead of Frank-Wolfe
                            // (see above; the R interface's default)
+  bool subspace = true;    // exponentiated gradient in the span of the training rows'
+                           // monomials where that is well below 2h (the same iterates)
   Backend* backend = nullptr;  // the start kernel K(P0) (double precision) through this
                                // backend's kernel_matrix (the GPU's tkl_block operation)
   SvmParams svm;       // cost, epsilon, solver tolerance, cache, threads, probability
@@ -93,6 +95,8 @@ struct TklResult {
                                        // path: the first cost's result only)
   double seconds_first = 0;            // the first (cold) SVM solve
   long iter_first = 0;
+  int subspace = 0;                    // exponentiated gradient: the dimension of the span
+                                       // its steps worked in (0: all of P)
 };
 
 // Classification: y codes 0..k-1 (every class present), weight k class weights of the cost.
@@ -130,6 +134,8 @@ class TklGram {
           const Callbacks& cb, bool single = false);
   int n() const { return static_cast<int>(Zm_.rows()); }
   int h() const { return static_cast<int>(Zm_.cols()); }
+  // The monomials of the training rows (n x h).
+  const Mat& row_monomials() const { return Zm_; }
   bool single() const { return single_; }
   // out = (1 - eta) K + eta K(q v v'), v of length 2h; K and out n x n (they may alias).
   void blend_rank_one(const Vec& v, double q, double eta, const double* K, double* out) const;
