@@ -2,7 +2,6 @@
 #include "learners/tkl.hpp"
 
 #include <Eigen/Eigenvalues>
-#include <Eigen/SVD>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -138,17 +137,29 @@ TklSubspace tkl_subspace(const TklGram& G, const Mat& P) {
   const int n = G.n(), h = G.h();
   // worth it only where U is at most three quarters of the space
   if (4 * std::min(n, h) > 3 * h) return sub;
-  Eigen::BDCSVD<Mat> svd(G.row_monomials().transpose(), Eigen::ComputeThinU);
-  const Vec& sv = svd.singularValues();
-  if (sv.size() == 0 || !(sv[0] > 0)) return sub;
-  const double cut = sv[0] * 1e-10 * std::max(n, h);
-  int rz = 0;
-  while (rz < sv.size() && sv[rz] > cut) ++rz;
+  // An orthonormal basis of the row space of Z (n x h): Z'u / sqrt(lambda) over the
+  // eigenpairs of Z Z' above 1e-12 of the largest (directions of rows collinear beyond that are
+  // left to the part of P off U), made orthonormal to rounding by (B'B)^(-1/2).
+  const Mat& Z = G.row_monomials();
+  Eigen::SelfAdjointEigenSolver<Mat> ez(Z * Z.transpose());
+  if (ez.info() != Eigen::Success) return sub;
+  const Vec& lz = ez.eigenvalues();  // increasing
+  const double top = lz[n - 1];
+  if (!(top > 0) || !std::isfinite(top)) return sub;
+  int first = n;
+  while (first > 0 && lz[first - 1] > 1e-12 * top) --first;
+  const int rz = n - first;
   const int r = 2 * rz;
   if (4 * rz > 3 * h) return sub;
+  Mat B = Z.transpose() * ez.eigenvectors().rightCols(rz);
+  B *= lz.tail(rz).array().rsqrt().matrix().asDiagonal();
+  Eigen::SelfAdjointEigenSolver<Mat> eb(B.transpose() * B);
+  if (eb.info() != Eigen::Success || !(eb.eigenvalues()[0] > 0.5)) return sub;
+  B = B * (eb.eigenvectors() * eb.eigenvalues().array().rsqrt().matrix().asDiagonal() *
+           eb.eigenvectors().transpose());
   Mat Q = Mat::Zero(2 * h, r);
-  Q.block(0, 0, h, rz) = svd.matrixU().leftCols(rz);
-  Q.block(h, rz, h, rz) = svd.matrixU().leftCols(rz);
+  Q.block(0, 0, h, rz) = B;
+  Q.block(h, rz, h, rz) = B;
   Mat W = Q.transpose() * P * Q;
   W = 0.5 * (W + W.transpose());
   const double alpha = (P.trace() - W.trace()) / (2 * h - r);
