@@ -49,7 +49,8 @@
 #'   rows' monomials, instead of \eqn{2h \times 2h}{2h x 2h}: the same
 #'   iterates (to rounding), taken where \eqn{r} is at most three quarters
 #'   of \eqn{2h}; \code{fit$subspace} is \eqn{r} (\code{bench/tkl_many_inputs.R},
-#'   150 rows and 500 inputs: 11.4 s instead of 61.6 s for 100 iterations). On the twelve sets of the paper's tables
+#'   150 rows and 500 inputs: 11.4 s instead of 61.6 s for 100 iterations).
+#'   On the twelve sets of the paper's tables
 #'   (\code{bench/tkl_gap.R}: four settings and three ridges each, 144 fits)
 #'   \code{"eg"} reached the gap in all fits and \code{"fw"} in 142,
 #'   \code{"eg"} in about half the iterations and half the time, with test
